@@ -1,0 +1,83 @@
+//! The `offload` MLIR dialect.
+//!
+//! The dialect is defined in IRDL (`offload.irdl.mlir` beside this file) and loaded at run
+//! time into a melior [`Context`], so it needs no C++ and no TableGen. It has two types
+//! and a handful of operations:
+//!
+//! | type | meaning |
+//! |---|---|
+//! | `!offload.region<T, "Strategy">` | a mutable region shared out among threads by a partitioning strategy |
+//! | `!offload.slice<T>` | a read-only slice |
+//!
+//! | operation | meaning |
+//! |---|---|
+//! | `offload.region_index(region) -> index` | the element index this thread owns |
+//! | `offload.len(region or slice) -> index` | element count |
+//! | `offload.load(container, index) -> T` | read one element (index already checked in MIR) |
+//! | `offload.store(value, region, index)` | write one element |
+//! | `offload.panic(values...) {site}` | stop this thread, reporting panic site `site` |
+//! | `offload.thread_id`, `offload.workgroup_id`, `offload.workgroup_dim` `{dim}` | thread position |
+//!
+//! The ops print in MLIR's generic form (`"offload.len"(%0) : (...) -> index`), since
+//! IRDL gives them no custom syntax.
+
+use melior::{
+    Context,
+    ir::{Module, operation::OperationLike},
+    utility::load_irdl_dialects,
+};
+
+/// The dialect's IRDL definition.
+pub const IRDL: &str = include_str!("offload.irdl.mlir");
+
+/// Operation names, so passes match on constants rather than spelled-out strings.
+pub mod ops {
+    pub const REGION_INDEX: &str = "offload.region_index";
+    pub const LEN: &str = "offload.len";
+    pub const LOAD: &str = "offload.load";
+    pub const STORE: &str = "offload.store";
+    pub const PANIC: &str = "offload.panic";
+    pub const THREAD_ID: &str = "offload.thread_id";
+    pub const WORKGROUP_ID: &str = "offload.workgroup_id";
+    pub const WORKGROUP_DIM: &str = "offload.workgroup_dim";
+}
+
+/// The attribute that marks a `func.func` as a kernel in the offload dialect stage.
+pub const KERNEL_ATTR: &str = "offload.kernel";
+
+/// Loads the dialect into `context`. Call once per context before parsing offload IR.
+pub fn load(context: &Context) -> Result<(), String> {
+    let module = Module::parse(context, IRDL).ok_or("the offload dialect's IRDL does not parse")?;
+    if !module.as_operation().verify() {
+        return Err("the offload dialect's IRDL does not verify".into());
+    }
+    if !load_irdl_dialects(&module) {
+        return Err("MLIR refused to load the offload dialect".into());
+    }
+    Ok(())
+}
+
+/// A region or slice type, read back from its printed form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ContainerType {
+    Region { elem: String, strategy: String },
+    Slice { elem: String },
+}
+
+/// Reads `!offload.region<T, "S">` or `!offload.slice<T>` from a type's text. IRDL types
+/// have no C API for their parameters, and their printed form is canonical, so the text
+/// is the reliable way in.
+pub fn parse_container_type(text: &str) -> Option<ContainerType> {
+    if let Some(inner) = text.strip_prefix("!offload.region<").and_then(|t| t.strip_suffix('>')) {
+        let (elem, strategy) = inner.split_once(',')?;
+        let strategy = strategy.trim().strip_prefix('"')?.strip_suffix('"')?;
+        return Some(ContainerType::Region {
+            elem: elem.trim().to_string(),
+            strategy: strategy.to_string(),
+        });
+    }
+    let elem = text.strip_prefix("!offload.slice<")?.strip_suffix('>')?;
+    Some(ContainerType::Slice {
+        elem: elem.trim().to_string(),
+    })
+}

@@ -1,0 +1,87 @@
+// The `offload` dialect, defined in IRDL and loaded into every context that lowers
+// kernels. Types carry what the MIR types carry; ops are the few things kernels do that
+// no upstream dialect expresses directly. All ops use MLIR's generic syntax.
+irdl.dialect @offload {
+  // A mutable region of elements shared out among threads by a partitioning strategy,
+  // e.g. `!offload.region<f32, "Linear1D">`.
+  irdl.type @region {
+    %elem = irdl.any
+    %strategy = irdl.base "#builtin.string"
+    irdl.parameters(elem: %elem, strategy: %strategy)
+  }
+
+  // A read-only slice, e.g. `!offload.slice<f32>`.
+  irdl.type @slice {
+    %elem = irdl.any
+    irdl.parameters(elem: %elem)
+  }
+
+  // The element index this thread owns in a region under its strategy.
+  irdl.operation @region_index {
+    %region = irdl.base @offload::@region
+    %index = irdl.is index
+    irdl.operands(region: %region)
+    irdl.results(index: %index)
+  }
+
+  // The element count of a region or slice.
+  irdl.operation @len {
+    %region = irdl.base @offload::@region
+    %slice = irdl.base @offload::@slice
+    %container = irdl.any_of(%region, %slice)
+    %index = irdl.is index
+    irdl.operands(container: %container)
+    irdl.results(len: %index)
+  }
+
+  // Reads one element. The index is not checked here: MIR checks it before.
+  irdl.operation @load {
+    %elem = irdl.any
+    %strategy = irdl.base "#builtin.string"
+    %region = irdl.parametric @offload::@region<%elem, %strategy>
+    %slice = irdl.parametric @offload::@slice<%elem>
+    %container = irdl.any_of(%region, %slice)
+    %index = irdl.is index
+    irdl.operands(container: %container, index: %index)
+    irdl.results(value: %elem)
+  }
+
+  // Writes one element of a region.
+  irdl.operation @store {
+    %elem = irdl.any
+    %strategy = irdl.base "#builtin.string"
+    %region = irdl.parametric @offload::@region<%elem, %strategy>
+    %index = irdl.is index
+    irdl.operands(value: %elem, region: %region, index: %index)
+  }
+
+  // Stops this thread with the panic site `site` (its number among the kernel's
+  // panic sites) and up to two 64-bit values for the message.
+  irdl.operation @panic {
+    %site = irdl.base "#builtin.integer"
+    %value = irdl.is i64
+    irdl.attributes { "site" = %site }
+    irdl.operands(values: variadic %value)
+  }
+
+  // Thread position along dimension `dim` (0 = x): the thread's index in its workgroup,
+  // the workgroup's index in the launch, and the workgroup size.
+  irdl.operation @thread_id {
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes { "dim" = %dim }
+    irdl.results(id: %index)
+  }
+  irdl.operation @workgroup_id {
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes { "dim" = %dim }
+    irdl.results(id: %index)
+  }
+  irdl.operation @workgroup_dim {
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes { "dim" = %dim }
+    irdl.results(size: %index)
+  }
+}

@@ -1,0 +1,466 @@
+//! The data model: locals and blocks in arenas, addressed by typed indices.
+
+use std::fmt;
+
+/// A local variable: `_0` is the return place, then the arguments, then the rest.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Local(pub u32);
+
+/// A basic block, `bb0` being the entry.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct BasicBlock(pub u32);
+
+impl Local {
+    pub const RETURN: Local = Local(0);
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl BasicBlock {
+    pub const ENTRY: BasicBlock = BasicBlock(0);
+    pub fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+impl fmt::Display for Local {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "_{}", self.0)
+    }
+}
+
+impl fmt::Display for BasicBlock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "bb{}", self.0)
+    }
+}
+
+/// A position in the kernel's Rust source (1-based line and column).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Span {
+    pub line: u32,
+    pub column: u32,
+}
+
+impl fmt::Display for Span {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.line, self.column)
+    }
+}
+
+/// A scalar type.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarTy {
+    Bool,
+    I8,
+    I16,
+    I32,
+    I64,
+    Isize,
+    U8,
+    U16,
+    U32,
+    U64,
+    Usize,
+    F32,
+    F64,
+}
+
+impl ScalarTy {
+    pub const ALL: [ScalarTy; 13] = [
+        ScalarTy::Bool,
+        ScalarTy::I8,
+        ScalarTy::I16,
+        ScalarTy::I32,
+        ScalarTy::I64,
+        ScalarTy::Isize,
+        ScalarTy::U8,
+        ScalarTy::U16,
+        ScalarTy::U32,
+        ScalarTy::U64,
+        ScalarTy::Usize,
+        ScalarTy::F32,
+        ScalarTy::F64,
+    ];
+
+    /// The Rust spelling, which is also the MIR text spelling.
+    pub fn name(self) -> &'static str {
+        match self {
+            ScalarTy::Bool => "bool",
+            ScalarTy::I8 => "i8",
+            ScalarTy::I16 => "i16",
+            ScalarTy::I32 => "i32",
+            ScalarTy::I64 => "i64",
+            ScalarTy::Isize => "isize",
+            ScalarTy::U8 => "u8",
+            ScalarTy::U16 => "u16",
+            ScalarTy::U32 => "u32",
+            ScalarTy::U64 => "u64",
+            ScalarTy::Usize => "usize",
+            ScalarTy::F32 => "f32",
+            ScalarTy::F64 => "f64",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<ScalarTy> {
+        ScalarTy::ALL.into_iter().find(|t| t.name() == name)
+    }
+
+    pub fn is_float(self) -> bool {
+        matches!(self, ScalarTy::F32 | ScalarTy::F64)
+    }
+
+    pub fn is_integer(self) -> bool {
+        !self.is_float() && self != ScalarTy::Bool
+    }
+
+    pub fn is_signed(self) -> bool {
+        matches!(
+            self,
+            ScalarTy::I8 | ScalarTy::I16 | ScalarTy::I32 | ScalarTy::I64 | ScalarTy::Isize
+        )
+    }
+
+    /// Width in bits; `bool` is 1, pointer-sized integers are 64.
+    pub fn bits(self) -> u32 {
+        match self {
+            ScalarTy::Bool => 1,
+            ScalarTy::I8 | ScalarTy::U8 => 8,
+            ScalarTy::I16 | ScalarTy::U16 => 16,
+            ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 32,
+            _ => 64,
+        }
+    }
+
+    /// Size in bytes of one element in memory.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            ScalarTy::Bool => 1,
+            other => other.bits() as usize / 8,
+        }
+    }
+}
+
+impl fmt::Display for ScalarTy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// How a region's elements are shared out among threads.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// Thread `t` of the launch owns element `t`.
+    Linear1D,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Strategy::Linear1D => "Linear1D",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Strategy> {
+        match name {
+            "Linear1D" => Some(Strategy::Linear1D),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The type of a local.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Ty {
+    Unit,
+    Scalar(ScalarTy),
+    Region(ScalarTy, Strategy),
+    Slice(ScalarTy),
+}
+
+impl Ty {
+    pub fn scalar(self) -> Option<ScalarTy> {
+        match self {
+            Ty::Scalar(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// The element type of a region or slice.
+    pub fn element(self) -> Option<ScalarTy> {
+        match self {
+            Ty::Region(e, _) | Ty::Slice(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Ty {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Ty::Unit => f.write_str("()"),
+            Ty::Scalar(s) => write!(f, "{s}"),
+            Ty::Region(e, s) => write!(f, "Region<{e}, {s}>"),
+            Ty::Slice(e) => write!(f, "&[{e}]"),
+        }
+    }
+}
+
+/// The declaration of one local.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LocalDecl {
+    pub ty: Ty,
+    pub mutable: bool,
+    /// The user's name for it and where it was declared; `None` for temporaries.
+    pub debug: Option<(String, Span)>,
+}
+
+/// A place in memory: a local, or one element of a region or slice local.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Place {
+    pub local: Local,
+    /// An unchecked index projection `local[index]`.
+    pub index: Option<Local>,
+}
+
+impl Place {
+    pub fn local(local: Local) -> Place {
+        Place { local, index: None }
+    }
+
+    pub fn element(local: Local, index: Local) -> Place {
+        Place {
+            local,
+            index: Some(index),
+        }
+    }
+}
+
+/// A typed constant.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Const {
+    Bool(bool),
+    /// An integer of the given type; the bits are the value, sign-extended from its width.
+    Int(i128, ScalarTy),
+    Float(f64, ScalarTy),
+}
+
+impl Const {
+    pub fn ty(self) -> ScalarTy {
+        match self {
+            Const::Bool(_) => ScalarTy::Bool,
+            Const::Int(_, t) | Const::Float(_, t) => t,
+        }
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum Operand {
+    Copy(Place),
+    Move(Place),
+    Const(Const),
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinOp {
+    pub const ALL: [BinOp; 16] = [
+        BinOp::Add,
+        BinOp::Sub,
+        BinOp::Mul,
+        BinOp::Div,
+        BinOp::Rem,
+        BinOp::BitAnd,
+        BinOp::BitOr,
+        BinOp::BitXor,
+        BinOp::Shl,
+        BinOp::Shr,
+        BinOp::Eq,
+        BinOp::Ne,
+        BinOp::Lt,
+        BinOp::Le,
+        BinOp::Gt,
+        BinOp::Ge,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            BinOp::Add => "Add",
+            BinOp::Sub => "Sub",
+            BinOp::Mul => "Mul",
+            BinOp::Div => "Div",
+            BinOp::Rem => "Rem",
+            BinOp::BitAnd => "BitAnd",
+            BinOp::BitOr => "BitOr",
+            BinOp::BitXor => "BitXor",
+            BinOp::Shl => "Shl",
+            BinOp::Shr => "Shr",
+            BinOp::Eq => "Eq",
+            BinOp::Ne => "Ne",
+            BinOp::Lt => "Lt",
+            BinOp::Le => "Le",
+            BinOp::Gt => "Gt",
+            BinOp::Ge => "Ge",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+
+    pub fn is_shift(self) -> bool {
+        matches!(self, BinOp::Shl | BinOp::Shr)
+    }
+
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinOp::BitAnd | BinOp::BitOr | BinOp::BitXor)
+    }
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+impl UnOp {
+    pub fn name(self) -> &'static str {
+        match self {
+            UnOp::Neg => "Neg",
+            UnOp::Not => "Not",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Rvalue {
+    Use(Operand),
+    BinaryOp(BinOp, Operand, Operand),
+    UnaryOp(UnOp, Operand),
+    Cast(Operand, ScalarTy),
+    Len(Local),
+    RegionIndex(Local),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Statement {
+    pub place: Place,
+    pub rvalue: Rvalue,
+    pub span: Span,
+}
+
+/// Why an `assert` terminator panics.
+#[derive(Clone, Debug, PartialEq)]
+pub enum AssertMessage {
+    BoundsCheck { len: Operand, index: Operand },
+    Panic(String),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum TerminatorKind {
+    Goto(BasicBlock),
+    SwitchInt {
+        discr: Operand,
+        targets: Vec<(u128, BasicBlock)>,
+        otherwise: BasicBlock,
+    },
+    Assert {
+        cond: Operand,
+        msg: AssertMessage,
+        target: BasicBlock,
+    },
+    Return,
+    Unreachable,
+}
+
+impl TerminatorKind {
+    pub fn successors(&self) -> Vec<BasicBlock> {
+        match self {
+            TerminatorKind::Goto(b) => vec![*b],
+            TerminatorKind::SwitchInt {
+                targets, otherwise, ..
+            } => targets
+                .iter()
+                .map(|(_, b)| *b)
+                .chain(std::iter::once(*otherwise))
+                .collect(),
+            TerminatorKind::Assert { target, .. } => vec![*target],
+            TerminatorKind::Return | TerminatorKind::Unreachable => vec![],
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Terminator {
+    pub kind: TerminatorKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct BlockData {
+    pub statements: Vec<Statement>,
+    pub terminator: Terminator,
+}
+
+/// One kernel.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Body {
+    pub name: String,
+    /// The Rust source file the kernel came from, as the user's crate names it.
+    pub file: String,
+    /// Locals indexed by [`Local`]; `locals[0]` is the return place.
+    pub locals: Vec<LocalDecl>,
+    pub arg_count: usize,
+    /// Blocks indexed by [`BasicBlock`]; `blocks[0]` is the entry.
+    pub blocks: Vec<BlockData>,
+}
+
+impl Body {
+    pub fn args(&self) -> impl Iterator<Item = (Local, &LocalDecl)> {
+        (1..=self.arg_count).map(|i| (Local(i as u32), &self.locals[i]))
+    }
+
+    pub fn local(&self, local: Local) -> Option<&LocalDecl> {
+        self.locals.get(local.index())
+    }
+
+    /// Every `assert` terminator in block order: the kernel's panic sites. The position of
+    /// a site in this list is its number in device panic reports.
+    pub fn panic_sites(&self) -> Vec<(&AssertMessage, Span)> {
+        self.blocks
+            .iter()
+            .filter_map(|b| match &b.terminator.kind {
+                TerminatorKind::Assert { msg, .. } => Some((msg, b.terminator.span)),
+                _ => None,
+            })
+            .collect()
+    }
+}

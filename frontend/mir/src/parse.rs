@@ -1,0 +1,661 @@
+//! Reads the text form back into a [`Body`]. Errors carry the line and column.
+
+use crate::ir::*;
+use std::fmt;
+
+/// A syntax or structure error in MIR text, at a 1-based line and column.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{line}:{column}: {message}")]
+pub struct ParseError {
+    pub line: u32,
+    pub column: u32,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Tok {
+    Word(String),
+    Str(String),
+    Comment(String),
+    Punct(&'static str),
+    Eof,
+}
+
+impl fmt::Display for Tok {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Tok::Word(w) => write!(f, "`{w}`"),
+            Tok::Str(s) => write!(f, "{s:?}"),
+            Tok::Comment(c) => write!(f, "comment `//{c}`"),
+            Tok::Punct(p) => write!(f, "`{p}`"),
+            Tok::Eof => f.write_str("end of input"),
+        }
+    }
+}
+
+struct Token {
+    tok: Tok,
+    line: u32,
+    column: u32,
+}
+
+const PUNCTS: [&str; 14] = [
+    "->", "(", ")", "{", "}", "[", "]", "<", ">", ",", ";", ":", "=", "&",
+];
+
+fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
+    let chars: Vec<char> = src.chars().collect();
+    let (mut i, mut line, mut col) = (0usize, 1u32, 1u32);
+    let mut out = Vec::new();
+    let err = |line, column, message: String| ParseError {
+        line,
+        column,
+        message,
+    };
+    while i < chars.len() {
+        let c = chars[i];
+        let (tl, tc) = (line, col);
+        let advance = |n: usize, i: &mut usize, line: &mut u32, col: &mut u32| {
+            for _ in 0..n {
+                if chars[*i] == '\n' {
+                    *line += 1;
+                    *col = 1;
+                } else {
+                    *col += 1;
+                }
+                *i += 1;
+            }
+        };
+        if c.is_whitespace() {
+            advance(1, &mut i, &mut line, &mut col);
+            continue;
+        }
+        if c == '/' && chars.get(i + 1) == Some(&'/') {
+            let start = i + 2;
+            let mut end = start;
+            while end < chars.len() && chars[end] != '\n' {
+                end += 1;
+            }
+            let text: String = chars[start..end].iter().collect();
+            advance(end - i, &mut i, &mut line, &mut col);
+            out.push(Token {
+                tok: Tok::Comment(text),
+                line: tl,
+                column: tc,
+            });
+            continue;
+        }
+        if c == '"' {
+            let mut s = String::new();
+            let mut j = i + 1;
+            loop {
+                match chars.get(j) {
+                    None => return Err(err(tl, tc, "unterminated string".into())),
+                    Some('"') => break,
+                    Some('\\') => {
+                        let e = chars.get(j + 1).copied();
+                        j += 2;
+                        match e {
+                            Some('n') => s.push('\n'),
+                            Some('t') => s.push('\t'),
+                            Some('r') => s.push('\r'),
+                            Some('0') => s.push('\0'),
+                            Some('\\') => s.push('\\'),
+                            Some('"') => s.push('"'),
+                            Some('\'') => s.push('\''),
+                            Some('u') if chars.get(j) == Some(&'{') => {
+                                let close = (j..chars.len()).find(|&k| chars[k] == '}');
+                                let Some(close) = close else {
+                                    return Err(err(tl, tc, "bad unicode escape".into()));
+                                };
+                                let hex: String = chars[j + 1..close].iter().collect();
+                                let ch = u32::from_str_radix(&hex, 16)
+                                    .ok()
+                                    .and_then(char::from_u32)
+                                    .ok_or_else(|| err(tl, tc, "bad unicode escape".into()))?;
+                                s.push(ch);
+                                j = close + 1;
+                            }
+                            _ => return Err(err(tl, tc, "unknown string escape".into())),
+                        }
+                    }
+                    Some(&ch) => {
+                        s.push(ch);
+                        j += 1;
+                    }
+                }
+            }
+            advance(j + 1 - i, &mut i, &mut line, &mut col);
+            out.push(Token {
+                tok: Tok::Str(s),
+                line: tl,
+                column: tc,
+            });
+            continue;
+        }
+        let is_word = |ch: char| ch.is_alphanumeric() || ch == '_' || ch == '.';
+        let starts_number =
+            |k: usize| chars.get(k).is_some_and(|ch| ch.is_ascii_digit() || *ch == 'i');
+        if is_word(c) || (c == '-' && starts_number(i + 1)) {
+            let mut j = i + 1;
+            while j < chars.len() {
+                let ch = chars[j];
+                // An exponent sign inside a float literal such as `1e-7f32`.
+                let exponent_sign = (ch == '-' || ch == '+')
+                    && chars[j - 1] == 'e'
+                    && chars[i..j].iter().any(|d| d.is_ascii_digit());
+                if is_word(ch) || exponent_sign {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+            let text: String = chars[i..j].iter().collect();
+            advance(j - i, &mut i, &mut line, &mut col);
+            out.push(Token {
+                tok: Tok::Word(text),
+                line: tl,
+                column: tc,
+            });
+            continue;
+        }
+        let rest: String = chars[i..(i + 2).min(chars.len())].iter().collect();
+        let Some(p) = PUNCTS.iter().find(|p| rest.starts_with(**p)) else {
+            return Err(err(tl, tc, format!("unexpected character `{c}`")));
+        };
+        advance(p.len(), &mut i, &mut line, &mut col);
+        out.push(Token {
+            tok: Tok::Punct(p),
+            line: tl,
+            column: tc,
+        });
+    }
+    out.push(Token {
+        tok: Tok::Eof,
+        line,
+        column: col,
+    });
+    Ok(out)
+}
+
+struct Parser {
+    toks: Vec<Token>,
+    pos: usize,
+}
+
+/// Parses a file holding exactly one kernel.
+pub fn parse(src: &str) -> Result<Body, ParseError> {
+    let mut bodies = parse_module(src)?;
+    if bodies.len() != 1 {
+        return Err(ParseError {
+            line: 1,
+            column: 1,
+            message: format!("expected exactly one kernel, found {}", bodies.len()),
+        });
+    }
+    Ok(bodies.remove(0))
+}
+
+/// Parses a file holding one or more kernels under one version header.
+pub fn parse_module(src: &str) -> Result<Vec<Body>, ParseError> {
+    let mut p = Parser {
+        toks: lex(src)?,
+        pos: 0,
+    };
+    let header = format!(" offload-mir v{}", crate::FORMAT_VERSION);
+    match &p.peek().tok {
+        Tok::Comment(c) if c.trim_end() == header.trim_end() => p.pos += 1,
+        Tok::Comment(c) if c.trim_start().starts_with("offload-mir v") => {
+            return Err(p.error(format!(
+                "unsupported MIR format `{}`; this build reads `{}`",
+                c.trim(),
+                header.trim()
+            )));
+        }
+        _ => return Err(p.error(format!("expected the header `//{header}`"))),
+    }
+    let mut bodies = Vec::new();
+    while p.peek().tok != Tok::Eof {
+        bodies.push(p.kernel()?);
+    }
+    if bodies.is_empty() {
+        return Err(p.error("expected `kernel`".into()));
+    }
+    Ok(bodies)
+}
+
+impl Parser {
+    fn peek(&self) -> &Token {
+        &self.toks[self.pos]
+    }
+
+    fn error(&self, message: String) -> ParseError {
+        let t = self.peek();
+        ParseError {
+            line: t.line,
+            column: t.column,
+            message,
+        }
+    }
+
+    fn unexpected<T>(&self, what: &str) -> Result<T, ParseError> {
+        Err(self.error(format!("expected {what}, found {}", self.peek().tok)))
+    }
+
+    fn next(&mut self) -> Tok {
+        let t = self.toks[self.pos].tok.clone();
+        if t != Tok::Eof {
+            self.pos += 1;
+        }
+        t
+    }
+
+    fn eat(&mut self, p: &str) -> bool {
+        if matches!(&self.peek().tok, Tok::Punct(q) if *q == p) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect(&mut self, p: &str) -> Result<(), ParseError> {
+        if self.eat(p) {
+            Ok(())
+        } else {
+            self.unexpected(&format!("`{p}`"))
+        }
+    }
+
+    fn eat_word(&mut self, w: &str) -> bool {
+        if matches!(&self.peek().tok, Tok::Word(x) if x == w) {
+            self.pos += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    fn expect_word(&mut self, w: &str) -> Result<(), ParseError> {
+        if self.eat_word(w) {
+            Ok(())
+        } else {
+            self.unexpected(&format!("`{w}`"))
+        }
+    }
+
+    fn word(&mut self, what: &str) -> Result<String, ParseError> {
+        match &self.peek().tok {
+            Tok::Word(w) => {
+                let w = w.clone();
+                self.pos += 1;
+                Ok(w)
+            }
+            _ => self.unexpected(what),
+        }
+    }
+
+    fn string(&mut self) -> Result<String, ParseError> {
+        match self.next() {
+            Tok::Str(s) => Ok(s),
+            _ => {
+                self.pos -= 1;
+                self.unexpected("a string")
+            }
+        }
+    }
+
+    fn number<T: std::str::FromStr>(&mut self, what: &str) -> Result<T, ParseError> {
+        let save = self.pos;
+        let w = self.word(what)?;
+        w.parse().map_err(|_| {
+            self.pos = save;
+            self.error(format!("expected {what}, found `{w}`"))
+        })
+    }
+
+    fn span_comment(&mut self) -> Result<Span, ParseError> {
+        let Tok::Comment(c) = &self.peek().tok else {
+            return self.unexpected("a `// LINE:COLUMN` span comment");
+        };
+        let parsed = c.trim().split_once(':').and_then(|(l, c)| {
+            Some(Span {
+                line: l.parse().ok()?,
+                column: c.parse().ok()?,
+            })
+        });
+        match parsed {
+            Some(span) => {
+                self.pos += 1;
+                Ok(span)
+            }
+            None => self.unexpected("a `// LINE:COLUMN` span comment"),
+        }
+    }
+
+    fn local(&mut self) -> Result<Local, ParseError> {
+        let save = self.pos;
+        let w = self.word("a local such as `_1`")?;
+        match w.strip_prefix('_').and_then(|n| n.parse().ok()) {
+            Some(n) => Ok(Local(n)),
+            None => {
+                self.pos = save;
+                self.unexpected("a local such as `_1`")
+            }
+        }
+    }
+
+    fn block_ref(&mut self) -> Result<BasicBlock, ParseError> {
+        let save = self.pos;
+        let w = self.word("a block such as `bb1`")?;
+        match w.strip_prefix("bb").and_then(|n| n.parse().ok()) {
+            Some(n) => Ok(BasicBlock(n)),
+            None => {
+                self.pos = save;
+                self.unexpected("a block such as `bb1`")
+            }
+        }
+    }
+
+    fn scalar_ty(&mut self) -> Result<ScalarTy, ParseError> {
+        let save = self.pos;
+        let w = self.word("a scalar type")?;
+        ScalarTy::from_name(&w).ok_or_else(|| {
+            self.pos = save;
+            self.error(format!("unknown scalar type `{w}`"))
+        })
+    }
+
+    fn ty(&mut self) -> Result<Ty, ParseError> {
+        if self.eat("(") {
+            self.expect(")")?;
+            return Ok(Ty::Unit);
+        }
+        if self.eat("&") {
+            self.expect("[")?;
+            let e = self.scalar_ty()?;
+            self.expect("]")?;
+            return Ok(Ty::Slice(e));
+        }
+        if self.eat_word("Region") {
+            self.expect("<")?;
+            let e = self.scalar_ty()?;
+            self.expect(",")?;
+            let save = self.pos;
+            let s = self.word("a partitioning strategy")?;
+            let Some(strategy) = Strategy::from_name(&s) else {
+                self.pos = save;
+                return Err(self.error(format!("unknown partitioning strategy `{s}`")));
+            };
+            self.expect(">")?;
+            return Ok(Ty::Region(e, strategy));
+        }
+        Ok(Ty::Scalar(self.scalar_ty()?))
+    }
+
+    fn kernel(&mut self) -> Result<Body, ParseError> {
+        self.expect_word("kernel")?;
+        let name = self.word("a kernel name")?;
+        self.expect("(")?;
+        let mut locals: Vec<Option<LocalDecl>> = vec![None];
+        let mut arg_count = 0;
+        while !self.eat(")") {
+            if arg_count > 0 {
+                self.expect(",")?;
+            }
+            let mutable = self.eat_word("mut");
+            let local = self.local()?;
+            if local.index() != arg_count + 1 {
+                return Err(self.error(format!(
+                    "argument {} must be `_{}`",
+                    arg_count + 1,
+                    arg_count + 1
+                )));
+            }
+            self.expect(":")?;
+            let ty = self.ty()?;
+            locals.push(Some(LocalDecl {
+                ty,
+                mutable,
+                debug: None,
+            }));
+            arg_count += 1;
+        }
+        self.expect("{")?;
+        self.expect_word("file")?;
+        let file = self.string()?;
+        self.expect(";")?;
+        while self.eat_word("let") {
+            let mutable = self.eat_word("mut");
+            let local = self.local()?;
+            if local.index() < locals.len() && locals[local.index()].is_some() {
+                return Err(self.error(format!("`{local}` is declared twice")));
+            }
+            self.expect(":")?;
+            let ty = self.ty()?;
+            self.expect(";")?;
+            if locals.len() <= local.index() {
+                locals.resize(local.index() + 1, None);
+            }
+            locals[local.index()] = Some(LocalDecl {
+                ty,
+                mutable,
+                debug: None,
+            });
+        }
+        let mut locals: Vec<LocalDecl> = locals
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| {
+                l.ok_or_else(|| self.error(format!("local `_{i}` is never declared")))
+            })
+            .collect::<Result<_, _>>()?;
+        while self.eat_word("debug") {
+            let name = self.word("a variable name")?;
+            self.expect("=")?;
+            self.expect(">")?;
+            let local = self.local()?;
+            self.expect(";")?;
+            let span = self.span_comment()?;
+            let Some(decl) = locals.get_mut(local.index()) else {
+                return Err(self.error(format!("`{local}` is not declared")));
+            };
+            decl.debug = Some((name, span));
+        }
+        let mut blocks = Vec::new();
+        while !self.eat("}") {
+            let b = self.block_ref()?;
+            if b.index() != blocks.len() {
+                return Err(self.error(format!("expected block `bb{}` here", blocks.len())));
+            }
+            self.expect(":")?;
+            self.expect("{")?;
+            blocks.push(self.block()?);
+        }
+        Ok(Body {
+            name,
+            file,
+            locals,
+            arg_count,
+            blocks,
+        })
+    }
+
+    fn block(&mut self) -> Result<BlockData, ParseError> {
+        let mut statements = Vec::new();
+        loop {
+            if let Some(kind) = self.terminator()? {
+                self.expect(";")?;
+                let span = self.span_comment()?;
+                self.expect("}")?;
+                return Ok(BlockData {
+                    statements,
+                    terminator: Terminator { kind, span },
+                });
+            }
+            let place = self.place()?;
+            self.expect("=")?;
+            let rvalue = self.rvalue()?;
+            self.expect(";")?;
+            let span = self.span_comment()?;
+            statements.push(Statement {
+                place,
+                rvalue,
+                span,
+            });
+        }
+    }
+
+    fn terminator(&mut self) -> Result<Option<TerminatorKind>, ParseError> {
+        if self.eat_word("goto") {
+            self.expect("->")?;
+            return Ok(Some(TerminatorKind::Goto(self.block_ref()?)));
+        }
+        if self.eat_word("return") {
+            return Ok(Some(TerminatorKind::Return));
+        }
+        if self.eat_word("unreachable") {
+            return Ok(Some(TerminatorKind::Unreachable));
+        }
+        if self.eat_word("switchInt") {
+            self.expect("(")?;
+            let discr = self.operand()?;
+            self.expect(")")?;
+            self.expect("->")?;
+            self.expect("[")?;
+            let mut targets = Vec::new();
+            loop {
+                if self.eat_word("otherwise") {
+                    self.expect(":")?;
+                    let otherwise = self.block_ref()?;
+                    self.expect("]")?;
+                    return Ok(Some(TerminatorKind::SwitchInt {
+                        discr,
+                        targets,
+                        otherwise,
+                    }));
+                }
+                let value: u128 = self.number("a switch value or `otherwise`")?;
+                self.expect(":")?;
+                targets.push((value, self.block_ref()?));
+                self.expect(",")?;
+            }
+        }
+        if self.eat_word("assert") {
+            self.expect("(")?;
+            let cond = self.operand()?;
+            self.expect(",")?;
+            let msg = if self.eat_word("BoundsCheck") {
+                self.expect("{")?;
+                self.expect_word("len")?;
+                self.expect(":")?;
+                let len = self.operand()?;
+                self.expect(",")?;
+                self.expect_word("index")?;
+                self.expect(":")?;
+                let index = self.operand()?;
+                self.expect("}")?;
+                AssertMessage::BoundsCheck { len, index }
+            } else {
+                AssertMessage::Panic(self.string()?)
+            };
+            self.expect(")")?;
+            self.expect("->")?;
+            let target = self.block_ref()?;
+            return Ok(Some(TerminatorKind::Assert { cond, msg, target }));
+        }
+        Ok(None)
+    }
+
+    fn place(&mut self) -> Result<Place, ParseError> {
+        let local = self.local()?;
+        if self.eat("[") {
+            let index = self.local()?;
+            self.expect("]")?;
+            return Ok(Place::element(local, index));
+        }
+        Ok(Place::local(local))
+    }
+
+    fn operand(&mut self) -> Result<Operand, ParseError> {
+        if self.eat_word("copy") {
+            return Ok(Operand::Copy(self.place()?));
+        }
+        if self.eat_word("move") {
+            return Ok(Operand::Move(self.place()?));
+        }
+        if self.eat_word("const") {
+            return Ok(Operand::Const(self.constant()?));
+        }
+        self.unexpected("an operand (`copy`, `move` or `const`)")
+    }
+
+    fn constant(&mut self) -> Result<Const, ParseError> {
+        let save = self.pos;
+        let w = self.word("a constant")?;
+        let bad = |p: &mut Parser| {
+            p.pos = save;
+            p.error(format!("malformed constant `{w}`"))
+        };
+        match w.as_str() {
+            "true" => return Ok(Const::Bool(true)),
+            "false" => return Ok(Const::Bool(false)),
+            _ => {}
+        }
+        let Some(ty) = ScalarTy::ALL
+            .into_iter()
+            .filter(|t| *t != ScalarTy::Bool)
+            .find(|t| w.ends_with(t.name()) && w.len() > t.name().len())
+        else {
+            return Err(bad(self));
+        };
+        let digits = &w[..w.len() - ty.name().len()];
+        if ty.is_float() {
+            let v: f64 = digits.parse().map_err(|_| bad(self))?;
+            Ok(Const::Float(v, ty))
+        } else {
+            let v: i128 = digits.parse().map_err(|_| bad(self))?;
+            Ok(Const::Int(v, ty))
+        }
+    }
+
+    fn rvalue(&mut self) -> Result<Rvalue, ParseError> {
+        if let Tok::Word(w) = &self.peek().tok {
+            let w = w.clone();
+            let called = matches!(self.toks[self.pos + 1].tok, Tok::Punct("("));
+            if called {
+                if let Some(op) = BinOp::ALL.into_iter().find(|op| op.name() == w) {
+                    self.pos += 2;
+                    let a = self.operand()?;
+                    self.expect(",")?;
+                    let b = self.operand()?;
+                    self.expect(")")?;
+                    return Ok(Rvalue::BinaryOp(op, a, b));
+                }
+                let unary = [UnOp::Neg, UnOp::Not].into_iter().find(|op| op.name() == w);
+                if let Some(op) = unary {
+                    self.pos += 2;
+                    let a = self.operand()?;
+                    self.expect(")")?;
+                    return Ok(Rvalue::UnaryOp(op, a));
+                }
+                if w == "Len" || w == "RegionIndex" {
+                    self.pos += 2;
+                    let l = self.local()?;
+                    self.expect(")")?;
+                    return Ok(if w == "Len" {
+                        Rvalue::Len(l)
+                    } else {
+                        Rvalue::RegionIndex(l)
+                    });
+                }
+                return Err(self.error(format!("unknown rvalue `{w}`")));
+            }
+        }
+        let op = self.operand()?;
+        if self.eat_word("as") {
+            return Ok(Rvalue::Cast(op, self.scalar_ty()?));
+        }
+        Ok(Rvalue::Use(op))
+    }
+}

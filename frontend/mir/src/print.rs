@@ -1,0 +1,138 @@
+//! The text form: `Display` for bodies and everything in them.
+
+use crate::ir::*;
+use std::fmt::{self, Write};
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.index {
+            Some(i) => write!(f, "{}[{}]", self.local, i),
+            None => write!(f, "{}", self.local),
+        }
+    }
+}
+
+impl fmt::Display for Const {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Const::Bool(b) => write!(f, "const {b}"),
+            Const::Int(v, t) => write!(f, "const {v}{t}"),
+            // `{:?}` prints the shortest text that reads back to the same value.
+            Const::Float(v, ScalarTy::F32) => write!(f, "const {:?}f32", v as f32),
+            Const::Float(v, t) => write!(f, "const {v:?}{t}"),
+        }
+    }
+}
+
+impl fmt::Display for Operand {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Operand::Copy(p) => write!(f, "copy {p}"),
+            Operand::Move(p) => write!(f, "move {p}"),
+            Operand::Const(c) => write!(f, "{c}"),
+        }
+    }
+}
+
+impl fmt::Display for Rvalue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Rvalue::Use(op) => write!(f, "{op}"),
+            Rvalue::BinaryOp(op, a, b) => write!(f, "{}({a}, {b})", op.name()),
+            Rvalue::UnaryOp(op, a) => write!(f, "{}({a})", op.name()),
+            Rvalue::Cast(a, t) => write!(f, "{a} as {t}"),
+            Rvalue::Len(l) => write!(f, "Len({l})"),
+            Rvalue::RegionIndex(l) => write!(f, "RegionIndex({l})"),
+        }
+    }
+}
+
+impl fmt::Display for AssertMessage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            AssertMessage::BoundsCheck { len, index } => {
+                write!(f, "BoundsCheck {{ len: {len}, index: {index} }}")
+            }
+            AssertMessage::Panic(msg) => write!(f, "{msg:?}"),
+        }
+    }
+}
+
+impl fmt::Display for TerminatorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TerminatorKind::Goto(b) => write!(f, "goto -> {b}"),
+            TerminatorKind::SwitchInt {
+                discr,
+                targets,
+                otherwise,
+            } => {
+                write!(f, "switchInt({discr}) -> [")?;
+                for (value, target) in targets {
+                    write!(f, "{value}: {target}, ")?;
+                }
+                write!(f, "otherwise: {otherwise}]")
+            }
+            TerminatorKind::Assert { cond, msg, target } => {
+                write!(f, "assert({cond}, {msg}) -> {target}")
+            }
+            TerminatorKind::Return => f.write_str("return"),
+            TerminatorKind::Unreachable => f.write_str("unreachable"),
+        }
+    }
+}
+
+impl fmt::Display for Body {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "// offload-mir v{}", crate::FORMAT_VERSION)?;
+        write_kernel(f, self)
+    }
+}
+
+/// Prints several kernels as one file under a single version header.
+pub fn print_module(bodies: &[Body]) -> String {
+    let mut out = format!("// offload-mir v{}\n", crate::FORMAT_VERSION);
+    for (i, body) in bodies.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        write_kernel(&mut out, body).expect("writing to a String cannot fail");
+    }
+    out
+}
+
+fn write_kernel(f: &mut impl Write, body: &Body) -> fmt::Result {
+    write!(f, "kernel {}(", body.name)?;
+    for (i, (local, decl)) in body.args().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        let mutability = if decl.mutable { "mut " } else { "" };
+        write!(f, "{mutability}{local}: {}", decl.ty)?;
+    }
+    writeln!(f, ") {{")?;
+    writeln!(f, "    file {:?};", body.file)?;
+    for (i, decl) in body.locals.iter().enumerate() {
+        if (1..=body.arg_count).contains(&i) {
+            continue;
+        }
+        let mutability = if decl.mutable { "mut " } else { "" };
+        writeln!(f, "    let {mutability}{}: {};", Local(i as u32), decl.ty)?;
+    }
+    for (i, decl) in body.locals.iter().enumerate() {
+        if let Some((name, span)) = &decl.debug {
+            writeln!(f, "    debug {name} => {}; // {span}", Local(i as u32))?;
+        }
+    }
+    for (i, block) in body.blocks.iter().enumerate() {
+        writeln!(f)?;
+        writeln!(f, "    {}: {{", BasicBlock(i as u32))?;
+        for s in &block.statements {
+            writeln!(f, "        {} = {}; // {}", s.place, s.rvalue, s.span)?;
+        }
+        let t = &block.terminator;
+        writeln!(f, "        {}; // {}", t.kind, t.span)?;
+        writeln!(f, "    }}")?;
+    }
+    writeln!(f, "}}")
+}

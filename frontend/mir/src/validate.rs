@@ -1,0 +1,310 @@
+//! The MIR validator. Lowering accepts only a [`Validated`] receipt, so it may assume
+//! that types agree, every branch target exists and every local is assigned before use.
+
+use crate::ir::*;
+
+/// A body that passed [`validate`].
+#[derive(Copy, Clone, Debug)]
+pub struct Validated<'a>(&'a Body);
+
+impl<'a> Validated<'a> {
+    pub fn body(self) -> &'a Body {
+        self.0
+    }
+}
+
+impl std::ops::Deref for Validated<'_> {
+    type Target = Body;
+    fn deref(&self) -> &Body {
+        self.0
+    }
+}
+
+/// Why a body is not valid MIR, and where.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{file}:{span}: in kernel `{kernel}`{}: {message}", .block.map(|b| format!(", {b}")).unwrap_or_default())]
+pub struct ValidationError {
+    pub kernel: String,
+    pub file: String,
+    pub block: Option<BasicBlock>,
+    pub span: Span,
+    pub message: String,
+}
+
+pub fn validate(body: &Body) -> Result<Validated<'_>, ValidationError> {
+    let v = Validator { body };
+    v.signature()?;
+    for (i, block) in body.blocks.iter().enumerate() {
+        let bb = BasicBlock(i as u32);
+        for s in &block.statements {
+            v.statement(bb, s)?;
+        }
+        v.terminator(bb, &block.terminator)?;
+    }
+    v.definite_init()?;
+    Ok(Validated(body))
+}
+
+struct Validator<'a> {
+    body: &'a Body,
+}
+
+impl Validator<'_> {
+    fn err<T>(&self, block: Option<BasicBlock>, span: Span, message: String) -> Result<T, ValidationError> {
+        Err(ValidationError {
+            kernel: self.body.name.clone(),
+            file: self.body.file.clone(),
+            block,
+            span,
+            message,
+        })
+    }
+
+    fn signature(&self) -> Result<(), ValidationError> {
+        let b = self.body;
+        if b.locals.first().map(|l| l.ty) != Some(Ty::Unit) {
+            return self.err(None, Span::default(), "the return place `_0` must have type `()`".into());
+        }
+        if b.arg_count >= b.locals.len() {
+            return self.err(None, Span::default(), "more arguments than locals".into());
+        }
+        for (i, decl) in b.locals.iter().enumerate() {
+            let is_arg = (1..=b.arg_count).contains(&i);
+            let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
+            match decl.ty {
+                Ty::Region(..) | Ty::Slice(_) if !is_arg => {
+                    return self.err(None, span, format!("`_{i}` has type `{}`, which only kernel arguments may have", decl.ty));
+                }
+                Ty::Unit if i != 0 => {
+                    return self.err(None, span, format!("`_{i}` has type `()`, which only the return place may have"));
+                }
+                _ => {}
+            }
+        }
+        if b.blocks.is_empty() {
+            return self.err(None, Span::default(), "a kernel needs at least one block".into());
+        }
+        Ok(())
+    }
+
+    fn local_ty(&self, bb: BasicBlock, span: Span, l: Local) -> Result<Ty, ValidationError> {
+        match self.body.local(l) {
+            Some(d) => Ok(d.ty),
+            None => self.err(Some(bb), span, format!("`{l}` is not declared")),
+        }
+    }
+
+    /// The type of the value stored at `place`.
+    fn place_ty(&self, bb: BasicBlock, span: Span, place: Place) -> Result<ScalarTy, ValidationError> {
+        let ty = self.local_ty(bb, span, place.local)?;
+        match place.index {
+            None => match ty {
+                Ty::Scalar(s) => Ok(s),
+                _ => self.err(Some(bb), span, format!("`{}` of type `{ty}` cannot be used as a value", place.local)),
+            },
+            Some(index) => {
+                let Some(elem) = ty.element() else {
+                    return self.err(Some(bb), span, format!("`{}` of type `{ty}` cannot be indexed", place.local));
+                };
+                let index_ty = self.local_ty(bb, span, index)?;
+                if index_ty != Ty::Scalar(ScalarTy::Usize) {
+                    return self.err(Some(bb), span, format!("index `{index}` has type `{index_ty}`, expected `usize`"));
+                }
+                Ok(elem)
+            }
+        }
+    }
+
+    fn operand_ty(&self, bb: BasicBlock, span: Span, op: &Operand) -> Result<ScalarTy, ValidationError> {
+        match op {
+            Operand::Copy(p) | Operand::Move(p) => self.place_ty(bb, span, *p),
+            Operand::Const(c) => Ok(c.ty()),
+        }
+    }
+
+    fn rvalue_ty(&self, bb: BasicBlock, span: Span, rv: &Rvalue) -> Result<ScalarTy, ValidationError> {
+        match rv {
+            Rvalue::Use(op) => self.operand_ty(bb, span, op),
+            Rvalue::BinaryOp(op, a, b) => {
+                let (ta, tb) = (self.operand_ty(bb, span, a)?, self.operand_ty(bb, span, b)?);
+                let name = op.name();
+                if op.is_shift() {
+                    if !ta.is_integer() || !tb.is_integer() {
+                        return self.err(Some(bb), span, format!("`{name}` needs integer operands, found `{ta}` and `{tb}`"));
+                    }
+                    return Ok(ta);
+                }
+                if ta != tb {
+                    return self.err(Some(bb), span, format!("`{name}` operands differ in type: `{ta}` and `{tb}`"));
+                }
+                if op.is_comparison() {
+                    return Ok(ScalarTy::Bool);
+                }
+                let ok = if op.is_bitwise() { !ta.is_float() } else { ta != ScalarTy::Bool };
+                if !ok {
+                    return self.err(Some(bb), span, format!("`{name}` is not defined on `{ta}`"));
+                }
+                Ok(ta)
+            }
+            Rvalue::UnaryOp(op, a) => {
+                let t = self.operand_ty(bb, span, a)?;
+                let ok = match op {
+                    UnOp::Neg => t.is_float() || t.is_signed(),
+                    UnOp::Not => !t.is_float(),
+                };
+                if !ok {
+                    return self.err(Some(bb), span, format!("`{}` is not defined on `{t}`", op.name()));
+                }
+                Ok(t)
+            }
+            Rvalue::Cast(a, to) => {
+                let from = self.operand_ty(bb, span, a)?;
+                if *to == ScalarTy::Bool && from != ScalarTy::Bool {
+                    return self.err(Some(bb), span, format!("cannot cast `{from}` to `bool`"));
+                }
+                Ok(*to)
+            }
+            Rvalue::Len(l) => match self.local_ty(bb, span, *l)? {
+                Ty::Region(..) | Ty::Slice(_) => Ok(ScalarTy::Usize),
+                t => self.err(Some(bb), span, format!("`Len` needs a region or slice, `{l}` has type `{t}`")),
+            },
+            Rvalue::RegionIndex(l) => match self.local_ty(bb, span, *l)? {
+                Ty::Region(..) => Ok(ScalarTy::Usize),
+                t => self.err(Some(bb), span, format!("`RegionIndex` needs a region, `{l}` has type `{t}`")),
+            },
+        }
+    }
+
+    fn statement(&self, bb: BasicBlock, s: &Statement) -> Result<(), ValidationError> {
+        let target = self.local_ty(bb, s.span, s.place.local)?;
+        if s.place.index.is_some() && matches!(target, Ty::Slice(_)) {
+            return self.err(Some(bb), s.span, format!("`{}` is a read-only slice and cannot be assigned to", s.place.local));
+        }
+        if s.place.local == Local::RETURN {
+            return self.err(Some(bb), s.span, "the return place `_0` cannot be assigned".into());
+        }
+        let place_ty = self.place_ty(bb, s.span, s.place)?;
+        let value_ty = self.rvalue_ty(bb, s.span, &s.rvalue)?;
+        if place_ty != value_ty {
+            return self.err(Some(bb), s.span, format!("cannot assign a `{value_ty}` to `{}` of type `{place_ty}`", s.place));
+        }
+        Ok(())
+    }
+
+    fn terminator(&self, bb: BasicBlock, t: &Terminator) -> Result<(), ValidationError> {
+        for target in t.kind.successors() {
+            if target.index() >= self.body.blocks.len() {
+                return self.err(Some(bb), t.span, format!("branch to `{target}`, which does not exist"));
+            }
+        }
+        match &t.kind {
+            TerminatorKind::SwitchInt { discr, .. } => {
+                let ty = self.operand_ty(bb, t.span, discr)?;
+                if ty.is_float() {
+                    return self.err(Some(bb), t.span, format!("`switchInt` needs an integer or `bool`, found `{ty}`"));
+                }
+            }
+            TerminatorKind::Assert { cond, msg, .. } => {
+                let ty = self.operand_ty(bb, t.span, cond)?;
+                if ty != ScalarTy::Bool {
+                    return self.err(Some(bb), t.span, format!("`assert` needs a `bool` condition, found `{ty}`"));
+                }
+                if let AssertMessage::BoundsCheck { len, index } = msg {
+                    for op in [len, index] {
+                        let ty = self.operand_ty(bb, t.span, op)?;
+                        if ty != ScalarTy::Usize {
+                            return self.err(Some(bb), t.span, format!("bounds-check operands must be `usize`, found `{ty}`"));
+                        }
+                    }
+                }
+            }
+            TerminatorKind::Goto(_) | TerminatorKind::Return | TerminatorKind::Unreachable => {}
+        }
+        Ok(())
+    }
+
+    /// Checks that every scalar local is assigned on every path before it is read, with a
+    /// forward must-be-initialised dataflow over the blocks.
+    fn definite_init(&self) -> Result<(), ValidationError> {
+        let b = self.body;
+        let n = b.locals.len();
+        let all = vec![true; n];
+        let mut entry_state = vec![false; n];
+        for i in 1..=b.arg_count {
+            entry_state[i] = true;
+        }
+        // `ins[bb]` is the meet (intersection) over predecessors; start from "everything
+        // initialised" so the fixpoint shrinks to the right answer.
+        let mut ins: Vec<Vec<bool>> = vec![all; b.blocks.len()];
+        ins[0] = entry_state;
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (i, block) in b.blocks.iter().enumerate() {
+                let mut state = ins[i].clone();
+                for s in &block.statements {
+                    if s.place.index.is_none() {
+                        state[s.place.local.index()] = true;
+                    }
+                }
+                for succ in block.terminator.kind.successors() {
+                    for (t, s) in ins[succ.index()].iter_mut().zip(&state) {
+                        if *t && !*s {
+                            *t = false;
+                            changed = true;
+                        }
+                    }
+                }
+            }
+        }
+    for (i, block) in b.blocks.iter().enumerate() {
+            let bb = BasicBlock(i as u32);
+            let mut state = ins[i].clone();
+            let check = |state: &[bool], op: &Operand, span: Span| -> Result<(), ValidationError> {
+                let read = |l: Local| -> Result<(), ValidationError> {
+                    let is_scalar = matches!(b.locals[l.index()].ty, Ty::Scalar(_));
+                    if is_scalar && !state[l.index()] {
+                        return self.err(Some(bb), span, format!("`{l}` is read before it is assigned on every path"));
+                    }
+                    Ok(())
+                };
+                if let Operand::Copy(p) | Operand::Move(p) = op {
+                    read(p.local)?;
+                    if let Some(index) = p.index {
+                        read(index)?;
+                    }
+                }
+                Ok(())
+            };
+            for s in &block.statements {
+                if let Some(index) = s.place.index {
+                    check(&state, &Operand::Copy(Place::local(index)), s.span)?;
+                }
+                match &s.rvalue {
+                    Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => check(&state, a, s.span)?,
+                    Rvalue::BinaryOp(_, a, c) => {
+                        check(&state, a, s.span)?;
+                        check(&state, c, s.span)?;
+                    }
+                    Rvalue::Len(_) | Rvalue::RegionIndex(_) => {}
+                }
+                if s.place.index.is_none() {
+                    state[s.place.local.index()] = true;
+                }
+            }
+            let t = &block.terminator;
+            match &t.kind {
+                TerminatorKind::SwitchInt { discr, .. } => check(&state, discr, t.span)?,
+                TerminatorKind::Assert { cond, msg, .. } => {
+                    check(&state, cond, t.span)?;
+                    if let AssertMessage::BoundsCheck { len, index } = msg {
+                        check(&state, len, t.span)?;
+                        check(&state, index, t.span)?;
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+}

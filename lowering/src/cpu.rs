@@ -1,0 +1,67 @@
+//! The CPU backend's JIT: compiles the LLVM-dialect module of [`Stage::Cpu`] to machine
+//! code with MLIR's execution engine and hands out the kernel's entry point.
+//!
+//! [`Stage::Cpu`]: crate::Stage::Cpu
+
+use crate::LowerError;
+use melior::ir::Module;
+use mlir_sys::*;
+use std::ffi::c_void;
+
+/// The packed entry point MLIR generates: one pointer per argument, each pointing at the
+/// argument's value (memrefs expanded into their five descriptor fields).
+pub type PackedEntry = unsafe extern "C" fn(*mut *mut c_void);
+
+/// A kernel compiled for the host.
+pub struct CpuKernel {
+    engine: MlirExecutionEngine,
+    entry: PackedEntry,
+}
+
+// SAFETY: the engine is not touched after construction except to destroy it, and the
+// compiled entry point is plain machine code with no shared mutable state: calling it
+// from several threads at once is as safe as the arguments each call passes.
+unsafe impl Send for CpuKernel {}
+unsafe impl Sync for CpuKernel {}
+
+impl CpuKernel {
+    pub(crate) fn compile(module: &Module<'_>, name: &str) -> Result<CpuKernel, LowerError> {
+        // SAFETY: the module is valid LLVM dialect (the pipeline verified it); the engine
+        // translates and compiles it into its own LLVM context and keeps no reference.
+        unsafe {
+            let engine = mlirExecutionEngineCreate(module.to_raw(), 3, 0, std::ptr::null(), false, false);
+            if engine.ptr.is_null() {
+                return Err(LowerError::Jit(format!("the execution engine could not compile `{name}`")));
+            }
+            let symbol = melior::StringRef::new(name);
+            let entry = mlirExecutionEngineLookupPacked(engine, symbol.to_raw());
+            if entry.is_null() {
+                mlirExecutionEngineDestroy(engine);
+                return Err(LowerError::Jit(format!("the compiled module has no entry point `{name}`")));
+            }
+            Ok(CpuKernel {
+                engine,
+                entry: std::mem::transmute::<*mut c_void, PackedEntry>(entry),
+            })
+        }
+    }
+
+    /// Calls the entry point.
+    ///
+    /// # Safety
+    ///
+    /// `args` must hold one valid pointer per expanded argument of the entry point
+    /// (`group_begin`, `group_end`, `group_size`, then the kernel ABI's arguments), each
+    /// pointing at a value of that argument's type, and the memory the memrefs describe
+    /// must be valid for the accesses the kernel makes.
+    pub unsafe fn call(&self, args: &mut [*mut c_void]) {
+        unsafe { (self.entry)(args.as_mut_ptr()) }
+    }
+}
+
+impl Drop for CpuKernel {
+    fn drop(&mut self) {
+        // SAFETY: the engine was created by us and is destroyed once.
+        unsafe { mlirExecutionEngineDestroy(self.engine) }
+    }
+}

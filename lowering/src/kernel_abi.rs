@@ -1,0 +1,115 @@
+//! The kernel ABI both target conversions share: region and slice arguments become
+//! `memref<?xT>`, a hidden last argument `memref<?xi64>` receives panic reports, and the
+//! `offload` memory ops become `memref` ops.
+//!
+//! The panic buffer holds [`PANIC_BUFFER_WORDS`] words: `[count, site, value0, value1,
+//! scratch x3]`. A panicking thread adds one to `count` atomically; the thread that saw
+//! zero writes its site and values into words 1..4, every later one into the scratch
+//! words, so the first report is never overwritten and no thread branches on it.
+
+use crate::rewrite::{self, Builder};
+use melior::{Context, ir::OperationRef};
+use melior::ir::r#type::TypeLike;
+use mlir_sys::*;
+use offload_dialect::{ContainerType, ops, parse_container_type};
+
+/// Words (`i64`) in the panic buffer a launch must pass as the last kernel argument.
+pub const PANIC_BUFFER_WORDS: usize = 7;
+
+/// Rewrites one kernel function's signature and memory operations. Returns the hidden
+/// panic-buffer argument.
+///
+/// # Safety
+///
+/// `func` must be a live `func.func` in the module being converted.
+pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue, String> {
+    unsafe {
+        let region = mlirOperationGetRegion(func, 0);
+        let entry = mlirRegionGetFirstBlock(region);
+        for i in 0..mlirBlockGetNumArguments(entry) {
+            let arg = mlirBlockGetArgument(entry, i);
+            let text = rewrite::type_text(mlirValueGetType(arg));
+            let elem = match parse_container_type(&text) {
+                Some(ContainerType::Region { elem, .. } | ContainerType::Slice { elem }) => elem,
+                None => continue,
+            };
+            let memref = melior::ir::Type::parse(context, &format!("memref<?x{elem}>"))
+                .ok_or_else(|| format!("cannot form a memref of `{elem}`"))?;
+            mlirBlockArgumentSetType(arg, memref.to_raw());
+        }
+        let panic_ty = melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
+        let panic_buffer = mlirBlockAddArgument(entry, panic_ty.to_raw(), mlirOperationGetLocation(func));
+        set_function_type(func, entry);
+
+        let root = OperationRef::from_raw(func);
+        for op in rewrite::collect(root, ops::LEN) {
+            let b = Builder::before(context, op);
+            let zero = b.index_constant(0);
+            let dim = b.op("memref.dim", &[rewrite::operand(op, 0), zero], &[b.ty("index")], &[]);
+            rewrite::replace(op, &dim);
+        }
+        for op in rewrite::collect(root, ops::LOAD) {
+            let b = Builder::before(context, op);
+            let result_ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let v = b.op("memref.load", &rewrite::operands(op), &[result_ty], &[]);
+            rewrite::replace(op, &v);
+        }
+        for op in rewrite::collect(root, ops::STORE) {
+            let b = Builder::before(context, op);
+            b.op("memref.store", &rewrite::operands(op), &[], &[]);
+            rewrite::replace(op, &[]);
+        }
+        for op in rewrite::collect(root, ops::PANIC) {
+            let site = rewrite::int_attribute(op, "site").ok_or("`offload.panic` needs an integer `site`")?;
+            let values = rewrite::operands(op);
+            let b = Builder::before(context, op);
+            let (i64, index) = (b.ty("i64"), b.ty("index"));
+            let zero = b.index_constant(0);
+            let one = b.i64_constant(1);
+            let addi = b.attr("1 : i64");
+            let seen = b.op("memref.atomic_rmw", &[one, panic_buffer, zero], &[i64], &[("kind", addi)])[0];
+            let none_before = b.i64_constant(0);
+            let eq = b.attr("0 : i64");
+            let first = b.op("arith.cmpi", &[seen, none_before], &[b.ty("i1")], &[("predicate", eq)])[0];
+            let report = b.index_constant(1);
+            let scratch = b.index_constant(4);
+            let mut slot = b.op("arith.select", &[first, report, scratch], &[index], &[])[0];
+            let step = b.index_constant(1);
+            let site = b.i64_constant(site);
+            for word in std::iter::once(site).chain(values) {
+                b.op("memref.store", &[word, panic_buffer, slot], &[], &[]);
+                slot = b.op("arith.addi", &[slot, step], &[index], &[])[0];
+            }
+            rewrite::replace(op, &[]);
+        }
+        Ok(panic_buffer)
+    }
+}
+
+/// Sets a function's `function_type` from its entry block's arguments (no results).
+///
+/// # Safety
+///
+/// `func` must be a live function-like op whose entry block is `entry`.
+pub unsafe fn set_function_type(func: MlirOperation, entry: MlirBlock) {
+    unsafe {
+        let inputs: Vec<MlirType> = (0..mlirBlockGetNumArguments(entry))
+            .map(|i| mlirValueGetType(mlirBlockGetArgument(entry, i)))
+            .collect();
+        let context = mlirOperationGetContext(func);
+        let fty = mlirFunctionTypeGet(context, inputs.len() as isize, inputs.as_ptr(), 0, std::ptr::null());
+        let name = melior::StringRef::new("function_type");
+        mlirOperationSetAttributeByName(func, name.to_raw(), mlirTypeAttrGet(fty));
+    }
+}
+
+/// The kernel functions of a module: `func.func`s carrying the `offload.kernel` attribute.
+pub fn kernels(root: OperationRef<'_, '_>) -> Vec<MlirOperation> {
+    rewrite::collect(root, "func.func")
+        .into_iter()
+        .filter(|f| unsafe {
+            let name = melior::StringRef::new(offload_dialect::KERNEL_ATTR);
+            !mlirOperationGetAttributeByName(*f, name.to_raw()).ptr.is_null()
+        })
+        .collect()
+}

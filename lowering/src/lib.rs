@@ -1,0 +1,108 @@
+//! Lowers offload MIR through the `offload` dialect to PTX for NVIDIA GPUs and to machine
+//! code for the CPU backend.
+//!
+//! The entry points take a [`Validated`] body, so everything here may assume valid MIR:
+//!
+//! - [`compile_ptx`]: MIR → PTX for a [`GpuTarget`];
+//! - [`compile_cpu`]: MIR → a JIT-compiled [`CpuKernel`];
+//! - [`emit`]: the text of any [`Stage`], for `offload-opt` and snapshot tests.
+//!
+//! `pipeline` holds the stages and pass pipelines; each offload pass is its own module,
+//! named after the pass.
+
+mod cpu;
+mod kernel_abi;
+mod mir_to_offload;
+mod offload_to_cpu;
+mod offload_to_gpu;
+mod partition;
+mod pipeline;
+mod rewrite;
+
+pub use cpu::CpuKernel;
+pub use kernel_abi::PANIC_BUFFER_WORDS;
+pub use offload_to_cpu::LEADING_ARGS as CPU_LEADING_ARGS;
+pub use pipeline::{GpuTarget, Session, Stage};
+
+use melior::ir::operation::OperationLike as _;
+use offload_mir::Validated;
+
+/// A failure inside the lowering. Valid MIR should never produce one; when it does, the
+/// MLIR diagnostics say which pass refused what.
+#[derive(Debug, thiserror::Error)]
+pub enum LowerError {
+    #[error("the offload dialect failed to load: {0}")]
+    Dialect(String),
+    #[error("internal error in the `{stage}` stage:\n{diagnostics}")]
+    Internal { stage: &'static str, diagnostics: String },
+    #[error("CPU code generation failed: {0}")]
+    Jit(String),
+}
+
+/// PTX for one kernel, with the name of its entry point.
+#[derive(Clone, Debug)]
+pub struct PtxKernel {
+    pub entry: String,
+    pub ptx: String,
+}
+
+/// Compiles a kernel to PTX.
+pub fn compile_ptx(body: Validated<'_>, target: &GpuTarget) -> Result<PtxKernel, LowerError> {
+    let session = Session::new()?;
+    let mut module = session.offload_module(body)?;
+    dump(body, Stage::Offload, &module);
+    session.to_gpu(&mut module)?;
+    dump(body, Stage::Gpu, &module);
+    session.to_nvvm(&mut module, target)?;
+    dump(body, Stage::Llvm, &module);
+    let ptx = session.to_ptx(&mut module)?;
+    Ok(PtxKernel {
+        entry: body.name.clone(),
+        ptx,
+    })
+}
+
+/// Compiles a kernel for the CPU backend.
+pub fn compile_cpu(body: Validated<'_>) -> Result<CpuKernel, LowerError> {
+    let session = Session::new()?;
+    let mut module = session.offload_module(body)?;
+    session.to_cpu(&mut module)?;
+    dump(body, Stage::Cpu, &module);
+    CpuKernel::compile(&module, &body.name)
+}
+
+/// The text of every stage from `offload` up to and including `last`, in order. The GPU
+/// stages (`gpu`, `llvm`, `ptx`) and the CPU stage are separate paths from `offload`.
+pub fn emit(body: Validated<'_>, last: Stage, target: &GpuTarget) -> Result<Vec<(Stage, String)>, LowerError> {
+    let session = Session::new()?;
+    let mut module = session.offload_module(body)?;
+    let text = |m: &melior::ir::Module<'_>| m.as_operation().to_string();
+    let mut out = vec![(Stage::Offload, text(&module))];
+    match last {
+        Stage::Offload => {}
+        Stage::Cpu => {
+            session.to_cpu(&mut module)?;
+            out.push((Stage::Cpu, text(&module)));
+        }
+        Stage::Gpu | Stage::Llvm | Stage::Ptx => {
+            session.to_gpu(&mut module)?;
+            out.push((Stage::Gpu, text(&module)));
+            if last != Stage::Gpu {
+                session.to_nvvm(&mut module, target)?;
+                out.push((Stage::Llvm, text(&module)));
+            }
+            if last == Stage::Ptx {
+                out.push((Stage::Ptx, session.to_ptx(&mut module)?));
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `OFFLOAD_DUMP_IR=kernel_name` (or `all`) prints each stage to stderr as it is built.
+fn dump(body: Validated<'_>, stage: Stage, module: &melior::ir::Module<'_>) {
+    let Ok(wanted) = std::env::var("OFFLOAD_DUMP_IR") else { return };
+    if wanted == "all" || wanted.split(',').any(|k| k == body.name) {
+        eprintln!("// ----- {} :: {} -----\n{}", body.name, stage.name(), module.as_operation());
+    }
+}

@@ -1,0 +1,98 @@
+//! `convert-offload-to-cpu`: turns each kernel into a host function that runs a range of
+//! workgroups, every thread of each in turn:
+//!
+//! ```text
+//! func @k(%group_begin, %group_end, %group_size, <kernel_abi args>) {
+//!   scf.for %group = %group_begin to %group_end {
+//!     scf.for %thread = 0 to %group_size {
+//!       scf.execute_region { <the kernel body; each return yields> }
+//! ```
+//!
+//! The runtime splits the launch's workgroups among host threads and calls this once per
+//! share.
+
+use crate::{kernel_abi, offload_to_gpu::split_types, rewrite};
+use melior::{
+    Context,
+    ir::{OperationRef, operation::OperationLike},
+};
+use mlir_sys::*;
+use offload_dialect::ops;
+
+pub const NAME: &str = "convert-offload-to-cpu";
+
+/// Arguments the CPU entry point takes before the kernel's own.
+pub const LEADING_ARGS: usize = 3;
+
+pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
+    for func in kernel_abi::kernels(root) {
+        // SAFETY: as in `offload_to_gpu::run`: every handle comes from the live module and
+        // is used before what it names is erased.
+        unsafe {
+            kernel_abi::lower(context, func)?;
+            let func_ref = OperationRef::from_raw(func);
+            let name = func_ref.attribute("sym_name").map_err(|e| e.to_string())?.to_string();
+            let name = name.trim_matches('"').to_string();
+            let fty = func_ref.attribute("function_type").map_err(|e| e.to_string())?.to_string();
+            let inputs = fty.trim_start_matches('(').rsplit_once(") ->").map(|(i, _)| i).unwrap_or("");
+            let args: Vec<String> = split_types(inputs).iter().enumerate().map(|(i, t)| format!("%a{i}: {t}")).collect();
+            let skeleton = format!(
+                "func.func @{name}(%group_begin: index, %group_end: index, %group_size: index, {}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  scf.for %group = %group_begin to %group_end step %c1 {{
+    scf.for %thread = %c0 to %group_size step %c1 {{
+      scf.execute_region {{
+        scf.yield
+      }}
+    }}
+  }}
+  return
+}}",
+                args.join(", ")
+            );
+            let source = melior::StringRef::new(&skeleton);
+            let origin = melior::StringRef::new(NAME);
+            let host = mlirOperationCreateParse(context.to_raw(), source.to_raw(), origin.to_raw());
+            if host.ptr.is_null() {
+                return Err(format!("internal: the CPU entry skeleton does not parse:\n{skeleton}"));
+            }
+            let host_ref = OperationRef::from_raw(host);
+            let host_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(host, 0));
+            let fors = rewrite::collect(host_ref, "scf.for");
+            let group = mlirBlockGetArgument(mlirRegionGetFirstBlock(mlirOperationGetRegion(fors[0], 0)), 0);
+            let thread = mlirBlockGetArgument(mlirRegionGetFirstBlock(mlirOperationGetRegion(fors[1], 0)), 0);
+            let group_size = mlirBlockGetArgument(host_entry, 2);
+
+            for (op_name, value) in [(ops::THREAD_ID, thread), (ops::WORKGROUP_ID, group), (ops::WORKGROUP_DIM, group_size)] {
+                for op in rewrite::collect(func_ref, op_name) {
+                    if rewrite::int_attribute(op, "dim") != Some(0) {
+                        return Err("the CPU backend runs one-dimensional launches only".into());
+                    }
+                    rewrite::replace(op, &[value]);
+                }
+            }
+            for ret in rewrite::collect(func_ref, "func.return") {
+                rewrite::Builder::before(context, ret).op("scf.yield", &[], &[], &[]);
+                rewrite::replace(ret, &[]);
+            }
+            // The body moves into `scf.execute_region`, whose entry block takes no
+            // arguments: point the kernel's arguments at the host function's instead.
+            let body = mlirOperationGetRegion(func, 0);
+            let entry = mlirRegionGetFirstBlock(body);
+            let n = mlirBlockGetNumArguments(entry);
+            for i in 0..n {
+                let host_arg = mlirBlockGetArgument(host_entry, i + LEADING_ARGS as isize);
+                mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(entry, i), host_arg);
+            }
+            for i in (0..n).rev() {
+                mlirBlockEraseArgument(entry, i as u32);
+            }
+            let execute = rewrite::collect(host_ref, "scf.execute_region")[0];
+            mlirRegionTakeBody(mlirOperationGetRegion(execute, 0), body);
+            mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(func), func, host);
+            mlirOperationDestroy(func);
+        }
+    }
+    Ok(())
+}

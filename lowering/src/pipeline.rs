@@ -1,0 +1,240 @@
+//! The stages of the lowering and the pass pipelines between them.
+//!
+//! ```text
+//! MIR ──emit──▶ offload ──partition, convert-offload-to-gpu──▶ gpu ──NVVM──▶ llvm ──▶ ptx
+//!                  └────partition, convert-offload-to-cpu──▶ cpu ──LLVM──▶ JIT
+//! ```
+//!
+//! Every pass manager runs with the verifier on, so each pass's output is verified.
+
+use crate::{LowerError, offload_to_cpu, offload_to_gpu, partition};
+use melior::{
+    Context,
+    dialect::DialectRegistry,
+    ir::{Module, OperationRef, attribute::AttributeLike, operation::OperationLike, r#type::TypeId},
+    pass::{ExternalPass, Pass, PassManager, create_external},
+    utility::{parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes},
+};
+use offload_mir::Validated;
+use std::{cell::RefCell, rc::Rc, sync::Once};
+
+/// A stage whose IR `offload-opt` can print.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// The `offload` dialect, straight from MIR after `mem2reg` and canonicalisation.
+    Offload,
+    /// `gpu.module`/`gpu.func` with `arith`, `cf` and `memref`.
+    Gpu,
+    /// The LLVM and NVVM dialects inside the `gpu.module`.
+    Llvm,
+    /// PTX assembly.
+    Ptx,
+    /// The CPU backend's host function, in the LLVM dialect.
+    Cpu,
+}
+
+impl Stage {
+    pub fn name(self) -> &'static str {
+        match self {
+            Stage::Offload => "offload",
+            Stage::Gpu => "gpu",
+            Stage::Llvm => "llvm",
+            Stage::Ptx => "ptx",
+            Stage::Cpu => "cpu",
+        }
+    }
+}
+
+/// Which NVIDIA chip to generate code for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GpuTarget {
+    /// `sm_XY`.
+    pub chip: String,
+    /// PTX features; `+ptx80` keeps the ISA at 8.0, which CUDA 12 and 13 drivers JIT.
+    pub features: String,
+}
+
+impl GpuTarget {
+    /// The target for a device of compute capability `major.minor`.
+    pub fn for_compute_capability(major: u32, minor: u32) -> GpuTarget {
+        GpuTarget {
+            chip: format!("sm_{major}{minor}"),
+            features: "+ptx80".into(),
+        }
+    }
+}
+
+impl Default for GpuTarget {
+    /// The H200's chip.
+    fn default() -> Self {
+        GpuTarget::for_compute_capability(9, 0)
+    }
+}
+
+/// An MLIR context with every dialect we use, the `offload` dialect, and a sink for its
+/// diagnostics.
+pub struct Session {
+    pub context: Context,
+    diagnostics: Rc<RefCell<Vec<String>>>,
+}
+
+static REGISTER_PASSES: Once = Once::new();
+
+impl Session {
+    pub fn new() -> Result<Session, LowerError> {
+        REGISTER_PASSES.call_once(register_all_passes);
+        let registry = DialectRegistry::new();
+        register_all_dialects(&registry);
+        let context = Context::new_with_registry(&registry, false);
+        context.load_all_available_dialects();
+        register_all_llvm_translations(&context);
+        offload_dialect::load(&context).map_err(LowerError::Dialect)?;
+        let diagnostics = Rc::new(RefCell::new(Vec::new()));
+        let sink = diagnostics.clone();
+        context.attach_diagnostic_handler(move |d| {
+            let mut text = format!("{}: {d}", d.location());
+            for i in 0..d.note_count() {
+                if let Ok(note) = d.note(i) {
+                    text.push_str(&format!("\n  note: {note}"));
+                }
+            }
+            sink.borrow_mut().push(text);
+            true
+        });
+        Ok(Session { context, diagnostics })
+    }
+
+    fn take_diagnostics(&self) -> String {
+        std::mem::take(&mut *self.diagnostics.borrow_mut()).join("\n")
+    }
+
+    /// MIR → the `offload` dialect, verified, with locals promoted to SSA values.
+    pub fn offload_module(&self, body: Validated<'_>) -> Result<Module<'_>, LowerError> {
+        let text = crate::mir_to_offload::emit(body);
+        let Some(mut module) = Module::parse(&self.context, &text) else {
+            return Err(LowerError::Internal {
+                stage: "offload",
+                diagnostics: format!("{}\nwhile parsing:\n{text}", self.take_diagnostics()),
+            });
+        };
+        if !module.as_operation().verify() {
+            return Err(LowerError::Internal {
+                stage: "offload",
+                diagnostics: self.take_diagnostics(),
+            });
+        }
+        self.run(&mut module, "offload", &[], "builtin.module(mem2reg, canonicalize, cse)")?;
+        Ok(module)
+    }
+
+    /// `offload` → `gpu`.
+    pub fn to_gpu(&self, module: &mut Module<'_>) -> Result<(), LowerError> {
+        self.run(module, "gpu", &[PARTITION, TO_GPU], "builtin.module(canonicalize, cse)")
+    }
+
+    /// `gpu` → LLVM/NVVM dialects for `target`.
+    pub fn to_nvvm(&self, module: &mut Module<'_>, target: &GpuTarget) -> Result<(), LowerError> {
+        let pipeline = format!(
+            "builtin.module(convert-scf-to-cf, expand-strided-metadata, \
+             nvvm-attach-target{{chip={} features={} O=3}}, arith-expand, \
+             gpu.module(convert-gpu-to-nvvm, canonicalize, cse, reconcile-unrealized-casts))",
+            target.chip, target.features
+        );
+        self.run(module, "llvm", &[], &pipeline)
+    }
+
+    /// LLVM/NVVM dialects → PTX text.
+    pub fn to_ptx(&self, module: &mut Module<'_>) -> Result<String, LowerError> {
+        self.run(module, "ptx", &[], "builtin.module(gpu-module-to-binary{format=isa})")?;
+        let binaries = crate::rewrite::collect(module.as_operation(), "gpu.binary");
+        let [binary] = binaries[..] else {
+            return Err(LowerError::Internal {
+                stage: "ptx",
+                diagnostics: format!("expected one gpu.binary, found {}", binaries.len()),
+            });
+        };
+        // SAFETY: `binary` is a live `gpu.binary` op; its `objects` attribute is an array of
+        // `#gpu.object`s, as the op's verifier guarantees.
+        unsafe {
+            let binary = OperationRef::from_raw(binary);
+            let objects = binary.attribute("objects").map_err(|e| LowerError::Internal {
+                stage: "ptx",
+                diagnostics: e.to_string(),
+            })?;
+            let object = mlir_sys::mlirArrayAttrGetElement(objects.to_raw(), 0);
+            let text = mlir_sys::mlirGPUObjectAttrGetObject(object);
+            let bytes = std::slice::from_raw_parts(text.data as *const u8, text.length);
+            Ok(String::from_utf8_lossy(bytes).into_owned())
+        }
+    }
+
+    /// `offload` → the CPU backend's host function, in the LLVM dialect.
+    pub fn to_cpu(&self, module: &mut Module<'_>) -> Result<(), LowerError> {
+        self.run(
+            module,
+            "cpu",
+            &[PARTITION, TO_CPU],
+            "builtin.module(canonicalize, cse, convert-scf-to-cf, expand-strided-metadata, \
+             finalize-memref-to-llvm, convert-arith-to-llvm, convert-cf-to-llvm, \
+             convert-func-to-llvm, reconcile-unrealized-casts)",
+        )
+    }
+
+    fn run(&self, module: &mut Module<'_>, stage: &'static str, passes: &[PassSpec], pipeline: &str) -> Result<(), LowerError> {
+        let manager = PassManager::new(&self.context);
+        manager.enable_verifier(true);
+        for (id, name, body) in passes {
+            manager.add_pass(make(id, name, *body));
+        }
+        let fail = |what: String| LowerError::Internal {
+            stage,
+            diagnostics: format!("{what}\n{}", self.take_diagnostics()),
+        };
+        let nested = PassManager::new(&self.context);
+        nested.enable_verifier(true);
+        parse_pass_pipeline(nested.as_operation_pass_manager(), pipeline).map_err(|e| fail(format!("bad pipeline `{pipeline}`: {e}")))?;
+        if !passes.is_empty() {
+            manager.run(module).map_err(|e| fail(e.to_string()))?;
+        }
+        nested.run(module).map_err(|e| fail(e.to_string()))?;
+        Ok(())
+    }
+}
+
+/// Identities of our external passes; MLIR tells passes apart by the address of these.
+#[repr(align(8))]
+struct PassId;
+static PARTITION_ID: PassId = PassId;
+static TO_GPU_ID: PassId = PassId;
+static TO_CPU_ID: PassId = PassId;
+
+type PassBody = fn(&Context, OperationRef<'_, '_>) -> Result<(), String>;
+
+/// One of our passes: its identity, its name and its body.
+type PassSpec = (&'static PassId, &'static str, PassBody);
+
+const PARTITION: PassSpec = (&PARTITION_ID, partition::NAME, partition::run);
+const TO_GPU: PassSpec = (&TO_GPU_ID, offload_to_gpu::NAME, offload_to_gpu::run);
+const TO_CPU: PassSpec = (&TO_CPU_ID, offload_to_cpu::NAME, offload_to_cpu::run);
+
+/// Wraps a Rust rewrite as a real MLIR pass on `builtin.module`. A failure is emitted as
+/// an error diagnostic at the module and fails the pass manager.
+fn make(id: &'static PassId, name: &'static str, body: PassBody) -> Pass {
+    create_external(
+        move |op: OperationRef<'_, '_>, pass: ExternalPass<'_>| {
+            // SAFETY: the context outlives every pass run on its operations.
+            let context = unsafe { op.context().to_ref() };
+            if let Err(message) = body(context, op) {
+                let message = std::ffi::CString::new(format!("{name}: {message}")).unwrap_or_default();
+                unsafe { mlir_sys::mlirEmitError(op.location().to_raw(), message.as_ptr()) };
+                pass.signal_failure();
+            }
+        },
+        TypeId::create(id),
+        name,
+        name,
+        "",
+        "builtin.module",
+        &[],
+    )
+}

@@ -1,0 +1,142 @@
+//! A small rewriting toolkit over MLIR's C API, for the offload passes.
+//!
+//! melior covers building operations well but not every in-place edit a conversion
+//! needs (retyping block arguments, moving a region's body, erasing block arguments), so
+//! the passes work on raw handles through these helpers. Every handle passed in must
+//! belong to the live module the pass is running on; that is the one safety contract of
+//! this module, and the passes keep it by collecting handles with [`collect`] from the
+//! operation they were given and using them before the pass returns.
+
+use melior::{
+    Context,
+    ir::{
+        Attribute, Identifier, Location, Operation, OperationRef, Type, Value,
+        operation::{OperationBuilder, OperationLike},
+    },
+};
+use mlir_sys::*;
+
+/// Collects, in pre-order, every operation nested in `root` whose name is `name`.
+pub fn collect(root: OperationRef<'_, '_>, name: &str) -> Vec<MlirOperation> {
+    let mut found = Vec::new();
+    root.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
+        if op.name().as_string_ref().as_str() == Ok(name) {
+            found.push(op.to_raw());
+        }
+        melior::ir::operation::WalkResult::Advance
+    });
+    found
+}
+
+/// A rewriter positioned before one anchor operation.
+pub struct Builder<'c> {
+    pub context: &'c Context,
+    anchor: MlirOperation,
+    pub location: Location<'c>,
+}
+
+impl<'c> Builder<'c> {
+    /// # Safety
+    ///
+    /// `anchor` must be a live operation inside a block.
+    pub unsafe fn before(context: &'c Context, anchor: MlirOperation) -> Self {
+        let location = unsafe { Location::from_raw(mlirOperationGetLocation(anchor)) };
+        Builder {
+            context,
+            anchor,
+            location,
+        }
+    }
+
+    pub fn ty(&self, text: &str) -> Type<'c> {
+        Type::parse(self.context, text).unwrap_or_else(|| panic!("internal type `{text}` does not parse"))
+    }
+
+    pub fn attr(&self, text: &str) -> Attribute<'c> {
+        Attribute::parse(self.context, text).unwrap_or_else(|| panic!("internal attribute `{text}` does not parse"))
+    }
+
+    /// Builds an operation, inserts it before the anchor and returns its results.
+    pub fn op(&self, name: &str, operands: &[MlirValue], results: &[Type<'c>], attributes: &[(&str, Attribute<'c>)]) -> Vec<MlirValue> {
+        let operands: Vec<Value> = operands.iter().map(|v| unsafe { Value::from_raw(*v) }).collect();
+        let attributes: Vec<(Identifier, Attribute)> = attributes
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.context, n), *a))
+            .collect();
+        let op: Operation = OperationBuilder::new(name, self.location)
+            .add_operands(&operands)
+            .add_results(results)
+            .add_attributes(&attributes)
+            .build()
+            .unwrap_or_else(|e| panic!("internal operation `{name}` is malformed: {e}"));
+        let raw = op.into_raw();
+        unsafe {
+            mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(self.anchor), self.anchor, raw);
+            (0..mlirOperationGetNumResults(raw)).map(|i| mlirOperationGetResult(raw, i)).collect()
+        }
+    }
+
+    /// `arith.constant` of an `index`.
+    pub fn index_constant(&self, v: i64) -> MlirValue {
+        let index = self.ty("index");
+        self.op("arith.constant", &[], &[index], &[("value", self.attr(&format!("{v} : index")))])[0]
+    }
+
+    pub fn i64_constant(&self, v: i64) -> MlirValue {
+        let i64 = self.ty("i64");
+        self.op("arith.constant", &[], &[i64], &[("value", self.attr(&format!("{v} : i64")))])[0]
+    }
+}
+
+/// Replaces every use of the anchor's results with `values`, then erases it.
+///
+/// # Safety
+///
+/// `op` must be live, and have as many results as `values` has entries.
+pub unsafe fn replace(op: MlirOperation, values: &[MlirValue]) {
+    unsafe {
+        for (i, v) in values.iter().enumerate() {
+            mlirValueReplaceAllUsesOfWith(mlirOperationGetResult(op, i as isize), *v);
+        }
+        mlirOperationDestroy(op);
+    }
+}
+
+/// Operand `i` of a live operation.
+///
+/// # Safety
+///
+/// `op` must be live and have more than `i` operands.
+pub unsafe fn operand(op: MlirOperation, i: isize) -> MlirValue {
+    unsafe { mlirOperationGetOperand(op, i) }
+}
+
+/// All operands of a live operation.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn operands(op: MlirOperation) -> Vec<MlirValue> {
+    unsafe { (0..mlirOperationGetNumOperands(op)).map(|i| mlirOperationGetOperand(op, i)).collect() }
+}
+
+/// The printed form of a type, for matching on dialect types the C API cannot inspect.
+pub fn type_text(t: MlirType) -> String {
+    unsafe { Type::from_raw(t) }.to_string()
+}
+
+/// An integer attribute's value, read from a live operation.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn int_attribute(op: MlirOperation, name: &str) -> Option<i64> {
+    unsafe {
+        let name = melior::StringRef::new(name);
+        let a = mlirOperationGetAttributeByName(op, name.to_raw());
+        if a.ptr.is_null() || !mlirAttributeIsAInteger(a) {
+            return None;
+        }
+        Some(mlirIntegerAttrGetValueInt(a))
+    }
+}

@@ -1,0 +1,113 @@
+//! `offload-opt`: prints any stage of the offload lowering for the kernels in a `.rs` or
+//! `.mir` file. A thin CLI over the same library functions the runtime calls.
+
+use anyhow::{Context as _, Result, bail};
+use clap::{Parser, ValueEnum};
+use offload_lowering::{GpuTarget, Stage};
+use offload_mir::{Body, print_module, translate, validate};
+use std::{path::PathBuf, process::ExitCode};
+
+#[derive(Parser)]
+#[command(version, about = "Shows every stage of the offload lowering pipeline")]
+struct Cli {
+    /// A Rust file with `#[offload_kernel]` functions, or a `.mir` file.
+    file: PathBuf,
+    /// The stage to print.
+    #[arg(long, value_enum, default_value = "all")]
+    emit: Emit,
+    /// The NVIDIA chip for the `llvm` and `ptx` stages.
+    #[arg(long, default_value = "sm_90")]
+    chip: String,
+    /// Print only this kernel.
+    #[arg(long)]
+    kernel: Option<String>,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
+enum Emit {
+    Mir,
+    Offload,
+    Gpu,
+    Llvm,
+    Ptx,
+    Cpu,
+    /// Every GPU stage in order, each under a header.
+    All,
+}
+
+fn main() -> ExitCode {
+    match run(Cli::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    let source = std::fs::read_to_string(&cli.file).with_context(|| format!("cannot read {}", cli.file.display()))?;
+    let display = cli.file.display().to_string();
+    let mut bodies = if cli.file.extension().is_some_and(|e| e == "mir") {
+        offload_mir::parse_module(&source).map_err(|e| anyhow::anyhow!("{display}:{e}"))?
+    } else {
+        kernels_in_rust(&source, &display)?
+    };
+    if let Some(name) = &cli.kernel {
+        bodies.retain(|b| &b.name == name);
+        if bodies.is_empty() {
+            bail!("{display}: no kernel named `{name}`");
+        }
+    }
+    for body in &bodies {
+        validate(body)?;
+    }
+    if cli.emit == Emit::Mir {
+        print!("{}", print_module(&bodies));
+        return Ok(());
+    }
+    let target = GpuTarget {
+        chip: cli.chip.clone(),
+        ..GpuTarget::default()
+    };
+    let last = match cli.emit {
+        Emit::Offload => Stage::Offload,
+        Emit::Gpu => Stage::Gpu,
+        Emit::Llvm => Stage::Llvm,
+        Emit::Ptx | Emit::All => Stage::Ptx,
+        Emit::Cpu => Stage::Cpu,
+        Emit::Mir => unreachable!("handled above"),
+    };
+    for body in &bodies {
+        let stages = offload_lowering::emit(validate(body)?, last, &target)?;
+        if cli.emit == Emit::All {
+            println!("// ===== {} :: mir =====\n{body}", body.name);
+            for (stage, text) in stages {
+                println!("// ===== {} :: {} =====\n{}", body.name, stage.name(), text.trim_end());
+            }
+        } else if let Some((_, text)) = stages.last() {
+            println!("{}", text.trim_end());
+        }
+    }
+    Ok(())
+}
+
+/// Translates every `#[offload_kernel]` function of a Rust source file.
+fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
+    let file = syn::parse_file(source).map_err(|e| {
+        let at = e.span().start();
+        anyhow::anyhow!("{display}:{}:{}: {e}", at.line, at.column + 1)
+    })?;
+    let mut bodies = Vec::new();
+    for item in &file.items {
+        let syn::Item::Fn(f) = item else { continue };
+        if !f.attrs.iter().any(|a| a.path().segments.last().is_some_and(|s| s.ident == "offload_kernel")) {
+            continue;
+        }
+        bodies.push(translate::translate_kernel(f, display).map_err(|e| anyhow::anyhow!("{display}:{e}"))?);
+    }
+    if bodies.is_empty() {
+        bail!("{display}: no `#[offload_kernel]` functions found");
+    }
+    Ok(bodies)
+}
