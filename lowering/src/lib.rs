@@ -24,7 +24,6 @@ pub use kernel_abi::PANIC_BUFFER_WORDS;
 pub use offload_to_cpu::LEADING_ARGS as CPU_LEADING_ARGS;
 pub use pipeline::{GpuTarget, Session, Stage};
 
-use melior::ir::operation::OperationLike as _;
 use offload_mir::Validated;
 
 /// A failure inside the lowering. Valid MIR should never produce one; when it does, the

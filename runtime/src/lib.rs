@@ -1,1 +1,53 @@
-//! placeholder
+//! `offload`: safe GPU offloading for stable Rust.
+//!
+//! Mark a function `#[offload_kernel]` and launch it with `offload!`:
+//!
+//! ```ignore
+//! use offload::prelude::*;
+//!
+//! #[offload_kernel]
+//! fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
+//!     let i = y.index();
+//!     if let Some(v) = y.get_mut() {
+//!         *v = a * x[i] + *v;
+//!     }
+//! }
+//!
+//! let (mut y, x) = (vec![1.0f32; 1 << 20], vec![2.0f32; 1 << 20]);
+//! offload! { kernel = saxpy, args = (&mut y, &x, 3.0f32) };
+//! ```
+//!
+//! The macro translates the kernel's body to MIR at compile time; at run time the MIR is
+//! lowered through MLIR to PTX for an NVIDIA GPU, or to host code for the CPU backend,
+//! once per kernel and device, and launched. Without a GPU the CPU backend runs the same
+//! lowered code. `OFFLOAD_DEVICE=cpu|cuda:N` picks the device.
+//!
+//! # Data movement and failure
+//!
+//! Regions (`&mut` data) and slices are copied to the device before the kernel runs and
+//! regions are copied back after it. If any thread panics (failed bounds check, division
+//! by zero), the launch returns [`Error::KernelPanic`] naming the first panic's source
+//! line and **no region is copied back**: the caller's data is exactly as it was.
+
+mod compile;
+mod cpu;
+mod cuda;
+mod device;
+mod error;
+pub mod kernel_view;
+mod launch;
+mod panic;
+mod region;
+mod scalar;
+
+pub use device::{Device, devices, parse_selection};
+pub use error::Error;
+pub use launch::{DEFAULT_WORKGROUP_SIZE, KernelArg, KernelDescriptor, LaunchOptions, launch};
+pub use offload_macros::{offload, offload_kernel, try_offload};
+pub use region::{IntoRegion, Linear1D, PartitioningStrategy, Region};
+pub use scalar::Scalar;
+
+/// What a kernel file needs: `use offload::prelude::*;`.
+pub mod prelude {
+    pub use crate::{Error, Linear1D, Region, devices, offload, offload_kernel, try_offload};
+}

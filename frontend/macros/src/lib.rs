@@ -1,1 +1,223 @@
-extern crate proc_macro;
+//! The macros of `offload`: `#[offload_kernel]`, `offload!` and `try_offload!`.
+//!
+//! `#[offload_kernel] fn k(..) { body }` expands to three items:
+//!
+//! - a never-called function holding `body` with the kernel's parameter types (regions as
+//!   `offload::kernel_view::Region`), so rustc type-checks the kernel;
+//! - a static `KernelDescriptor` holding the kernel's MIR text;
+//! - a function `k(options, args..)` that type-checks a launch's arguments and calls
+//!   `offload::launch`. `offload!` expands to a call of it, so rustc points type errors
+//!   at the offending argument.
+//!
+//! Unsupported Rust in a kernel is a compile error at its span, produced by the MIR
+//! translator in `offload-mir`. These macros never panic on user input.
+
+use offload_mir::translate::{ParamKind, param_kind, translate_kernel};
+use proc_macro::TokenStream;
+use proc_macro2::{Span, TokenStream as TokenStream2};
+use quote::{format_ident, quote, quote_spanned};
+use syn::{
+    Expr, Ident, ItemFn, Token, parse::Parse, parse::ParseStream, parse_macro_input, punctuated::Punctuated,
+    spanned::Spanned,
+};
+
+/// Marks a function as a kernel. See the `offload` crate for the supported subset of Rust.
+#[proc_macro_attribute]
+pub fn offload_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let attr = TokenStream2::from(attr);
+        return syn::Error::new(attr.span(), "`#[offload_kernel]` takes no arguments").to_compile_error().into();
+    }
+    let item = parse_macro_input!(item as ItemFn);
+    match kernel(&item) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
+    let file = item.sig.ident.span().file();
+    let body = translate_kernel(item, &file).map_err(|e| syn::Error::new(e.span, e.message))?;
+    // The translator should only produce valid MIR; if it did not, say so at the kernel.
+    offload_mir::validate(&body)
+        .map_err(|e| syn::Error::new(item.sig.ident.span(), format!("internal error: the kernel's MIR is invalid: {e}")))?;
+    let mir = body.to_string();
+
+    let name = &item.sig.ident;
+    let vis = &item.vis;
+    let docs = item.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let descriptor = format_ident!("__OFFLOAD_KERNEL_{}", name);
+    let check = format_ident!("__offload_check_{}", name);
+    let name_str = name.to_string();
+
+    let mut check_params = Vec::new();
+    let mut host_params = Vec::new();
+    let mut args = Vec::new();
+    for input in &item.sig.inputs {
+        let syn::FnArg::Typed(arg) = input else {
+            unreachable!("the translator rejects `self` parameters");
+        };
+        let syn::Pat::Ident(pat) = &*arg.pat else {
+            unreachable!("the translator rejects non-identifier parameters");
+        };
+        let ident = &pat.ident;
+        let mutability = &pat.mutability;
+        let ty = &arg.ty;
+        let kind = param_kind(ty).map_err(|e| syn::Error::new(e.span, e.message))?;
+        match kind {
+            ParamKind::Region(..) => {
+                let (elem, strategy) = region_args(ty);
+                check_params.push(quote_spanned! {ty.span()=> #mutability #ident: ::offload::kernel_view::Region<#elem, #strategy> });
+                host_params.push(quote_spanned! {ty.span()=> #ident: impl ::offload::IntoRegion<'__offload, #elem, #strategy> });
+                args.push(quote! { ::offload::KernelArg::region(#ident) });
+            }
+            ParamKind::Slice(_) => {
+                let syn::Type::Reference(r) = &**ty else { unreachable!("slices are references") };
+                let elem = &r.elem;
+                check_params.push(quote! { #mutability #ident: #ty });
+                host_params.push(quote_spanned! {ty.span()=> #ident: &'__offload #elem });
+                args.push(quote! { ::offload::KernelArg::slice(#ident) });
+            }
+            ParamKind::Scalar(_) => {
+                check_params.push(quote! { #mutability #ident: #ty });
+                host_params.push(quote! { #ident: #ty });
+                args.push(quote! { ::offload::KernelArg::scalar(#ident) });
+            }
+        }
+    }
+    let block = &item.block;
+    Ok(quote! {
+        #[allow(dead_code, unused_mut, unused_variables, unused_assignments, non_snake_case, clippy::all)]
+        fn #check(#(#check_params),*) #block
+
+        #[allow(non_upper_case_globals)]
+        static #descriptor: ::offload::KernelDescriptor = ::offload::KernelDescriptor::new(#name_str, #mir);
+
+        #(#docs)*
+        /// Launches this kernel; prefer `offload!`/`try_offload!`.
+        #vis fn #name<'__offload>(
+            __offload_options: ::offload::LaunchOptions,
+            #(#host_params),*
+        ) -> ::core::result::Result<(), ::offload::Error> {
+            ::offload::launch(&#descriptor, __offload_options, &mut [#(#args),*])
+        }
+    })
+}
+
+/// The element type and strategy of `Region<T, S>` (checked by `param_kind` already).
+fn region_args(ty: &syn::Type) -> (syn::Type, syn::Type) {
+    let syn::Type::Path(p) = ty else { unreachable!("regions are paths") };
+    let last = p.path.segments.last().expect("a path has a segment");
+    let syn::PathArguments::AngleBracketed(a) = &last.arguments else { unreachable!("regions have arguments") };
+    let mut types = a.args.iter().filter_map(|g| match g {
+        syn::GenericArgument::Type(t) => Some(t.clone()),
+        _ => None,
+    });
+    (types.next().expect("element type"), types.next().expect("strategy"))
+}
+
+/// Launches a kernel and panics with the error's text if the launch fails.
+///
+/// `offload! { kernel = saxpy, args = (&mut y, &x, 3.0f32) }`, with optional
+/// `workgroup_dim = [u32; 3]`, `thread_dim = [u32; 3]`, `dyn_cache = u32` and
+/// `device = usize`.
+#[proc_macro]
+pub fn offload(input: TokenStream) -> TokenStream {
+    let launch = parse_macro_input!(input as LaunchInput);
+    let call = launch.call();
+    quote! {
+        match #call {
+            ::core::result::Result::Ok(()) => {}
+            ::core::result::Result::Err(error) => ::core::panic!("{}", error),
+        }
+    }
+    .into()
+}
+
+/// Like `offload!`, but evaluates to `Result<(), offload::Error>`.
+#[proc_macro]
+pub fn try_offload(input: TokenStream) -> TokenStream {
+    let launch = parse_macro_input!(input as LaunchInput);
+    launch.call().into()
+}
+
+const FIELDS: [&str; 6] = ["kernel", "args", "workgroup_dim", "thread_dim", "dyn_cache", "device"];
+
+struct LaunchInput {
+    kernel: Expr,
+    args: Vec<Expr>,
+    options: Vec<(Ident, Expr)>,
+}
+
+struct Field {
+    name: Ident,
+    value: Expr,
+}
+
+impl Parse for Field {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let name: Ident = input.parse()?;
+        input.parse::<Token![=]>()?;
+        Ok(Field {
+            name,
+            value: input.parse()?,
+        })
+    }
+}
+
+impl Parse for LaunchInput {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let fields = Punctuated::<Field, Token![,]>::parse_terminated(input)?;
+        let mut seen: Vec<String> = Vec::new();
+        let (mut kernel, mut args, mut options) = (None, None, Vec::new());
+        for field in fields {
+            let name = field.name.to_string();
+            if !FIELDS.contains(&name.as_str()) {
+                return Err(syn::Error::new(
+                    field.name.span(),
+                    format!("unknown field `{name}`; expected one of `kernel`, `args`, `workgroup_dim`, `thread_dim`, `dyn_cache`, `device`"),
+                ));
+            }
+            if seen.contains(&name) {
+                return Err(syn::Error::new(field.name.span(), format!("duplicate field `{name}`")));
+            }
+            seen.push(name.clone());
+            match name.as_str() {
+                "kernel" => kernel = Some(field.value),
+                "args" => {
+                    args = Some(match field.value {
+                        Expr::Tuple(t) => t.elems.into_iter().collect(),
+                        Expr::Paren(p) => vec![*p.expr],
+                        other => {
+                            return Err(syn::Error::new(other.span(), "`args` takes a parenthesised list: `args = (a, b, c)`"));
+                        }
+                    })
+                }
+                _ => options.push((field.name, field.value)),
+            }
+        }
+        let missing = |f: &str| syn::Error::new(Span::call_site(), format!("missing field `{f}`"));
+        Ok(LaunchInput {
+            kernel: kernel.ok_or_else(|| missing("kernel"))?,
+            args: args.ok_or_else(|| missing("args"))?,
+            options,
+        })
+    }
+}
+
+impl LaunchInput {
+    fn call(&self) -> TokenStream2 {
+        let kernel = &self.kernel;
+        let args = &self.args;
+        let options = self.options.iter().map(|(name, value)| match name.to_string().as_str() {
+            "workgroup_dim" | "thread_dim" | "device" => quote_spanned! {value.span()=> #name: ::core::option::Option::Some(#value) },
+            _ => quote_spanned! {value.span()=> #name: #value },
+        });
+        quote! {
+            #kernel(
+                ::offload::LaunchOptions { #(#options,)* ..::offload::LaunchOptions::DEFAULT },
+                #(#args),*
+            )
+        }
+    }
+}

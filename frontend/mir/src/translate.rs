@@ -8,7 +8,6 @@
 
 use crate::ir::*;
 use proc_macro2::Span as SynSpan;
-use quote::ToTokens;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 

@@ -1,9 +1,0 @@
-use offload::prelude::*;
-
-#[offload_kernel]
-fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
-    let i = y.index();
-    if let Some(v) = y.get_mut() {
-        *v = a * x[i] + *v;
-    }
-}

@@ -1,0 +1,91 @@
+//! The CPU backend: runs the kernel's lowered code (not its Rust body) on every core. The
+//! launch's workgroups are split into one contiguous share per host thread; each share
+//! runs its workgroups' threads one after another.
+//!
+//! Region data is copied into a scratch buffer for the kernel and copied back only if no
+//! thread panicked, so a failed launch leaves the caller's data untouched, as on a GPU.
+
+use crate::{Error, launch::{ArgKind, Launch}, panic::{PANIC_BUFFER_WORDS, PanicWords}};
+use std::ffi::c_void;
+
+/// How many host threads run a launch.
+pub(crate) fn host_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get())
+}
+
+#[cfg(not(feature = "jit"))]
+pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
+    Err(Error::Compile {
+        kernel: launch.body.name.clone(),
+        message: "the CPU backend needs the `jit` feature".into(),
+    })
+}
+
+#[cfg(feature = "jit")]
+pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
+    if launch.grid[1..] != [1, 1] || launch.block[1..] != [1, 1] {
+        return Err(Error::InvalidLaunch("the CPU backend runs one-dimensional launches only".into()));
+    }
+    let kernel = crate::compile::cpu(launch.descriptor)?;
+
+    // Scratch copies of the regions, 8-byte aligned for any element type.
+    let mut scratch: Vec<Vec<u64>> = Vec::new();
+    // The kernel ABI's arguments as 64-bit words; memrefs expand to five.
+    let mut words: Vec<u64> = Vec::new();
+    for arg in launch.args.iter() {
+        match arg.kind {
+            ArgKind::Region { len, .. } | ArgKind::Slice { len, .. } => {
+                let (data, bytes) = arg.kind.bytes().expect("regions and slices have data");
+                let ptr = if let ArgKind::Region { .. } = arg.kind {
+                    let mut copy = vec![0u64; bytes.div_ceil(8)];
+                    // SAFETY: `data` is the region's borrowed slice of `bytes` bytes.
+                    unsafe { std::ptr::copy_nonoverlapping(data, copy.as_mut_ptr().cast::<u8>(), bytes) };
+                    let p = copy.as_mut_ptr() as u64;
+                    scratch.push(copy);
+                    p
+                } else {
+                    data as u64
+                };
+                words.extend([ptr, ptr, 0, len as u64, 1]);
+            }
+            ArgKind::Scalar { bits, .. } => words.push(bits),
+        }
+    }
+    let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
+    let p = panic.as_mut_ptr() as u64;
+    words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
+
+    let groups = launch.grid[0] as u64;
+    let threads = host_threads().min(groups as usize).max(1) as u64;
+    let words = &words;
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (begin, end) = (groups * t / threads, groups * (t + 1) / threads);
+            let kernel = &kernel;
+            let block = launch.block[0] as u64;
+            scope.spawn(move || {
+                let mut own: Vec<u64> = vec![begin, end, block];
+                own.extend_from_slice(words);
+                let mut pointers: Vec<*mut c_void> = own.iter_mut().map(|w| (w as *mut u64).cast()).collect();
+                // SAFETY: `pointers` holds one pointer per expanded entry-point argument
+                // in the kernel ABI's order; memrefs describe the scratch regions, the
+                // borrowed slices and the panic buffer, all alive until the scope ends.
+                // Threads of different shares touch disjoint region elements (checked by
+                // the strategy's `check_launch`), and the panic buffer is claimed
+                // atomically.
+                unsafe { kernel.call(&mut pointers) };
+            });
+        }
+    });
+
+    if let Some(error) = crate::panic::decode(launch.body, &panic) {
+        return Err(error);
+    }
+    let regions = launch.args.iter().filter(|a| matches!(a.kind, ArgKind::Region { .. }));
+    for (arg, copy) in regions.zip(&scratch) {
+        let (data, bytes) = arg.kind.bytes().expect("regions have data");
+        // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr().cast::<u8>(), data, bytes) };
+    }
+    Ok(())
+}

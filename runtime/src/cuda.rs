@@ -1,0 +1,151 @@
+//! The CUDA backend, through the driver API (`cudarc`, loaded at run time, so building
+//! needs no CUDA). A launch copies regions and slices to the device, runs the kernel,
+//! reads the panic buffer, and copies regions back only if no thread panicked.
+
+use crate::{
+    Device, Error,
+    launch::{ArgKind, Launch},
+    panic::{PANIC_BUFFER_WORDS, PanicWords},
+};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use std::{
+    collections::HashMap,
+    sync::{Arc, Mutex, OnceLock},
+};
+
+/// The CUDA devices of this machine; empty when there is no driver or no GPU.
+pub(crate) fn devices() -> Vec<Device> {
+    static DEVICES: OnceLock<Vec<Device>> = OnceLock::new();
+    DEVICES
+        .get_or_init(|| {
+            // SAFETY: only probes whether the driver library can be opened.
+            if !unsafe { cudarc::driver::sys::is_culib_present() } {
+                return Vec::new();
+            }
+            let count = match CudaContext::device_count() {
+                Ok(n) => n.max(0) as usize,
+                Err(e) => {
+                    tracing::info!("CUDA driver present but unusable: {e}");
+                    return Vec::new();
+                }
+            };
+            (0..count)
+                .filter_map(|ordinal| {
+                    let ctx = context(ordinal).ok()?;
+                    let (major, minor) = ctx.compute_capability().ok()?;
+                    Some(Device::Cuda {
+                        ordinal,
+                        name: ctx.name().unwrap_or_else(|_| "unknown".into()),
+                        compute_capability: (major as u32, minor as u32),
+                    })
+                })
+                .collect()
+        })
+        .clone()
+}
+
+fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
+    static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
+    let mut map = CONTEXTS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(ctx) = map.get(&ordinal) {
+        return Ok(ctx.clone());
+    }
+    let ctx = CudaContext::new(ordinal).map_err(Error::cuda("creating a context"))?;
+    map.insert(ordinal, ctx.clone());
+    Ok(ctx)
+}
+
+/// The loaded kernel function for a descriptor on a device.
+fn function(launch: &Launch<'_, '_>, ordinal: usize, ctx: &Arc<CudaContext>) -> Result<CudaFunction, Error> {
+    static FUNCTIONS: OnceLock<Mutex<HashMap<(usize, usize), CudaFunction>>> = OnceLock::new();
+    let key = (launch.descriptor as *const _ as usize, ordinal);
+    let functions = FUNCTIONS.get_or_init(Default::default);
+    if let Some(f) = functions.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+        return Ok(f.clone());
+    }
+    let (major, minor) = ctx.compute_capability().map_err(Error::cuda("querying the compute capability"))?;
+    let ptx = crate::compile::ptx(launch.descriptor, &format!("sm_{major}{minor}"))?;
+    let module = ctx
+        .load_module(cudarc::nvrtc::Ptx::from_src(ptx.as_str()))
+        .map_err(Error::cuda("loading the kernel's PTX"))?;
+    let f = module.load_function(&launch.body.name).map_err(Error::cuda("finding the kernel in its module"))?;
+    functions.lock().unwrap_or_else(|p| p.into_inner()).insert(key, f.clone());
+    Ok(f)
+}
+
+pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
+    let ctx = context(ordinal)?;
+    let func = function(&launch, ordinal, &ctx)?;
+    let stream = ctx.default_stream();
+
+    let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
+    let mut words: Vec<u64> = Vec::new();
+    for arg in launch.args.iter() {
+        match arg.kind {
+            ArgKind::Region { len, .. } | ArgKind::Slice { len, .. } => {
+                let (data, bytes) = arg.kind.bytes().expect("regions and slices have data");
+                // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
+                let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
+                // A zero-length allocation is refused by the driver; one byte stands in.
+                let buffer = if bytes == 0 {
+                    stream.alloc_zeros::<u8>(1)
+                } else {
+                    stream.clone_htod(host)
+                }
+                .map_err(Error::cuda("copying an argument to the device"))?;
+                let ptr = device_address(&buffer, &stream);
+                words.extend([ptr, ptr, 0, len as u64, 1]);
+                buffers.push(buffer);
+            }
+            ArgKind::Scalar { bits, .. } => words.push(bits),
+        }
+    }
+    let panic_buffer = stream
+        .alloc_zeros::<i64>(PANIC_BUFFER_WORDS)
+        .map_err(Error::cuda("allocating the panic buffer"))?;
+    let p = device_address(&panic_buffer, &stream);
+    words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
+
+    let mut builder = stream.launch_builder(&func);
+    // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many bytes
+    // as the parameter has, which on little-endian hosts are the value's own.
+    for w in &words {
+        builder.arg(w);
+    }
+    let config = LaunchConfig {
+        grid_dim: (launch.grid[0], launch.grid[1], launch.grid[2]),
+        block_dim: (launch.block[0], launch.block[1], launch.block[2]),
+        shared_mem_bytes: launch.dyn_cache,
+    };
+    // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
+    // against the MIR signature), and every buffer they point to lives until the stream
+    // is synchronised below.
+    unsafe { builder.launch(config) }.map_err(Error::cuda("launching the kernel"))?;
+    stream.synchronize().map_err(Error::cuda("running the kernel"))?;
+
+    let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
+    stream
+        .memcpy_dtoh(&panic_buffer, &mut panic[..])
+        .map_err(Error::cuda("reading the panic buffer"))?;
+    if let Some(error) = crate::panic::decode(launch.body, &panic) {
+        return Err(error);
+    }
+    for (arg, buffer) in launch.args.iter().zip(&buffers).filter(|(a, _)| matches!(a.kind, ArgKind::Region { .. })) {
+        let (data, bytes) = arg.kind.bytes().expect("regions have data");
+        if bytes == 0 {
+            continue;
+        }
+        // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes.
+        let host = unsafe { std::slice::from_raw_parts_mut(data, bytes) };
+        stream.memcpy_dtoh(buffer, host).map_err(Error::cuda("copying a region back"))?;
+    }
+    stream.synchronize().map_err(Error::cuda("copying results back"))?;
+    Ok(())
+}
+
+/// A buffer's device address. The stream is synchronised before any buffer is read or
+/// freed, so the guard cudarc returns for ordering is not needed past this call.
+fn device_address<T>(buffer: &CudaSlice<T>, stream: &cudarc::driver::CudaStream) -> u64 {
+    let (ptr, _guard) = cudarc::driver::DevicePtr::device_ptr(buffer, stream);
+    ptr
+}

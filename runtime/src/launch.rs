@@ -1,0 +1,255 @@
+//! What the `offload!` macro calls: kernel descriptors, launch arguments and options, and
+//! [`launch`], which checks a launch and hands it to a backend.
+
+use crate::{
+    Device, Error,
+    region::{IntoRegion, PartitioningStrategy},
+    scalar::Scalar,
+};
+use offload_mir::{Body, ScalarTy, Strategy, Ty};
+use std::{marker::PhantomData, sync::OnceLock};
+
+/// What `#[offload_kernel]` emits for each kernel: its name and its MIR. The MIR text is
+/// the API boundary between the macro and the runtime.
+pub struct KernelDescriptor {
+    pub name: &'static str,
+    pub mir: &'static str,
+    body: OnceLock<Result<Body, String>>,
+}
+
+impl KernelDescriptor {
+    pub const fn new(name: &'static str, mir: &'static str) -> Self {
+        KernelDescriptor {
+            name,
+            mir,
+            body: OnceLock::new(),
+        }
+    }
+
+    /// The kernel's MIR, parsed and validated once.
+    pub fn body(&self) -> Result<&Body, Error> {
+        let parsed = self.body.get_or_init(|| {
+            let body = offload_mir::parse(self.mir).map_err(|e| format!("embedded MIR does not parse: {e}"))?;
+            offload_mir::validate(&body).map_err(|e| format!("embedded MIR is invalid: {e}"))?;
+            Ok(body)
+        });
+        parsed.as_ref().map_err(|message| Error::Compile {
+            kernel: self.name.to_string(),
+            message: message.clone(),
+        })
+    }
+}
+
+/// Launch geometry and placement; every field may be left to its default.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct LaunchOptions {
+    /// Workgroups in the launch (CUDA's grid). Derived from the first region if omitted.
+    pub workgroup_dim: Option<[u32; 3]>,
+    /// Threads per workgroup (CUDA's block). Defaults to 256 in x.
+    pub thread_dim: Option<[u32; 3]>,
+    /// Bytes of dynamic workgroup-shared memory.
+    pub dyn_cache: u32,
+    /// Index into [`devices()`](crate::devices); `None` selects as `OFFLOAD_DEVICE` says.
+    pub device: Option<usize>,
+}
+
+impl LaunchOptions {
+    pub const DEFAULT: LaunchOptions = LaunchOptions {
+        workgroup_dim: None,
+        thread_dim: None,
+        dyn_cache: 0,
+        device: None,
+    };
+}
+
+impl Default for LaunchOptions {
+    fn default() -> Self {
+        LaunchOptions::DEFAULT
+    }
+}
+
+/// Threads per workgroup when a launch does not say.
+pub const DEFAULT_WORKGROUP_SIZE: u32 = 256;
+
+/// One argument of a launch, borrowed for the launch's duration.
+pub struct KernelArg<'a> {
+    pub(crate) kind: ArgKind,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+pub(crate) enum ArgKind {
+    Region {
+        data: *mut u8,
+        len: usize,
+        elem: ScalarTy,
+        strategy: Strategy,
+        check: fn(usize, [u32; 3], [u32; 3]) -> Result<(), Error>,
+        default_geometry: fn(usize, u32) -> ([u32; 3], [u32; 3]),
+    },
+    Slice {
+        data: *const u8,
+        len: usize,
+        elem: ScalarTy,
+    },
+    Scalar {
+        bits: u64,
+        ty: ScalarTy,
+    },
+}
+
+impl<'a> KernelArg<'a> {
+    pub fn region<T: Scalar, S: PartitioningStrategy>(region: impl IntoRegion<'a, T, S>) -> Self {
+        let region = region.into_region();
+        let len = region.data.len();
+        KernelArg {
+            kind: ArgKind::Region {
+                data: region.data.as_mut_ptr().cast(),
+                len,
+                elem: T::TY,
+                strategy: S::KIND,
+                check: S::check_launch,
+                default_geometry: S::default_geometry,
+            },
+            _borrow: PhantomData,
+        }
+    }
+
+    pub fn slice<T: Scalar>(slice: &'a [T]) -> Self {
+        KernelArg {
+            kind: ArgKind::Slice {
+                data: slice.as_ptr().cast(),
+                len: slice.len(),
+                elem: T::TY,
+            },
+            _borrow: PhantomData,
+        }
+    }
+
+    pub fn scalar<T: Scalar>(value: T) -> Self {
+        KernelArg {
+            kind: ArgKind::Scalar {
+                bits: value.to_bits(),
+                ty: T::TY,
+            },
+            _borrow: PhantomData,
+        }
+    }
+}
+
+impl ArgKind {
+    /// The bytes of a region's or slice's data.
+    pub(crate) fn bytes(&self) -> Option<(*mut u8, usize)> {
+        match *self {
+            ArgKind::Region { data, len, elem, .. } => Some((data, len * elem.size_bytes())),
+            ArgKind::Slice { data, len, elem } => Some((data as *mut u8, len * elem.size_bytes())),
+            ArgKind::Scalar { .. } => None,
+        }
+    }
+}
+
+/// A checked launch, ready for a backend.
+pub(crate) struct Launch<'b, 'a> {
+    pub body: &'b Body,
+    pub descriptor: &'static KernelDescriptor,
+    pub args: &'b mut [KernelArg<'a>],
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub dyn_cache: u32,
+}
+
+/// Runs a kernel. What the `offload!` and `try_offload!` macros expand to; call it
+/// directly only through the function `#[offload_kernel]` generates.
+pub fn launch(descriptor: &'static KernelDescriptor, options: LaunchOptions, args: &mut [KernelArg<'_>]) -> Result<(), Error> {
+    let body = descriptor.body()?;
+    check_signature(body, args)?;
+    let (grid, block) = geometry(body, &options, args)?;
+    for arg in args.iter() {
+        if let ArgKind::Region { len, check, .. } = arg.kind {
+            check(len, grid, block)?;
+        }
+    }
+    let device = crate::device::select(options.device)?;
+    tracing::debug!(kernel = body.name, %device, ?grid, ?block, "launch");
+    let launch = Launch {
+        body,
+        descriptor,
+        args,
+        grid,
+        block,
+        dyn_cache: options.dyn_cache,
+    };
+    match device {
+        Device::Cuda { ordinal, .. } => crate::cuda::run(launch, ordinal),
+        Device::Cpu => crate::cpu::run(launch),
+    }
+}
+
+/// The generated launch function makes rustc check argument types; this re-checks them
+/// against the MIR, which guards against a descriptor and a stub that disagree.
+fn check_signature(body: &Body, args: &[KernelArg<'_>]) -> Result<(), Error> {
+    if args.len() != body.arg_count {
+        return Err(Error::InvalidLaunch(format!(
+            "kernel `{}` takes {} arguments, the launch passed {}",
+            body.name,
+            body.arg_count,
+            args.len()
+        )));
+    }
+    for (i, ((_, decl), arg)) in body.args().zip(args).enumerate() {
+        let matches = match (decl.ty, &arg.kind) {
+            (Ty::Region(e, s), ArgKind::Region { elem, strategy, .. }) => e == *elem && s == *strategy,
+            (Ty::Slice(e), ArgKind::Slice { elem, .. }) => e == *elem,
+            (Ty::Scalar(t), ArgKind::Scalar { ty, .. }) => t == *ty,
+            _ => false,
+        };
+        if !matches {
+            return Err(Error::InvalidLaunch(format!(
+                "argument {} of kernel `{}` must be `{}`",
+                i + 1,
+                body.name,
+                decl.ty
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The geometry rule: `thread_dim` defaults to [`DEFAULT_WORKGROUP_SIZE`] threads in x;
+/// `workgroup_dim` defaults to enough workgroups for one thread per element of the first
+/// region, as that region's strategy lays them out.
+fn geometry(body: &Body, options: &LaunchOptions, args: &[KernelArg<'_>]) -> Result<([u32; 3], [u32; 3]), Error> {
+    let block = options.thread_dim.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
+    let grid = match options.workgroup_dim {
+        Some(grid) => grid,
+        None => {
+            let first = args.iter().find_map(|a| match a.kind {
+                ArgKind::Region { len, default_geometry, .. } => Some((len, default_geometry)),
+                _ => None,
+            });
+            let Some((len, default_geometry)) = first else {
+                return Err(Error::InvalidLaunch(format!(
+                    "kernel `{}` has no `Region` argument to size the launch from; give `workgroup_dim`",
+                    body.name
+                )));
+            };
+            if block[1] != 1 || block[2] != 1 {
+                return Err(Error::InvalidLaunch(format!(
+                    "thread_dim {block:?} is not one-dimensional; give `workgroup_dim` too"
+                )));
+            }
+            default_geometry(len, block[0]).0
+        }
+    };
+    if grid.contains(&0) || block.contains(&0) {
+        return Err(Error::InvalidLaunch(format!(
+            "workgroup_dim {grid:?} and thread_dim {block:?} must not contain zero"
+        )));
+    }
+    let threads: u64 = block.iter().map(|&d| d as u64).product();
+    if threads > 1024 {
+        return Err(Error::InvalidLaunch(format!(
+            "thread_dim {block:?} has {threads} threads per workgroup; the limit is 1024"
+        )));
+    }
+    Ok((grid, block))
+}
