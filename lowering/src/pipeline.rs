@@ -222,8 +222,12 @@ const TO_CPU: PassSpec = (&TO_CPU_ID, offload_to_cpu::NAME, offload_to_cpu::run)
 fn make(id: &'static PassId, name: &'static str, body: PassBody) -> Pass {
     create_external(
         move |op: OperationRef<'_, '_>, pass: ExternalPass<'_>| {
-            // SAFETY: the context outlives every pass run on its operations.
-            let context = unsafe { op.context().to_ref() };
+            // `to_ref` reinterprets the `ContextRef` itself as a `Context`, so the
+            // `ContextRef` must outlive the reference: keep it in a local.
+            let context_ref = op.context();
+            // SAFETY: `context_ref` lives until the end of this call, and the context it
+            // names outlives every pass run on its operations.
+            let context = unsafe { context_ref.to_ref() };
             if let Err(message) = body(context, op) {
                 let message = std::ffi::CString::new(format!("{name}: {message}")).unwrap_or_default();
                 unsafe { mlir_sys::mlirEmitError(op.location().to_raw(), message.as_ptr()) };

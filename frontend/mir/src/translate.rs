@@ -891,7 +891,7 @@ impl Builder {
                     return error(r, "range indexing (sub-slices) is not supported in kernels yet");
                 }
                 let (index_op, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
-                let span = i.bracket_token.span.join();
+                let span = e.span();
                 let index = self.as_local(index_op, ScalarTy::Usize, span);
                 let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(base), span);
                 let in_bounds = self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len), span);

@@ -1,0 +1,47 @@
+//! Snapshots of every lowering stage. PTX keeps only what matters: the version banner
+//! and the PTX ISA/target lines are redacted so an LLVM upgrade does not re-bless them
+//! all.
+
+use offload_lowering::{GpuTarget, Stage, emit};
+use offload_mir::validate;
+
+fn stages(file: &str, last: Stage) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    for body in crate::kernels(file) {
+        out.push((format!("{}.mir", body.name), body.to_string()));
+        let valid = validate(&body).expect("test kernels are valid");
+        for (stage, text) in emit(valid, last, &GpuTarget::default()).unwrap_or_else(|e| panic!("{e}")) {
+            out.push((format!("{}.{}", body.name, stage.name()), text));
+        }
+    }
+    out
+}
+
+fn redact_ptx(ptx: &str) -> String {
+    ptx.lines()
+        .filter(|l| !l.starts_with("//"))
+        .map(|l| {
+            if l.starts_with(".version") {
+                ".version [redacted]"
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[test]
+fn saxpy_gpu_stages() {
+    for (name, text) in stages("saxpy.rs", Stage::Ptx) {
+        let text = if name.ends_with(".ptx") { redact_ptx(&text) } else { text };
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+#[test]
+fn saxpy_cpu_stage() {
+    let all = stages("saxpy.rs", Stage::Cpu);
+    let (name, text) = all.last().expect("the cpu stage");
+    insta::assert_snapshot!(name.clone(), text);
+}

@@ -1,0 +1,81 @@
+//! `offload-opt` on good and bad input: bad input is a located diagnostic and a non-zero
+//! exit, never a panic.
+
+use std::process::Command;
+
+fn run(args: &[&str], input: Option<(&str, &str)>) -> (bool, String, String) {
+    let dir = std::env::temp_dir().join(format!("offload-opt-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut all: Vec<String> = Vec::new();
+    if let Some((name, text)) = input {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        all.push(path.to_string_lossy().into_owned());
+    }
+    all.extend(args.iter().map(|s| s.to_string()));
+    let out = Command::new(env!("CARGO_BIN_EXE_offload-opt")).args(&all).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr).replace(&dir.to_string_lossy().into_owned(), "DIR");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+}
+
+const SAXPY: &str = "
+#[offload_kernel]
+fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v = a * x[i] + *v;
+    }
+}
+";
+
+#[test]
+fn every_stage_prints() {
+    for stage in ["mir", "offload", "gpu", "llvm", "ptx", "cpu"] {
+        let (ok, stdout, stderr) = run(&["--emit", stage], Some(("k.rs", SAXPY)));
+        assert!(ok, "--emit {stage}: {stderr}");
+        assert!(!stdout.trim().is_empty(), "--emit {stage} printed nothing");
+    }
+    let (ok, stdout, _) = run(&["--emit", "all"], Some(("k.rs", SAXPY)));
+    assert!(ok);
+    for header in ["mir", "offload", "gpu", "llvm", "ptx"] {
+        assert!(stdout.contains(&format!("// ===== saxpy :: {header} =====")), "missing {header}");
+    }
+    assert!(stdout.contains(".entry saxpy("));
+}
+
+#[test]
+fn mir_output_reads_back_as_input() {
+    let (ok, mir, _) = run(&["--emit", "mir"], Some(("k.rs", SAXPY)));
+    assert!(ok);
+    let (ok, again, stderr) = run(&["--emit", "mir"], Some(("k.mir", &mir)));
+    assert!(ok, "{stderr}");
+    assert_eq!(again, mir);
+}
+
+#[test]
+fn bad_input_is_a_located_diagnostic() {
+    let cases: [(&str, &str, &str); 5] = [
+        ("bad.rs", "fn f( {", "error: DIR/bad.rs:1:6: expected one of"),
+        (
+            "closure.rs",
+            "#[offload_kernel]\nfn k(mut y: Region<f32, Linear1D>) {\n    let f = |a: f32| a;\n}\n",
+            "error: DIR/closure.rs:3:13: closures are not supported in kernels",
+        ),
+        ("bad.mir", "// offload-mir v1\nkernel k() {\n    file \"f\";\n    let mut _0: ()\n", "error: DIR/bad.mir:5:1: expected `;`, found end of input"),
+        ("none.rs", "fn plain() {}\n", "error: DIR/none.rs: no `#[offload_kernel]` functions found"),
+        (
+            "invalid.mir",
+            "// offload-mir v1\nkernel k() {\n    file \"f\";\n    let mut _0: ();\n\n    bb0: {\n        goto -> bb7; // 3:4\n    }\n}\n",
+            "error: f:3:4: in kernel `k`, bb0: branch to `bb7`, which does not exist",
+        ),
+    ];
+    for (name, text, expected) in cases {
+        let (ok, _, stderr) = run(&["--emit", "ptx"], Some((name, text)));
+        assert!(!ok, "{name} should fail");
+        assert!(stderr.starts_with(expected), "{name}: got {stderr:?}");
+        assert!(!stderr.contains("panicked"), "{name}: {stderr}");
+    }
+    let (ok, _, stderr) = run(&["/no/such/file.rs"], None);
+    assert!(!ok);
+    assert!(stderr.starts_with("error: cannot read /no/such/file.rs"), "{stderr}");
+}
