@@ -128,8 +128,8 @@ fn main() -> Result<()> {
         }
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
-            let start = ctx.new_event(None)?;
-            let end = ctx.new_event(None)?;
+            let start = ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            let end = ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
             start.record(&stream)?;
             launch()?;
             end.record(&stream)?;
