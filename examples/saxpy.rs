@@ -12,10 +12,23 @@ fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
 }
 
 fn main() -> Result<(), Error> {
-    let n: usize = std::env::args().nth(1).and_then(|s| s.parse().ok()).unwrap_or(1 << 20);
-    let device = offload::devices().into_iter().next().expect("the CPU is always listed");
+    let n: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(1 << 20);
+    let device = offload::devices()
+        .into_iter()
+        .next()
+        .expect("the CPU is always listed");
     let selected = std::env::var("OFFLOAD_DEVICE").unwrap_or_else(|_| device.to_string());
-    println!("devices: {}", offload::devices().iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
+    println!(
+        "devices: {}",
+        offload::devices()
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
     println!("running saxpy on {selected} with n = {n}");
 
     let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32 * 0.5).collect();
@@ -24,7 +37,10 @@ fn main() -> Result<(), Error> {
 
     let start = std::time::Instant::now();
     try_offload! { kernel = saxpy, args = (&mut y, &x, 3.0f32) }?;
-    println!("launch took {:.1} ms (first launch includes compilation)", start.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "launch took {:.1} ms (first launch includes compilation)",
+        start.elapsed().as_secs_f64() * 1e3
+    );
 
     let wrong = y.iter().zip(&expected).filter(|(a, b)| a != b).count();
     if wrong == 0 {

@@ -68,7 +68,10 @@ pub enum ContainerType {
 /// have no C API for their parameters, and their printed form is canonical, so the text
 /// is the reliable way in.
 pub fn parse_container_type(text: &str) -> Option<ContainerType> {
-    if let Some(inner) = text.strip_prefix("!offload.region<").and_then(|t| t.strip_suffix('>')) {
+    if let Some(inner) = text
+        .strip_prefix("!offload.region<")
+        .and_then(|t| t.strip_suffix('>'))
+    {
         let (elem, strategy) = inner.split_once(',')?;
         let strategy = strategy.trim().strip_prefix('"')?.strip_suffix('"')?;
         return Some(ContainerType::Region {

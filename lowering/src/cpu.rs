@@ -29,15 +29,20 @@ impl CpuKernel {
         // SAFETY: the module is valid LLVM dialect (the pipeline verified it); the engine
         // translates and compiles it into its own LLVM context and keeps no reference.
         unsafe {
-            let engine = mlirExecutionEngineCreate(module.to_raw(), 3, 0, std::ptr::null(), false, false);
+            let engine =
+                mlirExecutionEngineCreate(module.to_raw(), 3, 0, std::ptr::null(), false, false);
             if engine.ptr.is_null() {
-                return Err(LowerError::Jit(format!("the execution engine could not compile `{name}`")));
+                return Err(LowerError::Jit(format!(
+                    "the execution engine could not compile `{name}`"
+                )));
             }
             let symbol = melior::StringRef::new(name);
             let entry = mlirExecutionEngineLookupPacked(engine, symbol.to_raw());
             if entry.is_null() {
                 mlirExecutionEngineDestroy(engine);
-                return Err(LowerError::Jit(format!("the compiled module has no entry point `{name}`")));
+                return Err(LowerError::Jit(format!(
+                    "the compiled module has no entry point `{name}`"
+                )));
             }
             Ok(CpuKernel {
                 engine,

@@ -8,8 +8,8 @@
 //! words, so the first report is never overwritten and no thread branches on it.
 
 use crate::rewrite::{self, Builder};
-use melior::{Context, ir::OperationRef};
 use melior::ir::r#type::TypeLike;
+use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::{ContainerType, ops, parse_container_type};
 
@@ -37,20 +37,28 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                 .ok_or_else(|| format!("cannot form a memref of `{elem}`"))?;
             mlirBlockArgumentSetType(arg, memref.to_raw());
         }
-        let panic_ty = melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
-        let panic_buffer = mlirBlockAddArgument(entry, panic_ty.to_raw(), mlirOperationGetLocation(func));
+        let panic_ty =
+            melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
+        let panic_buffer =
+            mlirBlockAddArgument(entry, panic_ty.to_raw(), mlirOperationGetLocation(func));
         set_function_type(func, entry);
 
         let root = OperationRef::from_raw(func);
         for op in rewrite::collect(root, ops::LEN) {
             let b = Builder::before(context, op);
             let zero = b.index_constant(0);
-            let dim = b.op("memref.dim", &[rewrite::operand(op, 0), zero], &[b.ty("index")], &[]);
+            let dim = b.op(
+                "memref.dim",
+                &[rewrite::operand(op, 0), zero],
+                &[b.ty("index")],
+                &[],
+            );
             rewrite::replace(op, &dim);
         }
         for op in rewrite::collect(root, ops::LOAD) {
             let b = Builder::before(context, op);
-            let result_ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let result_ty =
+                melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
             let v = b.op("memref.load", &rewrite::operands(op), &[result_ty], &[]);
             rewrite::replace(op, &v);
         }
@@ -60,17 +68,28 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             rewrite::replace(op, &[]);
         }
         for op in rewrite::collect(root, ops::PANIC) {
-            let site = rewrite::int_attribute(op, "site").ok_or("`offload.panic` needs an integer `site`")?;
+            let site = rewrite::int_attribute(op, "site")
+                .ok_or("`offload.panic` needs an integer `site`")?;
             let values = rewrite::operands(op);
             let b = Builder::before(context, op);
             let (i64, index) = (b.ty("i64"), b.ty("index"));
             let zero = b.index_constant(0);
             let one = b.i64_constant(1);
             let addi = b.attr("1 : i64");
-            let seen = b.op("memref.atomic_rmw", &[one, panic_buffer, zero], &[i64], &[("kind", addi)])[0];
+            let seen = b.op(
+                "memref.atomic_rmw",
+                &[one, panic_buffer, zero],
+                &[i64],
+                &[("kind", addi)],
+            )[0];
             let none_before = b.i64_constant(0);
             let eq = b.attr("0 : i64");
-            let first = b.op("arith.cmpi", &[seen, none_before], &[b.ty("i1")], &[("predicate", eq)])[0];
+            let first = b.op(
+                "arith.cmpi",
+                &[seen, none_before],
+                &[b.ty("i1")],
+                &[("predicate", eq)],
+            )[0];
             let report = b.index_constant(1);
             let scratch = b.index_constant(4);
             let mut slot = b.op("arith.select", &[first, report, scratch], &[index], &[])[0];
@@ -97,7 +116,13 @@ pub unsafe fn set_function_type(func: MlirOperation, entry: MlirBlock) {
             .map(|i| mlirValueGetType(mlirBlockGetArgument(entry, i)))
             .collect();
         let context = mlirOperationGetContext(func);
-        let fty = mlirFunctionTypeGet(context, inputs.len() as isize, inputs.as_ptr(), 0, std::ptr::null());
+        let fty = mlirFunctionTypeGet(
+            context,
+            inputs.len() as isize,
+            inputs.as_ptr(),
+            0,
+            std::ptr::null(),
+        );
         let name = melior::StringRef::new("function_type");
         mlirOperationSetAttributeByName(func, name.to_raw(), mlirTypeAttrGet(fty));
     }
@@ -109,7 +134,9 @@ pub fn kernels(root: OperationRef<'_, '_>) -> Vec<MlirOperation> {
         .into_iter()
         .filter(|f| unsafe {
             let name = melior::StringRef::new(offload_dialect::KERNEL_ATTR);
-            !mlirOperationGetAttributeByName(*f, name.to_raw()).ptr.is_null()
+            !mlirOperationGetAttributeByName(*f, name.to_raw())
+                .ptr
+                .is_null()
         })
         .collect()
 }

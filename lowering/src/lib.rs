@@ -33,7 +33,10 @@ pub enum LowerError {
     #[error("the offload dialect failed to load: {0}")]
     Dialect(String),
     #[error("internal error in the `{stage}` stage:\n{diagnostics}")]
-    Internal { stage: &'static str, diagnostics: String },
+    Internal {
+        stage: &'static str,
+        diagnostics: String,
+    },
     #[error("CPU code generation failed: {0}")]
     Jit(String),
 }
@@ -72,7 +75,11 @@ pub fn compile_cpu(body: Validated<'_>) -> Result<CpuKernel, LowerError> {
 
 /// The text of every stage from `offload` up to and including `last`, in order. The GPU
 /// stages (`gpu`, `llvm`, `ptx`) and the CPU stage are separate paths from `offload`.
-pub fn emit(body: Validated<'_>, last: Stage, target: &GpuTarget) -> Result<Vec<(Stage, String)>, LowerError> {
+pub fn emit(
+    body: Validated<'_>,
+    last: Stage,
+    target: &GpuTarget,
+) -> Result<Vec<(Stage, String)>, LowerError> {
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
     let text = |m: &melior::ir::Module<'_>| m.as_operation().to_string();
@@ -100,8 +107,15 @@ pub fn emit(body: Validated<'_>, last: Stage, target: &GpuTarget) -> Result<Vec<
 
 /// `OFFLOAD_DUMP_IR=kernel_name` (or `all`) prints each stage to stderr as it is built.
 fn dump(body: Validated<'_>, stage: Stage, module: &melior::ir::Module<'_>) {
-    let Ok(wanted) = std::env::var("OFFLOAD_DUMP_IR") else { return };
+    let Ok(wanted) = std::env::var("OFFLOAD_DUMP_IR") else {
+        return;
+    };
     if wanted == "all" || wanted.split(',').any(|k| k == body.name) {
-        eprintln!("// ----- {} :: {} -----\n{}", body.name, stage.name(), module.as_operation());
+        eprintln!(
+            "// ----- {} :: {} -----\n{}",
+            body.name,
+            stage.name(),
+            module.as_operation()
+        );
     }
 }

@@ -85,13 +85,23 @@ impl Emitter<'_> {
             args.join(", ")
         )
         .unwrap();
-        let entry_span = b.blocks[0].statements.first().map(|s| s.span).unwrap_or(b.blocks[0].terminator.span);
+        let entry_span = b.blocks[0]
+            .statements
+            .first()
+            .map(|s| s.span)
+            .unwrap_or(b.blocks[0].terminator.span);
         for (i, decl) in b.locals.iter().enumerate() {
             let Ty::Scalar(s) = decl.ty else { continue };
             let span = decl.debug.as_ref().map(|d| d.1).unwrap_or(entry_span);
-            self.line(&format!("%l{i} = memref.alloca() : memref<{}>", mlir_scalar(s)), span);
+            self.line(
+                &format!("%l{i} = memref.alloca() : memref<{}>", mlir_scalar(s)),
+                span,
+            );
             if (1..=b.arg_count).contains(&i) {
-                self.line(&format!("memref.store %arg{i}, %l{i}[] : memref<{}>", mlir_scalar(s)), span);
+                self.line(
+                    &format!("memref.store %arg{i}, %l{i}[] : memref<{}>", mlir_scalar(s)),
+                    span,
+                );
             }
         }
         self.line("cf.br ^bb0", entry_span);
@@ -111,7 +121,9 @@ impl Emitter<'_> {
     fn scalar_of(&self, p: Place) -> ScalarTy {
         let ty = self.body.locals[p.local.index()].ty;
         match p.index {
-            Some(_) => ty.element().expect("validated: indexed locals are regions or slices"),
+            Some(_) => ty
+                .element()
+                .expect("validated: indexed locals are regions or slices"),
             None => ty.scalar().expect("validated: plain places are scalars"),
         }
     }
@@ -119,9 +131,15 @@ impl Emitter<'_> {
     /// Loads an index local and converts it to MLIR's `index` type.
     fn index_value(&mut self, index: Local, span: Span) -> String {
         let raw = self.fresh();
-        self.line(&format!("{raw} = memref.load %l{}[] : memref<i64>", index.0), span);
+        self.line(
+            &format!("{raw} = memref.load %l{}[] : memref<i64>", index.0),
+            span,
+        );
         let v = self.fresh();
-        self.line(&format!("{v} = arith.index_cast {raw} : i64 to index"), span);
+        self.line(
+            &format!("{v} = arith.index_cast {raw} : i64 to index"),
+            span,
+        );
         v
     }
 
@@ -133,7 +151,10 @@ impl Emitter<'_> {
                 let v = match p.index {
                     None => {
                         let v = self.fresh();
-                        self.line(&format!("{v} = memref.load %l{}[] : memref<{t}>", p.local.0), span);
+                        self.line(
+                            &format!("{v} = memref.load %l{}[] : memref<{t}>", p.local.0),
+                            span,
+                        );
                         v
                     }
                     Some(index) => {
@@ -141,7 +162,10 @@ impl Emitter<'_> {
                         let v = self.fresh();
                         let container = mlir_type(self.body.locals[p.local.index()].ty);
                         self.line(
-                            &format!("{v} = \"offload.load\"(%arg{}, {i}) : ({container}, index) -> {t}", p.local.0),
+                            &format!(
+                                "{v} = \"offload.load\"(%arg{}, {i}) : ({container}, index) -> {t}",
+                                p.local.0
+                            ),
                             span,
                         );
                         v
@@ -167,12 +191,21 @@ impl Emitter<'_> {
         let (value, ty) = self.rvalue(&s.rvalue, span);
         let t = mlir_scalar(ty);
         match s.place.index {
-            None => self.line(&format!("memref.store {value}, %l{}[] : memref<{t}>", s.place.local.0), span),
+            None => self.line(
+                &format!(
+                    "memref.store {value}, %l{}[] : memref<{t}>",
+                    s.place.local.0
+                ),
+                span,
+            ),
             Some(index) => {
                 let i = self.index_value(index, span);
                 let region = mlir_type(self.body.locals[s.place.local.index()].ty);
                 self.line(
-                    &format!("\"offload.store\"({value}, %arg{}, {i}) : ({t}, {region}, index) -> ()", s.place.local.0),
+                    &format!(
+                        "\"offload.store\"({value}, %arg{}, {i}) : ({t}, {region}, index) -> ()",
+                        s.place.local.0
+                    ),
                     span,
                 );
             }
@@ -198,7 +231,11 @@ impl Emitter<'_> {
                         self.line(&format!("{v} = arith.subi {zero}, {a} : {t}"), span);
                     }
                     (UnOp::Not, _) => {
-                        let ones = if ty == ScalarTy::Bool { Const::Bool(true) } else { Const::Int(-1, ty) };
+                        let ones = if ty == ScalarTy::Bool {
+                            Const::Bool(true)
+                        } else {
+                            Const::Int(-1, ty)
+                        };
                         let ones = self.constant(ones, span);
                         self.line(&format!("{v} = arith.xori {a}, {ones} : {t}"), span);
                     }
@@ -212,7 +249,13 @@ impl Emitter<'_> {
             Rvalue::Len(l) => {
                 let container = mlir_type(self.body.locals[l.index()].ty);
                 let n = self.fresh();
-                self.line(&format!("{n} = \"offload.len\"(%arg{}) : ({container}) -> index", l.0), span);
+                self.line(
+                    &format!(
+                        "{n} = \"offload.len\"(%arg{}) : ({container}) -> index",
+                        l.0
+                    ),
+                    span,
+                );
                 let v = self.fresh();
                 self.line(&format!("{v} = arith.index_cast {n} : index to i64"), span);
                 (v, ScalarTy::Usize)
@@ -220,7 +263,13 @@ impl Emitter<'_> {
             Rvalue::RegionIndex(l) => {
                 let region = mlir_type(self.body.locals[l.index()].ty);
                 let i = self.fresh();
-                self.line(&format!("{i} = \"offload.region_index\"(%arg{}) : ({region}) -> index", l.0), span);
+                self.line(
+                    &format!(
+                        "{i} = \"offload.region_index\"(%arg{}) : ({region}) -> index",
+                        l.0
+                    ),
+                    span,
+                );
                 let v = self.fresh();
                 self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
                 (v, ScalarTy::Usize)
@@ -228,7 +277,15 @@ impl Emitter<'_> {
         }
     }
 
-    fn binary(&mut self, op: BinOp, a: String, b: String, ty: ScalarTy, bty: ScalarTy, span: Span) -> (String, ScalarTy) {
+    fn binary(
+        &mut self,
+        op: BinOp,
+        a: String,
+        b: String,
+        ty: ScalarTy,
+        bty: ScalarTy,
+        span: Span,
+    ) -> (String, ScalarTy) {
         let t = mlir_scalar(ty);
         let float = ty.is_float();
         let signed = ty.is_signed();
@@ -264,7 +321,10 @@ impl Emitter<'_> {
             let amount = self.cast(b, bty, ty_unsigned_of(ty), span);
             let mask = self.constant(Const::Int(ty.bits() as i128 - 1, ty_unsigned_of(ty)), span);
             let masked = self.fresh();
-            self.line(&format!("{masked} = arith.andi {amount}, {mask} : {t}"), span);
+            self.line(
+                &format!("{masked} = arith.andi {amount}, {mask} : {t}"),
+                span,
+            );
             let name = match (op, signed) {
                 (BinOp::Shl, _) => "shli",
                 (_, true) => "shrsi",
@@ -319,7 +379,11 @@ impl Emitter<'_> {
                 self.line(&format!("{v} = arith.{op} {a} : {ft} to {tt}"), span);
             }
             (true, true) => {
-                let op = if from.bits() > to.bits() { "truncf" } else { "extf" };
+                let op = if from.bits() > to.bits() {
+                    "truncf"
+                } else {
+                    "extf"
+                };
                 self.line(&format!("{v} = arith.{op} {a} : {ft} to {tt}"), span);
             }
             (true, false) => return self.saturating_float_to_int(a, from, to, span),
@@ -327,7 +391,13 @@ impl Emitter<'_> {
         v
     }
 
-    fn saturating_float_to_int(&mut self, a: String, from: ScalarTy, to: ScalarTy, span: Span) -> String {
+    fn saturating_float_to_int(
+        &mut self,
+        a: String,
+        from: ScalarTy,
+        to: ScalarTy,
+        span: Span,
+    ) -> String {
         let (ft, tt) = (mlir_scalar(from), mlir_scalar(to));
         let (min, max): (i128, i128) = if to.is_signed() {
             (-(1i128 << (to.bits() - 1)), (1i128 << (to.bits() - 1)) - 1)
@@ -339,27 +409,45 @@ impl Emitter<'_> {
         let lo = self.constant(Const::Float(min as f64, from), span);
         let hi = self.constant(Const::Float(max as f64, from), span);
         let clamped_lo = self.fresh();
-        self.line(&format!("{clamped_lo} = arith.maxnumf {a}, {lo} : {ft}"), span);
+        self.line(
+            &format!("{clamped_lo} = arith.maxnumf {a}, {lo} : {ft}"),
+            span,
+        );
         let clamped = self.fresh();
-        self.line(&format!("{clamped} = arith.minnumf {clamped_lo}, {hi} : {ft}"), span);
+        self.line(
+            &format!("{clamped} = arith.minnumf {clamped_lo}, {hi} : {ft}"),
+            span,
+        );
         let conv = self.fresh();
         let op = if to.is_signed() { "fptosi" } else { "fptoui" };
         // `max` may not be representable: a value that rounds up to 2^bits converts out
         // of range, so treat anything at or above `hi` as `max` exactly.
         let below_hi = self.fresh();
-        self.line(&format!("{below_hi} = arith.cmpf olt, {clamped}, {hi} : {ft}"), span);
+        self.line(
+            &format!("{below_hi} = arith.cmpf olt, {clamped}, {hi} : {ft}"),
+            span,
+        );
         let safe = self.fresh();
         let lo_again = lo.clone();
-        self.line(&format!("{safe} = arith.select {below_hi}, {clamped}, {lo_again} : {ft}"), span);
+        self.line(
+            &format!("{safe} = arith.select {below_hi}, {clamped}, {lo_again} : {ft}"),
+            span,
+        );
         self.line(&format!("{conv} = arith.{op} {safe} : {ft} to {tt}"), span);
         let max_c = self.constant(Const::Int(max, to), span);
         let sat = self.fresh();
-        self.line(&format!("{sat} = arith.select {below_hi}, {conv}, {max_c} : {tt}"), span);
+        self.line(
+            &format!("{sat} = arith.select {below_hi}, {conv}, {max_c} : {tt}"),
+            span,
+        );
         let is_nan = self.fresh();
         self.line(&format!("{is_nan} = arith.cmpf uno, {a}, {a} : {ft}"), span);
         let zero = self.constant(Const::Int(0, to), span);
         let v = self.fresh();
-        self.line(&format!("{v} = arith.select {is_nan}, {zero}, {sat} : {tt}"), span);
+        self.line(
+            &format!("{v} = arith.select {is_nan}, {zero}, {sat} : {tt}"),
+            span,
+        );
         v
     }
 
@@ -378,7 +466,10 @@ impl Emitter<'_> {
             } => {
                 let (d, ty) = self.operand(discr, span);
                 if ty == ScalarTy::Bool && targets.len() == 1 && targets[0].0 == 0 {
-                    self.line(&format!("cf.cond_br {d}, ^bb{}, ^bb{}", otherwise.0, targets[0].1.0), span);
+                    self.line(
+                        &format!("cf.cond_br {d}, ^bb{}, ^bb{}", otherwise.0, targets[0].1.0),
+                        span,
+                    );
                 } else {
                     let t = mlir_scalar(ty);
                     let cases: Vec<String> = targets
@@ -386,7 +477,11 @@ impl Emitter<'_> {
                         .map(|(v, b)| format!("{}: ^bb{}", signed_bits(*v, ty), b.0))
                         .collect();
                     self.line(
-                        &format!("cf.switch {d} : {t}, [default: ^bb{}, {}]", otherwise.0, cases.join(", ")),
+                        &format!(
+                            "cf.switch {d} : {t}, [default: ^bb{}, {}]",
+                            otherwise.0,
+                            cases.join(", ")
+                        ),
                         span,
                     );
                 }
@@ -401,7 +496,10 @@ impl Emitter<'_> {
                 };
                 let site = self.panic_count;
                 self.panic_count += 1;
-                self.line(&format!("cf.cond_br {c}, ^bb{}, ^panic{site}", target.0), span);
+                self.line(
+                    &format!("cf.cond_br {c}, ^bb{}, ^panic{site}", target.0),
+                    span,
+                );
                 let loc = self.loc(span);
                 let types = vec!["i64"; values.len()].join(", ");
                 writeln!(self.panic_blocks, "  ^panic{site}:").unwrap();

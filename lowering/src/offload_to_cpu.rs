@@ -31,11 +31,25 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
         unsafe {
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
-            let name = func_ref.attribute("sym_name").map_err(|e| e.to_string())?.to_string();
+            let name = func_ref
+                .attribute("sym_name")
+                .map_err(|e| e.to_string())?
+                .to_string();
             let name = name.trim_matches('"').to_string();
-            let fty = func_ref.attribute("function_type").map_err(|e| e.to_string())?.to_string();
-            let inputs = fty.trim_start_matches('(').rsplit_once(") ->").map(|(i, _)| i).unwrap_or("");
-            let args: Vec<String> = split_types(inputs).iter().enumerate().map(|(i, t)| format!("%a{i}: {t}")).collect();
+            let fty = func_ref
+                .attribute("function_type")
+                .map_err(|e| e.to_string())?
+                .to_string();
+            let inputs = fty
+                .trim_start_matches('(')
+                .rsplit_once(") ->")
+                .map(|(i, _)| i)
+                .unwrap_or("");
+            let args: Vec<String> = split_types(inputs)
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("%a{i}: {t}"))
+                .collect();
             let skeleton = format!(
                 "func.func @{name}(%group_begin: index, %group_end: index, %group_size: index, {}) {{
   %c0 = arith.constant 0 : index
@@ -55,16 +69,28 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             let origin = melior::StringRef::new(NAME);
             let host = mlirOperationCreateParse(context.to_raw(), source.to_raw(), origin.to_raw());
             if host.ptr.is_null() {
-                return Err(format!("internal: the CPU entry skeleton does not parse:\n{skeleton}"));
+                return Err(format!(
+                    "internal: the CPU entry skeleton does not parse:\n{skeleton}"
+                ));
             }
             let host_ref = OperationRef::from_raw(host);
             let host_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(host, 0));
             let fors = rewrite::collect(host_ref, "scf.for");
-            let group = mlirBlockGetArgument(mlirRegionGetFirstBlock(mlirOperationGetRegion(fors[0], 0)), 0);
-            let thread = mlirBlockGetArgument(mlirRegionGetFirstBlock(mlirOperationGetRegion(fors[1], 0)), 0);
+            let group = mlirBlockGetArgument(
+                mlirRegionGetFirstBlock(mlirOperationGetRegion(fors[0], 0)),
+                0,
+            );
+            let thread = mlirBlockGetArgument(
+                mlirRegionGetFirstBlock(mlirOperationGetRegion(fors[1], 0)),
+                0,
+            );
             let group_size = mlirBlockGetArgument(host_entry, 2);
 
-            for (op_name, value) in [(ops::THREAD_ID, thread), (ops::WORKGROUP_ID, group), (ops::WORKGROUP_DIM, group_size)] {
+            for (op_name, value) in [
+                (ops::THREAD_ID, thread),
+                (ops::WORKGROUP_ID, group),
+                (ops::WORKGROUP_DIM, group_size),
+            ] {
                 for op in rewrite::collect(func_ref, op_name) {
                     if rewrite::int_attribute(op, "dim") != Some(0) {
                         return Err("the CPU backend runs one-dimensional launches only".into());

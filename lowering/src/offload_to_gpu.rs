@@ -3,11 +3,11 @@
 //! `gpu.thread_id`, `gpu.block_id` and `gpu.block_dim`.
 
 use crate::{kernel_abi, rewrite};
+use melior::ir::attribute::AttributeLike;
 use melior::{
     Context,
     ir::{OperationRef, operation::OperationLike},
 };
-use melior::ir::attribute::AttributeLike;
 use mlir_sys::*;
 use offload_dialect::ops;
 
@@ -26,8 +26,11 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                 (ops::WORKGROUP_DIM, "gpu.block_dim"),
             ] {
                 for op in rewrite::collect(func_ref, name) {
-                    let dim = rewrite::int_attribute(op, "dim").ok_or("thread position ops need a `dim`")?;
-                    let axis = ["x", "y", "z"].get(dim as usize).ok_or("`dim` must be 0, 1 or 2")?;
+                    let dim = rewrite::int_attribute(op, "dim")
+                        .ok_or("thread position ops need a `dim`")?;
+                    let axis = ["x", "y", "z"]
+                        .get(dim as usize)
+                        .ok_or("`dim` must be 0, 1 or 2")?;
                     let b = rewrite::Builder::before(context, op);
                     let attr = b.attr(&format!("#gpu<dim {axis}>"));
                     let v = b.op(gpu, &[], &[b.ty("index")], &[("dimension", attr)]);
@@ -39,23 +42,45 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                 rewrite::replace(ret, &[]);
             }
 
-            let name = func_ref.attribute("sym_name").map_err(|e| e.to_string())?.to_string();
+            let name = func_ref
+                .attribute("sym_name")
+                .map_err(|e| e.to_string())?
+                .to_string();
             let name = name.trim_matches('"');
-            let fty = func_ref.attribute("function_type").map_err(|e| e.to_string())?.to_string();
-            let inputs = fty.trim_start_matches('(').rsplit_once(") ->").map(|(i, _)| i).unwrap_or("");
-            let args: Vec<String> = split_types(inputs).iter().enumerate().map(|(i, t)| format!("%a{i}: {t}")).collect();
+            let fty = func_ref
+                .attribute("function_type")
+                .map_err(|e| e.to_string())?
+                .to_string();
+            let inputs = fty
+                .trim_start_matches('(')
+                .rsplit_once(") ->")
+                .map(|(i, _)| i)
+                .unwrap_or("");
+            let args: Vec<String> = split_types(inputs)
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("%a{i}: {t}"))
+                .collect();
             let skeleton = format!(
                 "gpu.module @{name}_module {{\n  gpu.func @{name}({}) kernel {{\n    gpu.return\n  }}\n}}",
                 args.join(", ")
             );
             let source = melior::StringRef::new(&skeleton);
             let origin = melior::StringRef::new(NAME);
-            let module = mlirOperationCreateParse(context.to_raw(), source.to_raw(), origin.to_raw());
+            let module =
+                mlirOperationCreateParse(context.to_raw(), source.to_raw(), origin.to_raw());
             if module.ptr.is_null() {
-                return Err(format!("internal: the gpu.module skeleton does not parse:\n{skeleton}"));
+                return Err(format!(
+                    "internal: the gpu.module skeleton does not parse:\n{skeleton}"
+                ));
             }
-            let gpu_func = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(mlirOperationGetRegion(module, 0)));
-            mlirRegionTakeBody(mlirOperationGetRegion(gpu_func, 0), mlirOperationGetRegion(func, 0));
+            let gpu_func = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(
+                mlirOperationGetRegion(module, 0),
+            ));
+            mlirRegionTakeBody(
+                mlirOperationGetRegion(gpu_func, 0),
+                mlirOperationGetRegion(func, 0),
+            );
             mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(func), func, module);
             mlirOperationDestroy(func);
         }

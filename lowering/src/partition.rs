@@ -16,7 +16,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             let region = rewrite::operand(op, 0);
             let ty = rewrite::type_text(mlir_sys::mlirValueGetType(region));
             let Some(ContainerType::Region { strategy, .. }) = parse_container_type(&ty) else {
-                return Err(format!("`{}` needs a region operand, found `{ty}`", ops::REGION_INDEX));
+                return Err(format!(
+                    "`{}` needs a region operand, found `{ty}`",
+                    ops::REGION_INDEX
+                ));
             };
             let b = Builder::before(context, op);
             let index = b.ty("index");

@@ -11,9 +11,14 @@ use crate::{LowerError, offload_to_cpu, offload_to_gpu, partition};
 use melior::{
     Context,
     dialect::DialectRegistry,
-    ir::{Module, OperationRef, attribute::AttributeLike, operation::OperationLike, r#type::TypeId},
+    ir::{
+        Module, OperationRef, attribute::AttributeLike, operation::OperationLike, r#type::TypeId,
+    },
     pass::{ExternalPass, Pass, PassManager, create_external},
-    utility::{parse_pass_pipeline, register_all_dialects, register_all_llvm_translations, register_all_passes},
+    utility::{
+        parse_pass_pipeline, register_all_dialects, register_all_llvm_translations,
+        register_all_passes,
+    },
 };
 use offload_mir::Validated;
 use std::{cell::RefCell, rc::Rc, sync::Once};
@@ -101,7 +106,10 @@ impl Session {
             sink.borrow_mut().push(text);
             true
         });
-        Ok(Session { context, diagnostics })
+        Ok(Session {
+            context,
+            diagnostics,
+        })
     }
 
     fn take_diagnostics(&self) -> String {
@@ -123,13 +131,23 @@ impl Session {
                 diagnostics: self.take_diagnostics(),
             });
         }
-        self.run(&mut module, "offload", &[], "builtin.module(mem2reg, canonicalize, cse)")?;
+        self.run(
+            &mut module,
+            "offload",
+            &[],
+            "builtin.module(mem2reg, canonicalize, cse)",
+        )?;
         Ok(module)
     }
 
     /// `offload` → `gpu`.
     pub fn to_gpu(&self, module: &mut Module<'_>) -> Result<(), LowerError> {
-        self.run(module, "gpu", &[PARTITION, TO_GPU], "builtin.module(canonicalize, cse)")
+        self.run(
+            module,
+            "gpu",
+            &[PARTITION, TO_GPU],
+            "builtin.module(canonicalize, cse)",
+        )
     }
 
     /// `gpu` → LLVM/NVVM dialects for `target`.
@@ -145,7 +163,12 @@ impl Session {
 
     /// LLVM/NVVM dialects → PTX text.
     pub fn to_ptx(&self, module: &mut Module<'_>) -> Result<String, LowerError> {
-        self.run(module, "ptx", &[], "builtin.module(gpu-module-to-binary{format=isa})")?;
+        self.run(
+            module,
+            "ptx",
+            &[],
+            "builtin.module(gpu-module-to-binary{format=isa})",
+        )?;
         let binaries = crate::rewrite::collect(module.as_operation(), "gpu.binary");
         let [binary] = binaries[..] else {
             return Err(LowerError::Internal {
@@ -157,10 +180,12 @@ impl Session {
         // `#gpu.object`s, as the op's verifier guarantees.
         unsafe {
             let binary = OperationRef::from_raw(binary);
-            let objects = binary.attribute("objects").map_err(|e| LowerError::Internal {
-                stage: "ptx",
-                diagnostics: e.to_string(),
-            })?;
+            let objects = binary
+                .attribute("objects")
+                .map_err(|e| LowerError::Internal {
+                    stage: "ptx",
+                    diagnostics: e.to_string(),
+                })?;
             let object = mlir_sys::mlirArrayAttrGetElement(objects.to_raw(), 0);
             let text = mlir_sys::mlirGPUObjectAttrGetObject(object);
             let bytes = std::slice::from_raw_parts(text.data as *const u8, text.length);
@@ -180,7 +205,13 @@ impl Session {
         )
     }
 
-    fn run(&self, module: &mut Module<'_>, stage: &'static str, passes: &[PassSpec], pipeline: &str) -> Result<(), LowerError> {
+    fn run(
+        &self,
+        module: &mut Module<'_>,
+        stage: &'static str,
+        passes: &[PassSpec],
+        pipeline: &str,
+    ) -> Result<(), LowerError> {
         let manager = PassManager::new(&self.context);
         manager.enable_verifier(true);
         for (id, name, body) in passes {
@@ -192,7 +223,8 @@ impl Session {
         };
         let nested = PassManager::new(&self.context);
         nested.enable_verifier(true);
-        parse_pass_pipeline(nested.as_operation_pass_manager(), pipeline).map_err(|e| fail(format!("bad pipeline `{pipeline}`: {e}")))?;
+        parse_pass_pipeline(nested.as_operation_pass_manager(), pipeline)
+            .map_err(|e| fail(format!("bad pipeline `{pipeline}`: {e}")))?;
         if !passes.is_empty() {
             manager.run(module).map_err(|e| fail(e.to_string()))?;
         }
@@ -229,7 +261,8 @@ fn make(id: &'static PassId, name: &'static str, body: PassBody) -> Pass {
             // names outlives every pass run on its operations.
             let context = unsafe { context_ref.to_ref() };
             if let Err(message) = body(context, op) {
-                let message = std::ffi::CString::new(format!("{name}: {message}")).unwrap_or_default();
+                let message =
+                    std::ffi::CString::new(format!("{name}: {message}")).unwrap_or_default();
                 unsafe { mlir_sys::mlirEmitError(op.location().to_raw(), message.as_ptr()) };
                 pass.signal_failure();
             }

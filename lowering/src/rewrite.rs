@@ -49,16 +49,27 @@ impl<'c> Builder<'c> {
     }
 
     pub fn ty(&self, text: &str) -> Type<'c> {
-        Type::parse(self.context, text).unwrap_or_else(|| panic!("internal type `{text}` does not parse"))
+        Type::parse(self.context, text)
+            .unwrap_or_else(|| panic!("internal type `{text}` does not parse"))
     }
 
     pub fn attr(&self, text: &str) -> Attribute<'c> {
-        Attribute::parse(self.context, text).unwrap_or_else(|| panic!("internal attribute `{text}` does not parse"))
+        Attribute::parse(self.context, text)
+            .unwrap_or_else(|| panic!("internal attribute `{text}` does not parse"))
     }
 
     /// Builds an operation, inserts it before the anchor and returns its results.
-    pub fn op(&self, name: &str, operands: &[MlirValue], results: &[Type<'c>], attributes: &[(&str, Attribute<'c>)]) -> Vec<MlirValue> {
-        let operands: Vec<Value> = operands.iter().map(|v| unsafe { Value::from_raw(*v) }).collect();
+    pub fn op(
+        &self,
+        name: &str,
+        operands: &[MlirValue],
+        results: &[Type<'c>],
+        attributes: &[(&str, Attribute<'c>)],
+    ) -> Vec<MlirValue> {
+        let operands: Vec<Value> = operands
+            .iter()
+            .map(|v| unsafe { Value::from_raw(*v) })
+            .collect();
         let attributes: Vec<(Identifier, Attribute)> = attributes
             .iter()
             .map(|(n, a)| (Identifier::new(self.context, n), *a))
@@ -71,20 +82,36 @@ impl<'c> Builder<'c> {
             .unwrap_or_else(|e| panic!("internal operation `{name}` is malformed: {e}"));
         let raw = op.into_raw();
         unsafe {
-            mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(self.anchor), self.anchor, raw);
-            (0..mlirOperationGetNumResults(raw)).map(|i| mlirOperationGetResult(raw, i)).collect()
+            mlirBlockInsertOwnedOperationBefore(
+                mlirOperationGetBlock(self.anchor),
+                self.anchor,
+                raw,
+            );
+            (0..mlirOperationGetNumResults(raw))
+                .map(|i| mlirOperationGetResult(raw, i))
+                .collect()
         }
     }
 
     /// `arith.constant` of an `index`.
     pub fn index_constant(&self, v: i64) -> MlirValue {
         let index = self.ty("index");
-        self.op("arith.constant", &[], &[index], &[("value", self.attr(&format!("{v} : index")))])[0]
+        self.op(
+            "arith.constant",
+            &[],
+            &[index],
+            &[("value", self.attr(&format!("{v} : index")))],
+        )[0]
     }
 
     pub fn i64_constant(&self, v: i64) -> MlirValue {
         let i64 = self.ty("i64");
-        self.op("arith.constant", &[], &[i64], &[("value", self.attr(&format!("{v} : i64")))])[0]
+        self.op(
+            "arith.constant",
+            &[],
+            &[i64],
+            &[("value", self.attr(&format!("{v} : i64")))],
+        )[0]
     }
 }
 
@@ -117,7 +144,11 @@ pub unsafe fn operand(op: MlirOperation, i: isize) -> MlirValue {
 ///
 /// `op` must be live.
 pub unsafe fn operands(op: MlirOperation) -> Vec<MlirValue> {
-    unsafe { (0..mlirOperationGetNumOperands(op)).map(|i| mlirOperationGetOperand(op, i)).collect() }
+    unsafe {
+        (0..mlirOperationGetNumOperands(op))
+            .map(|i| mlirOperationGetOperand(op, i))
+            .collect()
+    }
 }
 
 /// The printed form of a type, for matching on dialect types the C API cannot inspect.

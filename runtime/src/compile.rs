@@ -10,13 +10,22 @@ use std::{
 type Key = (usize, String);
 
 fn key(descriptor: &'static KernelDescriptor, target: &str) -> Key {
-    (descriptor as *const KernelDescriptor as usize, target.to_string())
+    (
+        descriptor as *const KernelDescriptor as usize,
+        target.to_string(),
+    )
 }
 
 /// Looks `key` up in `cache`, compiling with `make` on a miss. Compilation holds the
 /// cache lock: MLIR work is serialised, which also keeps at most one compile of a kernel.
-fn cached<T>(cache: &Mutex<HashMap<Key, Arc<T>>>, key: Key, make: impl FnOnce() -> Result<T, Error>) -> Result<Arc<T>, Error> {
-    let mut map = cache.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+fn cached<T>(
+    cache: &Mutex<HashMap<Key, Arc<T>>>,
+    key: Key,
+    make: impl FnOnce() -> Result<T, Error>,
+) -> Result<Arc<T>, Error> {
+    let mut map = cache
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
     if let Some(hit) = map.get(&key) {
         return Ok(hit.clone());
     }
@@ -34,7 +43,9 @@ pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<A
 
 /// The kernel compiled for the CPU backend.
 #[cfg(feature = "jit")]
-pub(crate) fn cpu(descriptor: &'static KernelDescriptor) -> Result<Arc<offload_lowering::CpuKernel>, Error> {
+pub(crate) fn cpu(
+    descriptor: &'static KernelDescriptor,
+) -> Result<Arc<offload_lowering::CpuKernel>, Error> {
     static CACHE: OnceLock<Mutex<HashMap<Key, Arc<offload_lowering::CpuKernel>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     cached(cache, key(descriptor, "cpu"), || {
@@ -52,7 +63,8 @@ fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, 
         chip: chip.to_string(),
         ..Default::default()
     };
-    let kernel = offload_lowering::compile_ptx(valid, &target).map_err(|e| compile_error(descriptor, e))?;
+    let kernel =
+        offload_lowering::compile_ptx(valid, &target).map_err(|e| compile_error(descriptor, e))?;
     Ok(kernel.ptx)
 }
 
@@ -60,7 +72,9 @@ fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, 
 fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, Error> {
     Err(Error::Compile {
         kernel: descriptor.name.to_string(),
-        message: format!("no {chip} code was built ahead of time and this program has no JIT (the `jit` feature is off)"),
+        message: format!(
+            "no {chip} code was built ahead of time and this program has no JIT (the `jit` feature is off)"
+        ),
     })
 }
 

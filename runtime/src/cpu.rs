@@ -5,7 +5,11 @@
 //! Region data is copied into a scratch buffer for the kernel and copied back only if no
 //! thread panicked, so a failed launch leaves the caller's data untouched, as on a GPU.
 
-use crate::{Error, launch::{ArgKind, Launch}, panic::{PANIC_BUFFER_WORDS, PanicWords}};
+use crate::{
+    Error,
+    launch::{ArgKind, Launch},
+    panic::{PANIC_BUFFER_WORDS, PanicWords},
+};
 use std::ffi::c_void;
 
 /// How many host threads run a launch.
@@ -24,7 +28,9 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
 #[cfg(feature = "jit")]
 pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     if launch.grid[1..] != [1, 1] || launch.block[1..] != [1, 1] {
-        return Err(Error::InvalidLaunch("the CPU backend runs one-dimensional launches only".into()));
+        return Err(Error::InvalidLaunch(
+            "the CPU backend runs one-dimensional launches only".into(),
+        ));
     }
     let kernel = crate::compile::cpu(launch.descriptor)?;
 
@@ -39,7 +45,9 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
                 let ptr = if let ArgKind::Region { .. } = arg.kind {
                     let mut copy = vec![0u64; bytes.div_ceil(8)];
                     // SAFETY: `data` is the region's borrowed slice of `bytes` bytes.
-                    unsafe { std::ptr::copy_nonoverlapping(data, copy.as_mut_ptr().cast::<u8>(), bytes) };
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(data, copy.as_mut_ptr().cast::<u8>(), bytes)
+                    };
                     let p = copy.as_mut_ptr() as u64;
                     scratch.push(copy);
                     p
@@ -66,7 +74,8 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
             scope.spawn(move || {
                 let mut own: Vec<u64> = vec![begin, end, block];
                 own.extend_from_slice(words);
-                let mut pointers: Vec<*mut c_void> = own.iter_mut().map(|w| (w as *mut u64).cast()).collect();
+                let mut pointers: Vec<*mut c_void> =
+                    own.iter_mut().map(|w| (w as *mut u64).cast()).collect();
                 // SAFETY: `pointers` holds one pointer per expanded entry-point argument
                 // in the kernel ABI's order; memrefs describe the scratch regions, the
                 // borrowed slices and the panic buffer, all alive until the scope ends.
@@ -81,7 +90,10 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     if let Some(error) = crate::panic::decode(launch.body, &panic) {
         return Err(error);
     }
-    let regions = launch.args.iter().filter(|a| matches!(a.kind, ArgKind::Region { .. }));
+    let regions = launch
+        .args
+        .iter()
+        .filter(|a| matches!(a.kind, ArgKind::Region { .. }));
     for (arg, copy) in regions.zip(&scratch) {
         let (data, bytes) = arg.kind.bytes().expect("regions have data");
         // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes.

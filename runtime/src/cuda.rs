@@ -46,7 +46,10 @@ pub(crate) fn devices() -> Vec<Device> {
 
 fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
     static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
-    let mut map = CONTEXTS.get_or_init(Default::default).lock().unwrap_or_else(|p| p.into_inner());
+    let mut map = CONTEXTS
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner());
     if let Some(ctx) = map.get(&ordinal) {
         return Ok(ctx.clone());
     }
@@ -56,20 +59,35 @@ fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
 }
 
 /// The loaded kernel function for a descriptor on a device.
-fn function(launch: &Launch<'_, '_>, ordinal: usize, ctx: &Arc<CudaContext>) -> Result<CudaFunction, Error> {
+fn function(
+    launch: &Launch<'_, '_>,
+    ordinal: usize,
+    ctx: &Arc<CudaContext>,
+) -> Result<CudaFunction, Error> {
     static FUNCTIONS: OnceLock<Mutex<HashMap<(usize, usize), CudaFunction>>> = OnceLock::new();
     let key = (launch.descriptor as *const _ as usize, ordinal);
     let functions = FUNCTIONS.get_or_init(Default::default);
-    if let Some(f) = functions.lock().unwrap_or_else(|p| p.into_inner()).get(&key) {
+    if let Some(f) = functions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(&key)
+    {
         return Ok(f.clone());
     }
-    let (major, minor) = ctx.compute_capability().map_err(Error::cuda("querying the compute capability"))?;
+    let (major, minor) = ctx
+        .compute_capability()
+        .map_err(Error::cuda("querying the compute capability"))?;
     let ptx = crate::compile::ptx(launch.descriptor, &format!("sm_{major}{minor}"))?;
     let module = ctx
         .load_module(cudarc::nvrtc::Ptx::from_src(ptx.as_str()))
         .map_err(Error::cuda("loading the kernel's PTX"))?;
-    let f = module.load_function(&launch.body.name).map_err(Error::cuda("finding the kernel in its module"))?;
-    functions.lock().unwrap_or_else(|p| p.into_inner()).insert(key, f.clone());
+    let f = module
+        .load_function(&launch.body.name)
+        .map_err(Error::cuda("finding the kernel in its module"))?;
+    functions
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(key, f.clone());
     Ok(f)
 }
 
@@ -121,7 +139,9 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     // against the MIR signature), and every buffer they point to lives until the stream
     // is synchronised below.
     unsafe { builder.launch(config) }.map_err(Error::cuda("launching the kernel"))?;
-    stream.synchronize().map_err(Error::cuda("running the kernel"))?;
+    stream
+        .synchronize()
+        .map_err(Error::cuda("running the kernel"))?;
 
     let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
     stream
@@ -130,16 +150,25 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     if let Some(error) = crate::panic::decode(launch.body, &panic) {
         return Err(error);
     }
-    for (arg, buffer) in launch.args.iter().zip(&buffers).filter(|(a, _)| matches!(a.kind, ArgKind::Region { .. })) {
+    for (arg, buffer) in launch
+        .args
+        .iter()
+        .zip(&buffers)
+        .filter(|(a, _)| matches!(a.kind, ArgKind::Region { .. }))
+    {
         let (data, bytes) = arg.kind.bytes().expect("regions have data");
         if bytes == 0 {
             continue;
         }
         // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes.
         let host = unsafe { std::slice::from_raw_parts_mut(data, bytes) };
-        stream.memcpy_dtoh(buffer, host).map_err(Error::cuda("copying a region back"))?;
+        stream
+            .memcpy_dtoh(buffer, host)
+            .map_err(Error::cuda("copying a region back"))?;
     }
-    stream.synchronize().map_err(Error::cuda("copying results back"))?;
+    stream
+        .synchronize()
+        .map_err(Error::cuda("copying results back"))?;
     Ok(())
 }
 

@@ -64,15 +64,23 @@ pub fn parse_selection(value: &str, all: &[Device]) -> Result<Device, Error> {
     if spec == "cpu" {
         return Ok(Device::Cpu);
     }
-    let Some(n) = spec.strip_prefix("cuda:").or(if spec == "cuda" { Some("0") } else { None }) else {
+    let Some(n) = spec
+        .strip_prefix("cuda:")
+        .or(if spec == "cuda" { Some("0") } else { None })
+    else {
         return Err(fail("expected `cpu` or `cuda:N`".into()));
     };
-    let n: usize = n.parse().map_err(|_| fail("expected `cuda:N` with N a number".into()))?;
+    let n: usize = n
+        .parse()
+        .map_err(|_| fail("expected `cuda:N` with N a number".into()))?;
     all.iter()
         .find(|d| matches!(d, Device::Cuda { ordinal, .. } if *ordinal == n))
         .cloned()
         .ok_or_else(|| {
-            let gpus = all.iter().filter(|d| matches!(d, Device::Cuda { .. })).count();
+            let gpus = all
+                .iter()
+                .filter(|d| matches!(d, Device::Cuda { .. }))
+                .count();
             fail(format!("no CUDA device {n}; this machine has {gpus}"))
         })
 }

@@ -24,7 +24,10 @@ pub enum Error {
     DeviceSelection { value: String, reason: String },
     /// A CUDA driver call failed.
     #[error("CUDA driver error while {during}: {message}")]
-    Cuda { during: &'static str, message: String },
+    Cuda {
+        during: &'static str,
+        message: String,
+    },
     /// The kernel could not be compiled for the chosen device.
     #[error("kernel `{kernel}` could not be compiled: {message}")]
     Compile { kernel: String, message: String },

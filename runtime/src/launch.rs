@@ -29,7 +29,8 @@ impl KernelDescriptor {
     /// The kernel's MIR, parsed and validated once.
     pub fn body(&self) -> Result<&Body, Error> {
         let parsed = self.body.get_or_init(|| {
-            let body = offload_mir::parse(self.mir).map_err(|e| format!("embedded MIR does not parse: {e}"))?;
+            let body = offload_mir::parse(self.mir)
+                .map_err(|e| format!("embedded MIR does not parse: {e}"))?;
             offload_mir::validate(&body).map_err(|e| format!("embedded MIR is invalid: {e}"))?;
             Ok(body)
         });
@@ -140,7 +141,9 @@ impl ArgKind {
     /// The bytes of a region's or slice's data.
     pub(crate) fn bytes(&self) -> Option<(*mut u8, usize)> {
         match *self {
-            ArgKind::Region { data, len, elem, .. } => Some((data, len * elem.size_bytes())),
+            ArgKind::Region {
+                data, len, elem, ..
+            } => Some((data, len * elem.size_bytes())),
             ArgKind::Slice { data, len, elem } => Some((data as *mut u8, len * elem.size_bytes())),
             ArgKind::Scalar { .. } => None,
         }
@@ -159,7 +162,11 @@ pub(crate) struct Launch<'b, 'a> {
 
 /// Runs a kernel. What the `offload!` and `try_offload!` macros expand to; call it
 /// directly only through the function `#[offload_kernel]` generates.
-pub fn launch(descriptor: &'static KernelDescriptor, options: LaunchOptions, args: &mut [KernelArg<'_>]) -> Result<(), Error> {
+pub fn launch(
+    descriptor: &'static KernelDescriptor,
+    options: LaunchOptions,
+    args: &mut [KernelArg<'_>],
+) -> Result<(), Error> {
     let body = descriptor.body()?;
     check_signature(body, args)?;
     let (grid, block) = geometry(body, &options, args)?;
@@ -197,7 +204,9 @@ fn check_signature(body: &Body, args: &[KernelArg<'_>]) -> Result<(), Error> {
     }
     for (i, ((_, decl), arg)) in body.args().zip(args).enumerate() {
         let matches = match (decl.ty, &arg.kind) {
-            (Ty::Region(e, s), ArgKind::Region { elem, strategy, .. }) => e == *elem && s == *strategy,
+            (Ty::Region(e, s), ArgKind::Region { elem, strategy, .. }) => {
+                e == *elem && s == *strategy
+            }
             (Ty::Slice(e), ArgKind::Slice { elem, .. }) => e == *elem,
             (Ty::Scalar(t), ArgKind::Scalar { ty, .. }) => t == *ty,
             _ => false,
@@ -217,13 +226,21 @@ fn check_signature(body: &Body, args: &[KernelArg<'_>]) -> Result<(), Error> {
 /// The geometry rule: `thread_dim` defaults to [`DEFAULT_WORKGROUP_SIZE`] threads in x;
 /// `workgroup_dim` defaults to enough workgroups for one thread per element of the first
 /// region, as that region's strategy lays them out.
-fn geometry(body: &Body, options: &LaunchOptions, args: &[KernelArg<'_>]) -> Result<([u32; 3], [u32; 3]), Error> {
+fn geometry(
+    body: &Body,
+    options: &LaunchOptions,
+    args: &[KernelArg<'_>],
+) -> Result<([u32; 3], [u32; 3]), Error> {
     let block = options.thread_dim.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
     let grid = match options.workgroup_dim {
         Some(grid) => grid,
         None => {
             let first = args.iter().find_map(|a| match a.kind {
-                ArgKind::Region { len, default_geometry, .. } => Some((len, default_geometry)),
+                ArgKind::Region {
+                    len,
+                    default_geometry,
+                    ..
+                } => Some((len, default_geometry)),
                 _ => None,
             });
             let Some((len, default_geometry)) = first else {

@@ -31,7 +31,10 @@ pub(crate) fn decode(body: &Body, words: &PanicWords) -> Option<Error> {
     };
     let message = match msg {
         AssertMessage::BoundsCheck { .. } => {
-            format!("index out of bounds: the len is {} but the index is {}", words[2], words[3])
+            format!(
+                "index out of bounds: the len is {} but the index is {}",
+                words[2], words[3]
+            )
         }
         AssertMessage::Panic(text) => text.clone(),
     };

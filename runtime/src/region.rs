@@ -95,7 +95,9 @@ impl<'a, T: Scalar, S: PartitioningStrategy> IntoRegion<'a, T, S> for &'a mut Ve
     }
 }
 
-impl<'a, T: Scalar, S: PartitioningStrategy, const N: usize> IntoRegion<'a, T, S> for &'a mut [T; N] {
+impl<'a, T: Scalar, S: PartitioningStrategy, const N: usize> IntoRegion<'a, T, S>
+    for &'a mut [T; N]
+{
     fn into_region(self) -> Region<'a, T, S> {
         Region::new(self.as_mut_slice())
     }

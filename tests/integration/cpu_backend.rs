@@ -21,8 +21,14 @@ fn shifted_copy(mut y: Region<i32, Linear1D>, x: &[i32]) {
 }
 
 fn on_cpu() -> LaunchOptions {
-    let cpu = offload::devices().iter().position(|d| *d == Device::Cpu).expect("the CPU is listed");
-    LaunchOptions { device: Some(cpu), ..LaunchOptions::DEFAULT }
+    let cpu = offload::devices()
+        .iter()
+        .position(|d| *d == Device::Cpu)
+        .expect("the CPU is listed");
+    LaunchOptions {
+        device: Some(cpu),
+        ..LaunchOptions::DEFAULT
+    }
 }
 
 #[test]
@@ -43,16 +49,36 @@ fn out_of_bounds_read_is_a_kernel_panic_and_leaves_data_untouched() {
     let mut y = vec![-7i32; 1000];
     let err = shifted_copy(on_cpu(), &mut y, &x).unwrap_err();
     match &err {
-        Error::KernelPanic { kernel, line, message, .. } => {
+        Error::KernelPanic {
+            kernel,
+            line,
+            message,
+            ..
+        } => {
             assert_eq!(kernel, "shifted_copy");
             assert_eq!(*line, 19);
-            assert_eq!(message, "index out of bounds: the len is 1000 but the index is 1000");
+            assert_eq!(
+                message,
+                "index out of bounds: the len is 1000 but the index is 1000"
+            );
         }
         other => panic!("expected a kernel panic, got {other:?}"),
     }
-    assert!(err.to_string().starts_with("kernel `shifted_copy` panicked at "), "{err}");
-    assert!(err.to_string().ends_with("cpu_backend.rs:19:14: index out of bounds: the len is 1000 but the index is 1000"), "{err}");
-    assert!(y.iter().all(|&v| v == -7), "a failed launch must not copy results back");
+    assert!(
+        err.to_string()
+            .starts_with("kernel `shifted_copy` panicked at "),
+        "{err}"
+    );
+    assert!(
+        err.to_string().ends_with(
+            "cpu_backend.rs:19:14: index out of bounds: the len is 1000 but the index is 1000"
+        ),
+        "{err}"
+    );
+    assert!(
+        y.iter().all(|&v| v == -7),
+        "a failed launch must not copy results back"
+    );
 }
 
 #[test]
@@ -62,8 +88,15 @@ fn offload_macro_launches_and_try_offload_returns_errors() {
     let cpu = offload::devices().len() - 1;
     offload! { kernel = saxpy, args = (&mut y, &x, 2.0f32), device = cpu };
     assert!(y.iter().all(|&v| v == 3.0));
-    let err = try_offload! { kernel = saxpy, args = (&mut y, &x, 2.0f32), device = 99 }.unwrap_err();
-    assert_eq!(err, Error::NoSuchDevice { index: 99, available: offload::devices().len() });
+    let err =
+        try_offload! { kernel = saxpy, args = (&mut y, &x, 2.0f32), device = 99 }.unwrap_err();
+    assert_eq!(
+        err,
+        Error::NoSuchDevice {
+            index: 99,
+            available: offload::devices().len()
+        }
+    );
 }
 
 #[test]
@@ -79,9 +112,15 @@ fn explicit_geometry_is_checked() {
          threads that differ only in y or z would own the same element"
     );
     let err = try_offload! { kernel = saxpy, args = (&mut y, &x, 1.0f32), thread_dim = [2048, 1, 1], device = cpu }.unwrap_err();
-    assert_eq!(err.to_string(), "invalid launch: thread_dim [2048, 1, 1] has 2048 threads per workgroup; the limit is 1024");
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: thread_dim [2048, 1, 1] has 2048 threads per workgroup; the limit is 1024"
+    );
     let err = try_offload! { kernel = saxpy, args = (&mut y, &x, 1.0f32), workgroup_dim = [0, 1, 1], device = cpu }.unwrap_err();
-    assert_eq!(err.to_string(), "invalid launch: workgroup_dim [0, 1, 1] and thread_dim [256, 1, 1] must not contain zero");
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: workgroup_dim [0, 1, 1] and thread_dim [256, 1, 1] must not contain zero"
+    );
     // Fewer threads than elements is allowed: the rest are left alone.
     try_offload! { kernel = saxpy, args = (&mut y, &x, 1.0f32), workgroup_dim = [1, 1, 1], thread_dim = [16, 1, 1], device = cpu }.unwrap();
     assert!(y[..16].iter().all(|&v| v == 1.0) && y[16..].iter().all(|&v| v == 0.0));
@@ -96,15 +135,26 @@ fn empty_region_is_a_valid_launch() {
 
 #[test]
 fn device_selection_strings() {
-    let gpu = Device::Cuda { ordinal: 0, name: "test".into(), compute_capability: (9, 0) };
+    let gpu = Device::Cuda {
+        ordinal: 0,
+        name: "test".into(),
+        compute_capability: (9, 0),
+    };
     let all = vec![gpu.clone(), Device::Cpu];
     assert_eq!(offload::parse_selection("cpu", &all), Ok(Device::Cpu));
     assert_eq!(offload::parse_selection("cuda:0", &all), Ok(gpu));
     assert_eq!(
-        offload::parse_selection("cuda:3", &all).unwrap_err().to_string(),
+        offload::parse_selection("cuda:3", &all)
+            .unwrap_err()
+            .to_string(),
         "OFFLOAD_DEVICE=`cuda:3`: no CUDA device 3; this machine has 1"
     );
-    assert_eq!(offload::parse_selection("tpu", &all).unwrap_err().to_string(), "OFFLOAD_DEVICE=`tpu`: expected `cpu` or `cuda:N`");
+    assert_eq!(
+        offload::parse_selection("tpu", &all)
+            .unwrap_err()
+            .to_string(),
+        "OFFLOAD_DEVICE=`tpu`: expected `cpu` or `cuda:N`"
+    );
 }
 
 #[test]

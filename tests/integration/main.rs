@@ -23,9 +23,14 @@ pub fn kernels(file: &str) -> Vec<Body> {
         .items
         .iter()
         .filter_map(|item| match item {
-            syn::Item::Fn(f) if f.attrs.iter().any(|a| a.path().is_ident("offload_kernel")) => Some(f),
+            syn::Item::Fn(f) if f.attrs.iter().any(|a| a.path().is_ident("offload_kernel")) => {
+                Some(f)
+            }
             _ => None,
         })
-        .map(|f| offload_mir::translate::translate_kernel(f, &format!("tests/kernels/{file}")).expect("test kernels translate"))
+        .map(|f| {
+            offload_mir::translate::translate_kernel(f, &format!("tests/kernels/{file}"))
+                .expect("test kernels translate")
+        })
         .collect()
 }

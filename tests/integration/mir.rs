@@ -51,7 +51,10 @@ kernel k(mut _1: Region<f64, Linear1D>, _2: &[i8], _3: u64) {
 fn parse_errors_carry_a_location() {
     let cases = [
         ("", "1:1: expected the header `// offload-mir v1`"),
-        ("// offload-mir v9\n", "1:1: unsupported MIR format `offload-mir v9`; this build reads `offload-mir v1`"),
+        (
+            "// offload-mir v9\n",
+            "1:1: unsupported MIR format `offload-mir v9`; this build reads `offload-mir v1`",
+        ),
         (
             "// offload-mir v1\nkernel k() {\n    file \"f\";\n    let mut _0: ();\n\n    bb0: {\n        _0 = Frob(copy _1); // 1:1\n        return; // 1:1\n    }\n}\n",
             "7:14: unknown rvalue `Frob`",
@@ -60,7 +63,10 @@ fn parse_errors_carry_a_location() {
             "// offload-mir v1\nkernel k() {\n    file \"f\";\n    let mut _0: ();\n    bb0: {\n        goto -> bb0;\n    }\n}\n",
             "7:5: expected a `// LINE:COLUMN` span comment, found `}`",
         ),
-        ("// offload-mir v1\nkernel k(_1: Region<f32, Spiral>) {", "2:26: unknown partitioning strategy `Spiral`"),
+        (
+            "// offload-mir v1\nkernel k(_1: Region<f32, Spiral>) {",
+            "2:26: unknown partitioning strategy `Spiral`",
+        ),
     ];
     for (text, expected) in cases {
         let err = parse(text).expect_err(text);
@@ -79,8 +85,14 @@ fn validation_errors_name_kernel_block_and_span() {
             "_2[_5] = copy _3; // 7:3",
             "f.rs:7:3: in kernel `k`, bb0: `_2` is a read-only slice and cannot be assigned to",
         ),
-        ("_4 = copy _6; // 7:3", "f.rs:7:3: in kernel `k`, bb0: `_6` is read before it is assigned on every path"),
-        ("_4 = copy _9; // 7:3", "f.rs:7:3: in kernel `k`, bb0: `_9` is not declared"),
+        (
+            "_4 = copy _6; // 7:3",
+            "f.rs:7:3: in kernel `k`, bb0: `_6` is read before it is assigned on every path",
+        ),
+        (
+            "_4 = copy _9; // 7:3",
+            "f.rs:7:3: in kernel `k`, bb0: `_9` is not declared",
+        ),
     ];
     for (statement, expected) in cases {
         let text = format!(

@@ -10,7 +10,9 @@ fn stages(file: &str, last: Stage) -> Vec<(String, String)> {
     for body in crate::kernels(file) {
         out.push((format!("{}.mir", body.name), body.to_string()));
         let valid = validate(&body).expect("test kernels are valid");
-        for (stage, text) in emit(valid, last, &GpuTarget::default()).unwrap_or_else(|e| panic!("{e}")) {
+        for (stage, text) in
+            emit(valid, last, &GpuTarget::default()).unwrap_or_else(|e| panic!("{e}"))
+        {
             out.push((format!("{}.{}", body.name, stage.name()), text));
         }
     }
@@ -34,7 +36,11 @@ fn redact_ptx(ptx: &str) -> String {
 #[test]
 fn saxpy_gpu_stages() {
     for (name, text) in stages("saxpy.rs", Stage::Ptx) {
-        let text = if name.ends_with(".ptx") { redact_ptx(&text) } else { text };
+        let text = if name.ends_with(".ptx") {
+            redact_ptx(&text)
+        } else {
+            text
+        };
         insta::assert_snapshot!(name, text);
     }
 }

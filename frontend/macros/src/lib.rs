@@ -17,8 +17,8 @@ use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned};
 use syn::{
-    Expr, Ident, ItemFn, Token, parse::Parse, parse::ParseStream, parse_macro_input, punctuated::Punctuated,
-    spanned::Spanned,
+    Expr, Ident, ItemFn, Token, parse::Parse, parse::ParseStream, parse_macro_input,
+    punctuated::Punctuated, spanned::Spanned,
 };
 
 /// Marks a function as a kernel. See the `offload` crate for the supported subset of Rust.
@@ -26,7 +26,9 @@ use syn::{
 pub fn offload_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     if !attr.is_empty() {
         let attr = TokenStream2::from(attr);
-        return syn::Error::new(attr.span(), "`#[offload_kernel]` takes no arguments").to_compile_error().into();
+        return syn::Error::new(attr.span(), "`#[offload_kernel]` takes no arguments")
+            .to_compile_error()
+            .into();
     }
     let item = parse_macro_input!(item as ItemFn);
     match kernel(&item) {
@@ -39,8 +41,12 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     let file = item.sig.ident.span().file();
     let body = translate_kernel(item, &file).map_err(|e| syn::Error::new(e.span, e.message))?;
     // The translator should only produce valid MIR; if it did not, say so at the kernel.
-    offload_mir::validate(&body)
-        .map_err(|e| syn::Error::new(item.sig.ident.span(), format!("internal error: the kernel's MIR is invalid: {e}")))?;
+    offload_mir::validate(&body).map_err(|e| {
+        syn::Error::new(
+            item.sig.ident.span(),
+            format!("internal error: the kernel's MIR is invalid: {e}"),
+        )
+    })?;
     let mir = body.to_string();
 
     let name = &item.sig.ident;
@@ -72,7 +78,9 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
                 args.push(quote! { ::offload::KernelArg::region(#ident) });
             }
             ParamKind::Slice(_) => {
-                let syn::Type::Reference(r) = &**ty else { unreachable!("slices are references") };
+                let syn::Type::Reference(r) = &**ty else {
+                    unreachable!("slices are references")
+                };
                 let elem = &r.elem;
                 check_params.push(quote! { #mutability #ident: #ty });
                 host_params.push(quote_spanned! {ty.span()=> #ident: &'__offload #elem });
@@ -106,14 +114,21 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
 
 /// The element type and strategy of `Region<T, S>` (checked by `param_kind` already).
 fn region_args(ty: &syn::Type) -> (syn::Type, syn::Type) {
-    let syn::Type::Path(p) = ty else { unreachable!("regions are paths") };
+    let syn::Type::Path(p) = ty else {
+        unreachable!("regions are paths")
+    };
     let last = p.path.segments.last().expect("a path has a segment");
-    let syn::PathArguments::AngleBracketed(a) = &last.arguments else { unreachable!("regions have arguments") };
+    let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
+        unreachable!("regions have arguments")
+    };
     let mut types = a.args.iter().filter_map(|g| match g {
         syn::GenericArgument::Type(t) => Some(t.clone()),
         _ => None,
     });
-    (types.next().expect("element type"), types.next().expect("strategy"))
+    (
+        types.next().expect("element type"),
+        types.next().expect("strategy"),
+    )
 }
 
 /// Launches a kernel and panics with the error's text if the launch fails.
@@ -141,7 +156,14 @@ pub fn try_offload(input: TokenStream) -> TokenStream {
     launch.call().into()
 }
 
-const FIELDS: [&str; 6] = ["kernel", "args", "workgroup_dim", "thread_dim", "dyn_cache", "device"];
+const FIELDS: [&str; 6] = [
+    "kernel",
+    "args",
+    "workgroup_dim",
+    "thread_dim",
+    "dyn_cache",
+    "device",
+];
 
 struct LaunchInput {
     kernel: Expr,
@@ -175,11 +197,16 @@ impl Parse for LaunchInput {
             if !FIELDS.contains(&name.as_str()) {
                 return Err(syn::Error::new(
                     field.name.span(),
-                    format!("unknown field `{name}`; expected one of `kernel`, `args`, `workgroup_dim`, `thread_dim`, `dyn_cache`, `device`"),
+                    format!(
+                        "unknown field `{name}`; expected one of `kernel`, `args`, `workgroup_dim`, `thread_dim`, `dyn_cache`, `device`"
+                    ),
                 ));
             }
             if seen.contains(&name) {
-                return Err(syn::Error::new(field.name.span(), format!("duplicate field `{name}`")));
+                return Err(syn::Error::new(
+                    field.name.span(),
+                    format!("duplicate field `{name}`"),
+                ));
             }
             seen.push(name.clone());
             match name.as_str() {
@@ -189,7 +216,10 @@ impl Parse for LaunchInput {
                         Expr::Tuple(t) => t.elems.into_iter().collect(),
                         Expr::Paren(p) => vec![*p.expr],
                         other => {
-                            return Err(syn::Error::new(other.span(), "`args` takes a parenthesised list: `args = (a, b, c)`"));
+                            return Err(syn::Error::new(
+                                other.span(),
+                                "`args` takes a parenthesised list: `args = (a, b, c)`",
+                            ));
                         }
                     })
                 }
@@ -209,10 +239,15 @@ impl LaunchInput {
     fn call(&self) -> TokenStream2 {
         let kernel = &self.kernel;
         let args = &self.args;
-        let options = self.options.iter().map(|(name, value)| match name.to_string().as_str() {
-            "workgroup_dim" | "thread_dim" | "device" => quote_spanned! {value.span()=> #name: ::core::option::Option::Some(#value) },
-            _ => quote_spanned! {value.span()=> #name: #value },
-        });
+        let options = self
+            .options
+            .iter()
+            .map(|(name, value)| match name.to_string().as_str() {
+                "workgroup_dim" | "thread_dim" | "device" => {
+                    quote_spanned! {value.span()=> #name: ::core::option::Option::Some(#value) }
+                }
+                _ => quote_spanned! {value.span()=> #name: #value },
+            });
         quote! {
             #kernel(
                 ::offload::LaunchOptions { #(#options,)* ..::offload::LaunchOptions::DEFAULT },

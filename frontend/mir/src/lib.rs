@@ -79,7 +79,7 @@ mod validate;
 pub use ir::*;
 pub use parse::{ParseError, parse, parse_module};
 pub use print::print_module;
-pub use validate::{ValidationError, Validated, validate};
+pub use validate::{Validated, ValidationError, validate};
 
 /// The version of the MIR text format, printed in every file header.
 pub const FORMAT_VERSION: u32 = 1;

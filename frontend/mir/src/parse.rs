@@ -134,8 +134,11 @@ fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
             continue;
         }
         let is_word = |ch: char| ch.is_alphanumeric() || ch == '_' || ch == '.';
-        let starts_number =
-            |k: usize| chars.get(k).is_some_and(|ch| ch.is_ascii_digit() || *ch == 'i');
+        let starts_number = |k: usize| {
+            chars
+                .get(k)
+                .is_some_and(|ch| ch.is_ascii_digit() || *ch == 'i')
+        };
         if is_word(c) || (c == '-' && starts_number(i + 1)) {
             let mut j = i + 1;
             while j < chars.len() {
@@ -446,9 +449,7 @@ impl Parser {
         let mut locals: Vec<LocalDecl> = locals
             .into_iter()
             .enumerate()
-            .map(|(i, l)| {
-                l.ok_or_else(|| self.error(format!("local `_{i}` is never declared")))
-            })
+            .map(|(i, l)| l.ok_or_else(|| self.error(format!("local `_{i}` is never declared"))))
             .collect::<Result<_, _>>()?;
         while self.eat_word("debug") {
             let name = self.word("a variable name")?;

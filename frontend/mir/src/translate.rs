@@ -54,12 +54,14 @@ pub enum ParamKind {
 
 /// Reads a kernel parameter type: `Region<T, S>`, `&[T]` or a scalar.
 pub fn param_kind(ty: &syn::Type) -> Result<ParamKind> {
-    const HELP: &str =
-        "kernel parameters must be `Region<T, Strategy>`, `&[T]` or a scalar (`bool`, integers, `f32`, `f64`)";
+    const HELP: &str = "kernel parameters must be `Region<T, Strategy>`, `&[T]` or a scalar (`bool`, integers, `f32`, `f64`)";
     match ty {
         syn::Type::Reference(r) => {
             if r.mutability.is_some() {
-                return error(ty, "`&mut` parameters are not supported; use `Region<T, Linear1D>` for data the kernel writes");
+                return error(
+                    ty,
+                    "`&mut` parameters are not supported; use `Region<T, Linear1D>` for data the kernel writes",
+                );
             }
             let syn::Type::Slice(s) = &*r.elem else {
                 return error(ty, HELP);
@@ -70,7 +72,10 @@ pub fn param_kind(ty: &syn::Type) -> Result<ParamKind> {
             let last = p.path.segments.last().expect("a path has a segment");
             if last.ident == "Region" {
                 let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
-                    return error(ty, "`Region` needs an element type and a strategy: `Region<f32, Linear1D>`");
+                    return error(
+                        ty,
+                        "`Region` needs an element type and a strategy: `Region<f32, Linear1D>`",
+                    );
                 };
                 let types: Vec<&syn::Type> = args
                     .args
@@ -81,12 +86,22 @@ pub fn param_kind(ty: &syn::Type) -> Result<ParamKind> {
                     })
                     .collect();
                 let [elem, strategy] = types[..] else {
-                    return error(ty, "`Region` needs an element type and a strategy: `Region<f32, Linear1D>`");
+                    return error(
+                        ty,
+                        "`Region` needs an element type and a strategy: `Region<f32, Linear1D>`",
+                    );
                 };
                 let elem = scalar_type(elem)?;
                 let name = strategy.to_token_stream_string();
-                let Some(strategy) = Strategy::from_name(name.rsplit("::").next().unwrap_or("").trim()) else {
-                    return error(strategy, format!("unsupported partitioning strategy `{name}`; supported: `Linear1D`"));
+                let Some(strategy) =
+                    Strategy::from_name(name.rsplit("::").next().unwrap_or("").trim())
+                else {
+                    return error(
+                        strategy,
+                        format!(
+                            "unsupported partitioning strategy `{name}`; supported: `Linear1D`"
+                        ),
+                    );
                 };
                 return Ok(ParamKind::Region(elem, strategy));
             }
@@ -113,7 +128,13 @@ fn scalar_type(ty: &syn::Type) -> Result<ScalarTy> {
     {
         return Ok(s);
     }
-    error(ty, format!("unsupported type `{}` in a kernel; supported: bool, i8..i64, isize, u8..u64, usize, f32, f64", ty.to_token_stream_string()))
+    error(
+        ty,
+        format!(
+            "unsupported type `{}` in a kernel; supported: bool, i8..i64, isize, u8..u64, usize, f32, f64",
+            ty.to_token_stream_string()
+        ),
+    )
 }
 
 /// Translates one kernel function into MIR. `file` is recorded in the body for panic
@@ -127,7 +148,10 @@ pub fn translate_kernel(item: &syn::ItemFn, file: &str) -> Result<Body> {
         return error(a, "kernels cannot be `async`");
     }
     if let Some(u) = &sig.unsafety {
-        return error(u, "kernels cannot be `unsafe fn`; safe kernels are the point");
+        return error(
+            u,
+            "kernels cannot be `unsafe fn`; safe kernels are the point",
+        );
     }
     if let Some(v) = &sig.variadic {
         return error(v, "kernels cannot be variadic");
@@ -154,7 +178,11 @@ pub fn translate_kernel(item: &syn::ItemFn, file: &str) -> Result<Body> {
             ParamKind::Slice(e) => Ty::Slice(e),
             ParamKind::Scalar(s) => Ty::Scalar(s),
         };
-        let local = b.declare(ty, pat.mutability.is_some(), Some((&pat.ident, pat.ident.span())));
+        let local = b.declare(
+            ty,
+            pat.mutability.is_some(),
+            Some((&pat.ident, pat.ident.span())),
+        );
         b.body.arg_count += 1;
         b.bind(&pat.ident, Binding::Local(local));
     }
@@ -168,7 +196,10 @@ pub fn translate_kernel(item: &syn::ItemFn, file: &str) -> Result<Body> {
 enum Binding {
     Local(Local),
     /// `v` in `if let Some(v) = region.get_mut()`: the thread's element of `region`.
-    RegionElement { region: Local, index: Local },
+    RegionElement {
+        region: Local,
+        index: Local,
+    },
 }
 
 struct LoopTarget {
@@ -327,7 +358,10 @@ impl Builder {
                     }
                 }
                 syn::Stmt::Item(item) => {
-                    return error(item, "items (functions, structs, `use`, ...) cannot be declared inside a kernel; declare them outside");
+                    return error(
+                        item,
+                        "items (functions, structs, `use`, ...) cannot be declared inside a kernel; declare them outside",
+                    );
                 }
                 syn::Stmt::Macro(m) => return self.unsupported_macro(&m.mac),
             }
@@ -338,7 +372,10 @@ impl Builder {
 
     fn unsupported_macro<T>(&self, mac: &syn::Macro) -> Result<T> {
         let name = mac.path.to_token_stream_string();
-        error(mac, format!("the macro `{name}!` is not supported in kernels yet"))
+        error(
+            mac,
+            format!("the macro `{name}!` is not supported in kernels yet"),
+        )
     }
 
     fn let_statement(&mut self, local: &syn::Local) -> Result<()> {
@@ -355,17 +392,31 @@ impl Builder {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
                 let ty = match (annotated, &local.init) {
                     (Some(t), _) => t,
-                    (None, Some(init)) => match self.infer(&init.expr).or_else(|| default_literal_type(&init.expr)) {
+                    (None, Some(init)) => match self
+                        .infer(&init.expr)
+                        .or_else(|| default_literal_type(&init.expr))
+                    {
                         Some(t) => t,
-                        None => return error(&init.expr, "cannot infer the type of this value; annotate the `let`"),
+                        None => {
+                            return error(
+                                &init.expr,
+                                "cannot infer the type of this value; annotate the `let`",
+                            );
+                        }
                     },
-                    (None, None) => return error(local, "a `let` without a value needs a type annotation"),
+                    (None, None) => {
+                        return error(local, "a `let` without a value needs a type annotation");
+                    }
                 };
                 let value = match &local.init {
                     Some(init) => Some(self.scalar_expr(&init.expr, Some(ty))?),
                     None => None,
                 };
-                let l = self.declare(Ty::Scalar(ty), id.mutability.is_some(), Some((&id.ident, id.ident.span())));
+                let l = self.declare(
+                    Ty::Scalar(ty),
+                    id.mutability.is_some(),
+                    Some((&id.ident, id.ident.span())),
+                );
                 if let Some((op, _)) = value {
                     self.push(Place::local(l), Rvalue::Use(op), local.span());
                 }
@@ -378,7 +429,10 @@ impl Builder {
                 }
                 Ok(())
             }
-            other => error(other, "only `let name = ...` and `let mut name = ...` are supported in kernels"),
+            other => error(
+                other,
+                "only `let name = ...` and `let mut name = ...` are supported in kernels",
+            ),
         }
     }
 
@@ -396,16 +450,22 @@ impl Builder {
             },
             syn::Expr::Unary(u) => match u.op {
                 syn::UnOp::Deref(_) => {
-                    let syn::Expr::Path(p) = &*u.expr else { return None };
+                    let syn::Expr::Path(p) = &*u.expr else {
+                        return None;
+                    };
                     match self.lookup(p.path.get_ident()?)? {
-                        Binding::RegionElement { region, .. } => self.body.locals[region.index()].ty.element(),
+                        Binding::RegionElement { region, .. } => {
+                            self.body.locals[region.index()].ty.element()
+                        }
                         Binding::Local(_) => None,
                     }
                 }
                 _ => self.infer(&u.expr),
             },
             syn::Expr::Binary(b) => {
-                if binop(&b.op).is_some_and(|(op, _)| op.is_comparison()) || matches!(b.op, syn::BinOp::And(_) | syn::BinOp::Or(_)) {
+                if binop(&b.op).is_some_and(|(op, _)| op.is_comparison())
+                    || matches!(b.op, syn::BinOp::And(_) | syn::BinOp::Or(_))
+                {
                     return Some(ScalarTy::Bool);
                 }
                 if matches!(b.op, syn::BinOp::Shl(_) | syn::BinOp::Shr(_)) {
@@ -414,13 +474,17 @@ impl Builder {
                 self.infer(&b.left).or_else(|| self.infer(&b.right))
             }
             syn::Expr::Index(i) => {
-                let syn::Expr::Path(p) = &*i.expr else { return None };
+                let syn::Expr::Path(p) = &*i.expr else {
+                    return None;
+                };
                 match self.lookup(p.path.get_ident()?)? {
                     Binding::Local(l) => self.body.locals[l.index()].ty.element(),
                     Binding::RegionElement { .. } => None,
                 }
             }
-            syn::Expr::MethodCall(m) if m.method == "index" || m.method == "len" => Some(ScalarTy::Usize),
+            syn::Expr::MethodCall(m) if m.method == "index" || m.method == "len" => {
+                Some(ScalarTy::Usize)
+            }
             syn::Expr::If(i) => match i.then_branch.stmts.last()? {
                 syn::Stmt::Expr(e, None) => self.infer(e),
                 _ => None,
@@ -434,10 +498,17 @@ impl Builder {
     }
 
     /// Translates an expression that must produce a scalar value.
-    fn scalar_expr(&mut self, e: &syn::Expr, expected: Option<ScalarTy>) -> Result<(Operand, ScalarTy)> {
+    fn scalar_expr(
+        &mut self,
+        e: &syn::Expr,
+        expected: Option<ScalarTy>,
+    ) -> Result<(Operand, ScalarTy)> {
         match self.expr(e, expected)? {
             Some(v) => Ok(v),
-            None => error(e, "this expression has type `()`, but a value is needed here"),
+            None => error(
+                e,
+                "this expression has type `()`, but a value is needed here",
+            ),
         }
     }
 
@@ -472,14 +543,20 @@ impl Builder {
                     if !(ty.is_float() || ty.is_signed()) {
                         return error(e, format!("cannot negate a `{ty}`"));
                     }
-                    Ok(Some((self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Neg, op), span), ty)))
+                    Ok(Some((
+                        self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Neg, op), span),
+                        ty,
+                    )))
                 }
                 syn::UnOp::Not(_) => {
                     let (op, ty) = self.scalar_expr(&u.expr, expected)?;
                     if ty.is_float() {
                         return error(e, format!("cannot apply `!` to a `{ty}`"));
                     }
-                    Ok(Some((self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Not, op), span), ty)))
+                    Ok(Some((
+                        self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Not, op), span),
+                        ty,
+                    )))
                 }
                 _ => error(e, "this unary operator is not supported in kernels"),
             },
@@ -491,7 +568,10 @@ impl Builder {
                     return Ok(Some((op, to)));
                 }
                 if to == ScalarTy::Bool {
-                    return error(e, format!("cannot cast `{from}` as `bool`; compare with zero instead"));
+                    return error(
+                        e,
+                        format!("cannot cast `{from}` as `bool`; compare with zero instead"),
+                    );
                 }
                 Ok(Some((self.assign_temp(to, Rvalue::Cast(op, to), span), to)))
             }
@@ -535,18 +615,34 @@ impl Builder {
             }
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Macro(m) => self.unsupported_macro(&m.mac),
-            syn::Expr::Closure(_) => error(e, "closures are not supported in kernels; use a plain loop or an `#[offload_device]` helper"),
+            syn::Expr::Closure(_) => error(
+                e,
+                "closures are not supported in kernels; use a plain loop or an `#[offload_device]` helper",
+            ),
             syn::Expr::Call(_) => error(e, "function calls are not supported in kernels yet"),
             syn::Expr::Reference(_) => error(e, "taking references is not supported in kernels"),
-            syn::Expr::ForLoop(_) => error(e, "`for` loops are not supported in kernels yet; use `while`"),
-            syn::Expr::Match(_) => error(e, "`match` is not supported in kernels yet; use `if`/`else`"),
+            syn::Expr::ForLoop(_) => error(
+                e,
+                "`for` loops are not supported in kernels yet; use `while`",
+            ),
+            syn::Expr::Match(_) => error(
+                e,
+                "`match` is not supported in kernels yet; use `if`/`else`",
+            ),
             syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(None),
-            syn::Expr::Let(_) => error(e, "`let` in this position is not supported; only `if let Some(v) = region.get_mut()`"),
+            syn::Expr::Let(_) => error(
+                e,
+                "`let` in this position is not supported; only `if let Some(v) = region.get_mut()`",
+            ),
             _ => error(e, "this expression is not supported in kernels"),
         }
     }
 
-    fn literal(&mut self, lit: &syn::Lit, expected: Option<ScalarTy>) -> Result<(Operand, ScalarTy)> {
+    fn literal(
+        &mut self,
+        lit: &syn::Lit,
+        expected: Option<ScalarTy>,
+    ) -> Result<(Operand, ScalarTy)> {
         let c = match lit {
             syn::Lit::Bool(b) => Const::Bool(b.value),
             syn::Lit::Int(i) => {
@@ -554,16 +650,31 @@ impl Builder {
                     Some(t) => t,
                     None => match expected {
                         Some(t) if t.is_float() => {
-                            return error(lit, format!("expected `{t}`, found an integer literal; write `{}.0`", i.base10_digits()));
+                            return error(
+                                lit,
+                                format!(
+                                    "expected `{t}`, found an integer literal; write `{}.0`",
+                                    i.base10_digits()
+                                ),
+                            );
                         }
                         Some(t) if t.is_integer() => t,
                         _ => ScalarTy::I32,
                     },
                 };
                 if ty.is_float() {
-                    Const::Float(i.base10_parse::<f64>().map_err(|err| TranslateError { span: lit.span(), message: err.to_string() })?, ty)
+                    Const::Float(
+                        i.base10_parse::<f64>().map_err(|err| TranslateError {
+                            span: lit.span(),
+                            message: err.to_string(),
+                        })?,
+                        ty,
+                    )
                 } else {
-                    let v: i128 = i.base10_parse().map_err(|err| TranslateError { span: lit.span(), message: err.to_string() })?;
+                    let v: i128 = i.base10_parse().map_err(|err| TranslateError {
+                        span: lit.span(),
+                        message: err.to_string(),
+                    })?;
                     Const::Int(v, ty)
                 }
             }
@@ -575,10 +686,25 @@ impl Builder {
                         _ => ScalarTy::F64,
                     },
                 };
-                let v: f64 = f.base10_parse().map_err(|err| TranslateError { span: lit.span(), message: err.to_string() })?;
-                Const::Float(if ty == ScalarTy::F32 { v as f32 as f64 } else { v }, ty)
+                let v: f64 = f.base10_parse().map_err(|err| TranslateError {
+                    span: lit.span(),
+                    message: err.to_string(),
+                })?;
+                Const::Float(
+                    if ty == ScalarTy::F32 {
+                        v as f32 as f64
+                    } else {
+                        v
+                    },
+                    ty,
+                )
             }
-            _ => return error(lit, "only numeric and `bool` literals are supported in kernels"),
+            _ => {
+                return error(
+                    lit,
+                    "only numeric and `bool` literals are supported in kernels",
+                );
+            }
         };
         Ok((Operand::Const(c), c.ty()))
     }
@@ -593,7 +719,11 @@ impl Builder {
         };
         if compound {
             let (place, ty) = self.assignable_place(&b.left)?;
-            let rhs_ty = if op.is_shift() { self.infer(&b.right) } else { Some(ty) };
+            let rhs_ty = if op.is_shift() {
+                self.infer(&b.right)
+            } else {
+                Some(ty)
+            };
             let (rhs, _) = self.scalar_expr(&b.right, rhs_ty)?;
             let rhs = self.checked_divisor(op, rhs, ty, b.right.span())?;
             self.push(place, Rvalue::BinaryOp(op, Operand::Copy(place), rhs), span);
@@ -604,18 +734,37 @@ impl Builder {
         } else if op.is_comparison() {
             self.infer(&b.left).or_else(|| self.infer(&b.right))
         } else {
-            self.infer(&b.left).or_else(|| self.infer(&b.right)).or(expected)
+            self.infer(&b.left)
+                .or_else(|| self.infer(&b.right))
+                .or(expected)
         };
         let (lhs, lty) = self.scalar_expr(&b.left, operand_ty)?;
-        let rhs_expected = if op.is_shift() { self.infer(&b.right) } else { Some(lty) };
+        let rhs_expected = if op.is_shift() {
+            self.infer(&b.right)
+        } else {
+            Some(lty)
+        };
         let (rhs, _) = self.scalar_expr(&b.right, rhs_expected)?;
         let rhs = self.checked_divisor(op, rhs, lty, b.right.span())?;
-        let result_ty = if op.is_comparison() { ScalarTy::Bool } else { lty };
-        Ok(Some((self.assign_temp(result_ty, Rvalue::BinaryOp(op, lhs, rhs), span), result_ty)))
+        let result_ty = if op.is_comparison() {
+            ScalarTy::Bool
+        } else {
+            lty
+        };
+        Ok(Some((
+            self.assign_temp(result_ty, Rvalue::BinaryOp(op, lhs, rhs), span),
+            result_ty,
+        )))
     }
 
     /// Integer division and remainder by zero panic in Rust; emit the check.
-    fn checked_divisor(&mut self, op: BinOp, rhs: Operand, ty: ScalarTy, span: SynSpan) -> Result<Operand> {
+    fn checked_divisor(
+        &mut self,
+        op: BinOp,
+        rhs: Operand,
+        ty: ScalarTy,
+        span: SynSpan,
+    ) -> Result<Operand> {
         if !matches!(op, BinOp::Div | BinOp::Rem) || !ty.is_integer() {
             return Ok(rhs);
         }
@@ -624,7 +773,11 @@ impl Builder {
         {
             return Ok(rhs);
         }
-        let nonzero = self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Ne, rhs, Operand::Const(Const::Int(0, ty))), span);
+        let nonzero = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Ne, rhs, Operand::Const(Const::Int(0, ty))),
+            span,
+        );
         let next = self.new_block();
         let msg = if op == BinOp::Div {
             "attempt to divide by zero"
@@ -649,10 +802,18 @@ impl Builder {
         let result = self.temp(ScalarTy::Bool);
         let (lhs, _) = self.scalar_expr(&b.left, Some(ScalarTy::Bool))?;
         let (eval_rhs, short, join) = (self.new_block(), self.new_block(), self.new_block());
-        let (on_true, on_false) = if is_and { (eval_rhs, short) } else { (short, eval_rhs) };
+        let (on_true, on_false) = if is_and {
+            (eval_rhs, short)
+        } else {
+            (short, eval_rhs)
+        };
         self.switch_bool(lhs, on_true, on_false, span);
         self.current = Some(short);
-        self.push(Place::local(result), Rvalue::Use(Operand::Const(Const::Bool(!is_and))), span);
+        self.push(
+            Place::local(result),
+            Rvalue::Use(Operand::Const(Const::Bool(!is_and))),
+            span,
+        );
         self.goto(join, span);
         self.current = Some(eval_rhs);
         let (rhs, _) = self.scalar_expr(&b.right, Some(ScalarTy::Bool))?;
@@ -662,7 +823,13 @@ impl Builder {
         Ok((Operand::Copy(Place::local(result)), ScalarTy::Bool))
     }
 
-    fn switch_bool(&mut self, cond: Operand, on_true: BasicBlock, on_false: BasicBlock, span: SynSpan) {
+    fn switch_bool(
+        &mut self,
+        cond: Operand,
+        on_true: BasicBlock,
+        on_false: BasicBlock,
+        span: SynSpan,
+    ) {
         self.terminate(
             TerminatorKind::SwitchInt {
                 discr: cond,
@@ -673,10 +840,18 @@ impl Builder {
         );
     }
 
-    fn loop_target(&self, label: Option<&syn::Lifetime>, e: &syn::Expr) -> Result<(BasicBlock, BasicBlock)> {
+    fn loop_target(
+        &self,
+        label: Option<&syn::Lifetime>,
+        e: &syn::Expr,
+    ) -> Result<(BasicBlock, BasicBlock)> {
         let found = match label {
             None => self.loops.last(),
-            Some(l) => self.loops.iter().rev().find(|t| t.label.as_deref() == Some(&l.ident.to_string())),
+            Some(l) => self
+                .loops
+                .iter()
+                .rev()
+                .find(|t| t.label.as_deref() == Some(&l.ident.to_string())),
         };
         match found {
             Some(t) => Ok((t.break_to, t.continue_to)),
@@ -758,18 +933,29 @@ impl Builder {
         }
         self.goto(join, span);
         self.current = Some(join);
-        Ok(result.zip(result_ty).map(|(r, t)| (Operand::Copy(Place::local(r)), t)))
+        Ok(result
+            .zip(result_ty)
+            .map(|(r, t)| (Operand::Copy(Place::local(r)), t)))
     }
 
     /// `if let Some(v) = region.get_mut()`: the thread owns an element iff its index is
     /// below the region's length.
-    fn region_get_mut(&mut self, l: &syn::ExprLet, then_bb: BasicBlock, else_bb: BasicBlock) -> Result<()> {
+    fn region_get_mut(
+        &mut self,
+        l: &syn::ExprLet,
+        then_bb: BasicBlock,
+        else_bb: BasicBlock,
+    ) -> Result<()> {
         const FORM: &str = "the only supported `if let` is `if let Some(v) = region.get_mut()`";
         let syn::Pat::TupleStruct(ts) = &*l.pat else {
             return error(&l.pat, FORM);
         };
         let binding = match (ts.path.get_ident(), ts.elems.len(), ts.elems.first()) {
-            (Some(some), 1, Some(syn::Pat::Ident(id))) if some == "Some" && id.by_ref.is_none() && id.subpat.is_none() => &id.ident,
+            (Some(some), 1, Some(syn::Pat::Ident(id)))
+                if some == "Some" && id.by_ref.is_none() && id.subpat.is_none() =>
+            {
+                &id.ident
+            }
             _ => return error(&l.pat, FORM),
         };
         let syn::Expr::MethodCall(m) = &*l.expr else {
@@ -783,7 +969,11 @@ impl Builder {
         let index = self.temp(ScalarTy::Usize);
         self.push(Place::local(index), Rvalue::RegionIndex(region), span);
         let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
-        let owned = self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len), span);
+        let owned = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
+            span,
+        );
         self.switch_bool(owned, then_bb, else_bb, span);
         self.bind(binding, Binding::RegionElement { region, index });
         Ok(())
@@ -809,7 +999,10 @@ impl Builder {
         match name.as_str() {
             "index" if m.args.is_empty() => {
                 let region = self.region_receiver(&m.receiver)?;
-                Ok(Some((self.assign_temp(ScalarTy::Usize, Rvalue::RegionIndex(region), span), ScalarTy::Usize)))
+                Ok(Some((
+                    self.assign_temp(ScalarTy::Usize, Rvalue::RegionIndex(region), span),
+                    ScalarTy::Usize,
+                )))
             }
             "len" if m.args.is_empty() => {
                 let local = match &*m.receiver {
@@ -817,14 +1010,30 @@ impl Builder {
                     _ => None,
                 };
                 match local {
-                    Some(Binding::Local(l)) if self.body.locals[l.index()].ty.element().is_some() => {
-                        Ok(Some((self.assign_temp(ScalarTy::Usize, Rvalue::Len(l), span), ScalarTy::Usize)))
+                    Some(Binding::Local(l))
+                        if self.body.locals[l.index()].ty.element().is_some() =>
+                    {
+                        Ok(Some((
+                            self.assign_temp(ScalarTy::Usize, Rvalue::Len(l), span),
+                            ScalarTy::Usize,
+                        )))
                     }
-                    _ => error(&m.receiver, "`len()` is supported on `Region` and slice parameters"),
+                    _ => error(
+                        &m.receiver,
+                        "`len()` is supported on `Region` and slice parameters",
+                    ),
                 }
             }
-            "get_mut" => error(m, "use `get_mut()` as `if let Some(v) = region.get_mut() { ... }`"),
-            _ => error(&m.method, format!("the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, `len`")),
+            "get_mut" => error(
+                m,
+                "use `get_mut()` as `if let Some(v) = region.get_mut() { ... }`",
+            ),
+            _ => error(
+                &m.method,
+                format!(
+                    "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, `len`"
+                ),
+            ),
         }
     }
 
@@ -835,7 +1044,10 @@ impl Builder {
             && let Some(Binding::Local(l)) = self.lookup(id)
             && !self.body.locals[l.index()].mutable
         {
-            return error(e, format!("cannot assign twice to immutable variable `{id}`"));
+            return error(
+                e,
+                format!("cannot assign twice to immutable variable `{id}`"),
+            );
         }
         if let syn::Expr::Index(i) = e
             && let syn::Expr::Path(p) = &*i.expr
@@ -843,7 +1055,10 @@ impl Builder {
             && let Some(Binding::Local(l)) = self.lookup(id)
             && matches!(self.body.locals[l.index()].ty, Ty::Slice(_))
         {
-            return error(e, format!("`{id}` is a read-only slice; write through a `Region` instead"));
+            return error(
+                e,
+                format!("`{id}` is a read-only slice; write through a `Region` instead"),
+            );
         }
         self.place(e)
     }
@@ -853,14 +1068,24 @@ impl Builder {
             syn::Expr::Paren(p) => self.place(&p.expr),
             syn::Expr::Path(p) => {
                 let Some(id) = p.path.get_ident() else {
-                    return error(e, "paths are not supported in kernels; only local variables and parameters");
+                    return error(
+                        e,
+                        "paths are not supported in kernels; only local variables and parameters",
+                    );
                 };
                 match self.lookup(id) {
                     Some(Binding::Local(l)) => match self.body.locals[l.index()].ty {
                         Ty::Scalar(s) => Ok((Place::local(l), s)),
-                        ty => error(e, format!("`{id}` of type `{ty}` cannot be used as a value; index it or call `len()`")),
+                        ty => error(
+                            e,
+                            format!(
+                                "`{id}` of type `{ty}` cannot be used as a value; index it or call `len()`"
+                            ),
+                        ),
                     },
-                    Some(Binding::RegionElement { .. }) => error(e, format!("`{id}` is a reference; write `*{id}`")),
+                    Some(Binding::RegionElement { .. }) => {
+                        error(e, format!("`{id}` is a reference; write `*{id}`"))
+                    }
                     None => error(e, format!("cannot find `{id}` in this kernel")),
                 }
             }
@@ -869,10 +1094,16 @@ impl Builder {
                     && let Some(id) = p.path.get_ident()
                     && let Some(Binding::RegionElement { region, index }) = self.lookup(id)
                 {
-                    let elem = self.body.locals[region.index()].ty.element().expect("a region has elements");
+                    let elem = self.body.locals[region.index()]
+                        .ty
+                        .element()
+                        .expect("a region has elements");
                     return Ok((Place::element(region, index), elem));
                 }
-                error(e, "only references from `Region::get_mut` can be dereferenced in kernels")
+                error(
+                    e,
+                    "only references from `Region::get_mut` can be dereferenced in kernels",
+                )
             }
             syn::Expr::Index(i) => {
                 let syn::Expr::Path(p) = &*i.expr else {
@@ -884,17 +1115,29 @@ impl Builder {
                 };
                 let elem = match self.body.locals[base.index()].ty {
                     Ty::Slice(e) => e,
-                    Ty::Region(..) => return error(e, "a `Region` is reached only through `get_mut()`, which gives this thread its own element"),
+                    Ty::Region(..) => {
+                        return error(
+                            e,
+                            "a `Region` is reached only through `get_mut()`, which gives this thread its own element",
+                        );
+                    }
                     ty => return error(&i.expr, format!("cannot index a value of type `{ty}`")),
                 };
                 if let syn::Expr::Range(r) = &*i.index {
-                    return error(r, "range indexing (sub-slices) is not supported in kernels yet");
+                    return error(
+                        r,
+                        "range indexing (sub-slices) is not supported in kernels yet",
+                    );
                 }
                 let (index_op, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
                 let span = e.span();
                 let index = self.as_local(index_op, ScalarTy::Usize, span);
                 let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(base), span);
-                let in_bounds = self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len), span);
+                let in_bounds = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
+                    span,
+                );
                 let next = self.new_block();
                 self.terminate(
                     TerminatorKind::Assert {
@@ -910,7 +1153,10 @@ impl Builder {
                 self.current = Some(next);
                 Ok((Place::element(base, index), elem))
             }
-            _ => error(e, "this expression is not a place that kernels can read or write"),
+            _ => error(
+                e,
+                "this expression is not a place that kernels can read or write",
+            ),
         }
     }
 }
@@ -928,8 +1174,14 @@ fn literal_suffix_type(lit: &syn::Lit) -> Option<ScalarTy> {
 /// The type rustc gives an unsuffixed literal with nothing to infer it from.
 fn default_literal_type(e: &syn::Expr) -> Option<ScalarTy> {
     match e {
-        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(_), .. }) => Some(ScalarTy::I32),
-        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Float(_), .. }) => Some(ScalarTy::F64),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(_),
+            ..
+        }) => Some(ScalarTy::I32),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(_),
+            ..
+        }) => Some(ScalarTy::F64),
         syn::Expr::Unary(u) => default_literal_type(&u.expr),
         syn::Expr::Paren(p) => default_literal_type(&p.expr),
         syn::Expr::Binary(b) => default_literal_type(&b.left),
@@ -970,4 +1222,3 @@ fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
         _ => return None,
     })
 }
-

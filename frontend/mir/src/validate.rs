@@ -50,7 +50,12 @@ struct Validator<'a> {
 }
 
 impl Validator<'_> {
-    fn err<T>(&self, block: Option<BasicBlock>, span: Span, message: String) -> Result<T, ValidationError> {
+    fn err<T>(
+        &self,
+        block: Option<BasicBlock>,
+        span: Span,
+        message: String,
+    ) -> Result<T, ValidationError> {
         Err(ValidationError {
             kernel: self.body.name.clone(),
             file: self.body.file.clone(),
@@ -63,7 +68,11 @@ impl Validator<'_> {
     fn signature(&self) -> Result<(), ValidationError> {
         let b = self.body;
         if b.locals.first().map(|l| l.ty) != Some(Ty::Unit) {
-            return self.err(None, Span::default(), "the return place `_0` must have type `()`".into());
+            return self.err(
+                None,
+                Span::default(),
+                "the return place `_0` must have type `()`".into(),
+            );
         }
         if b.arg_count >= b.locals.len() {
             return self.err(None, Span::default(), "more arguments than locals".into());
@@ -73,16 +82,31 @@ impl Validator<'_> {
             let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
             match decl.ty {
                 Ty::Region(..) | Ty::Slice(_) if !is_arg => {
-                    return self.err(None, span, format!("`_{i}` has type `{}`, which only kernel arguments may have", decl.ty));
+                    return self.err(
+                        None,
+                        span,
+                        format!(
+                            "`_{i}` has type `{}`, which only kernel arguments may have",
+                            decl.ty
+                        ),
+                    );
                 }
                 Ty::Unit if i != 0 => {
-                    return self.err(None, span, format!("`_{i}` has type `()`, which only the return place may have"));
+                    return self.err(
+                        None,
+                        span,
+                        format!("`_{i}` has type `()`, which only the return place may have"),
+                    );
                 }
                 _ => {}
             }
         }
         if b.blocks.is_empty() {
-            return self.err(None, Span::default(), "a kernel needs at least one block".into());
+            return self.err(
+                None,
+                Span::default(),
+                "a kernel needs at least one block".into(),
+            );
         }
         Ok(())
     }
@@ -95,34 +119,61 @@ impl Validator<'_> {
     }
 
     /// The type of the value stored at `place`.
-    fn place_ty(&self, bb: BasicBlock, span: Span, place: Place) -> Result<ScalarTy, ValidationError> {
+    fn place_ty(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        place: Place,
+    ) -> Result<ScalarTy, ValidationError> {
         let ty = self.local_ty(bb, span, place.local)?;
         match place.index {
             None => match ty {
                 Ty::Scalar(s) => Ok(s),
-                _ => self.err(Some(bb), span, format!("`{}` of type `{ty}` cannot be used as a value", place.local)),
+                _ => self.err(
+                    Some(bb),
+                    span,
+                    format!("`{}` of type `{ty}` cannot be used as a value", place.local),
+                ),
             },
             Some(index) => {
                 let Some(elem) = ty.element() else {
-                    return self.err(Some(bb), span, format!("`{}` of type `{ty}` cannot be indexed", place.local));
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("`{}` of type `{ty}` cannot be indexed", place.local),
+                    );
                 };
                 let index_ty = self.local_ty(bb, span, index)?;
                 if index_ty != Ty::Scalar(ScalarTy::Usize) {
-                    return self.err(Some(bb), span, format!("index `{index}` has type `{index_ty}`, expected `usize`"));
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("index `{index}` has type `{index_ty}`, expected `usize`"),
+                    );
                 }
                 Ok(elem)
             }
         }
     }
 
-    fn operand_ty(&self, bb: BasicBlock, span: Span, op: &Operand) -> Result<ScalarTy, ValidationError> {
+    fn operand_ty(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        op: &Operand,
+    ) -> Result<ScalarTy, ValidationError> {
         match op {
             Operand::Copy(p) | Operand::Move(p) => self.place_ty(bb, span, *p),
             Operand::Const(c) => Ok(c.ty()),
         }
     }
 
-    fn rvalue_ty(&self, bb: BasicBlock, span: Span, rv: &Rvalue) -> Result<ScalarTy, ValidationError> {
+    fn rvalue_ty(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        rv: &Rvalue,
+    ) -> Result<ScalarTy, ValidationError> {
         match rv {
             Rvalue::Use(op) => self.operand_ty(bb, span, op),
             Rvalue::BinaryOp(op, a, b) => {
@@ -130,17 +181,29 @@ impl Validator<'_> {
                 let name = op.name();
                 if op.is_shift() {
                     if !ta.is_integer() || !tb.is_integer() {
-                        return self.err(Some(bb), span, format!("`{name}` needs integer operands, found `{ta}` and `{tb}`"));
+                        return self.err(
+                            Some(bb),
+                            span,
+                            format!("`{name}` needs integer operands, found `{ta}` and `{tb}`"),
+                        );
                     }
                     return Ok(ta);
                 }
                 if ta != tb {
-                    return self.err(Some(bb), span, format!("`{name}` operands differ in type: `{ta}` and `{tb}`"));
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("`{name}` operands differ in type: `{ta}` and `{tb}`"),
+                    );
                 }
                 if op.is_comparison() {
                     return Ok(ScalarTy::Bool);
                 }
-                let ok = if op.is_bitwise() { !ta.is_float() } else { ta != ScalarTy::Bool };
+                let ok = if op.is_bitwise() {
+                    !ta.is_float()
+                } else {
+                    ta != ScalarTy::Bool
+                };
                 if !ok {
                     return self.err(Some(bb), span, format!("`{name}` is not defined on `{ta}`"));
                 }
@@ -153,7 +216,11 @@ impl Validator<'_> {
                     UnOp::Not => !t.is_float(),
                 };
                 if !ok {
-                    return self.err(Some(bb), span, format!("`{}` is not defined on `{t}`", op.name()));
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("`{}` is not defined on `{t}`", op.name()),
+                    );
                 }
                 Ok(t)
             }
@@ -166,11 +233,19 @@ impl Validator<'_> {
             }
             Rvalue::Len(l) => match self.local_ty(bb, span, *l)? {
                 Ty::Region(..) | Ty::Slice(_) => Ok(ScalarTy::Usize),
-                t => self.err(Some(bb), span, format!("`Len` needs a region or slice, `{l}` has type `{t}`")),
+                t => self.err(
+                    Some(bb),
+                    span,
+                    format!("`Len` needs a region or slice, `{l}` has type `{t}`"),
+                ),
             },
             Rvalue::RegionIndex(l) => match self.local_ty(bb, span, *l)? {
                 Ty::Region(..) => Ok(ScalarTy::Usize),
-                t => self.err(Some(bb), span, format!("`RegionIndex` needs a region, `{l}` has type `{t}`")),
+                t => self.err(
+                    Some(bb),
+                    span,
+                    format!("`RegionIndex` needs a region, `{l}` has type `{t}`"),
+                ),
             },
         }
     }
@@ -178,15 +253,33 @@ impl Validator<'_> {
     fn statement(&self, bb: BasicBlock, s: &Statement) -> Result<(), ValidationError> {
         let target = self.local_ty(bb, s.span, s.place.local)?;
         if s.place.index.is_some() && matches!(target, Ty::Slice(_)) {
-            return self.err(Some(bb), s.span, format!("`{}` is a read-only slice and cannot be assigned to", s.place.local));
+            return self.err(
+                Some(bb),
+                s.span,
+                format!(
+                    "`{}` is a read-only slice and cannot be assigned to",
+                    s.place.local
+                ),
+            );
         }
         if s.place.local == Local::RETURN {
-            return self.err(Some(bb), s.span, "the return place `_0` cannot be assigned".into());
+            return self.err(
+                Some(bb),
+                s.span,
+                "the return place `_0` cannot be assigned".into(),
+            );
         }
         let place_ty = self.place_ty(bb, s.span, s.place)?;
         let value_ty = self.rvalue_ty(bb, s.span, &s.rvalue)?;
         if place_ty != value_ty {
-            return self.err(Some(bb), s.span, format!("cannot assign a `{value_ty}` to `{}` of type `{place_ty}`", s.place));
+            return self.err(
+                Some(bb),
+                s.span,
+                format!(
+                    "cannot assign a `{value_ty}` to `{}` of type `{place_ty}`",
+                    s.place
+                ),
+            );
         }
         Ok(())
     }
@@ -194,26 +287,42 @@ impl Validator<'_> {
     fn terminator(&self, bb: BasicBlock, t: &Terminator) -> Result<(), ValidationError> {
         for target in t.kind.successors() {
             if target.index() >= self.body.blocks.len() {
-                return self.err(Some(bb), t.span, format!("branch to `{target}`, which does not exist"));
+                return self.err(
+                    Some(bb),
+                    t.span,
+                    format!("branch to `{target}`, which does not exist"),
+                );
             }
         }
         match &t.kind {
             TerminatorKind::SwitchInt { discr, .. } => {
                 let ty = self.operand_ty(bb, t.span, discr)?;
                 if ty.is_float() {
-                    return self.err(Some(bb), t.span, format!("`switchInt` needs an integer or `bool`, found `{ty}`"));
+                    return self.err(
+                        Some(bb),
+                        t.span,
+                        format!("`switchInt` needs an integer or `bool`, found `{ty}`"),
+                    );
                 }
             }
             TerminatorKind::Assert { cond, msg, .. } => {
                 let ty = self.operand_ty(bb, t.span, cond)?;
                 if ty != ScalarTy::Bool {
-                    return self.err(Some(bb), t.span, format!("`assert` needs a `bool` condition, found `{ty}`"));
+                    return self.err(
+                        Some(bb),
+                        t.span,
+                        format!("`assert` needs a `bool` condition, found `{ty}`"),
+                    );
                 }
                 if let AssertMessage::BoundsCheck { len, index } = msg {
                     for op in [len, index] {
                         let ty = self.operand_ty(bb, t.span, op)?;
                         if ty != ScalarTy::Usize {
-                            return self.err(Some(bb), t.span, format!("bounds-check operands must be `usize`, found `{ty}`"));
+                            return self.err(
+                                Some(bb),
+                                t.span,
+                                format!("bounds-check operands must be `usize`, found `{ty}`"),
+                            );
                         }
                     }
                 }
@@ -257,14 +366,18 @@ impl Validator<'_> {
                 }
             }
         }
-    for (i, block) in b.blocks.iter().enumerate() {
+        for (i, block) in b.blocks.iter().enumerate() {
             let bb = BasicBlock(i as u32);
             let mut state = ins[i].clone();
             let check = |state: &[bool], op: &Operand, span: Span| -> Result<(), ValidationError> {
                 let read = |l: Local| -> Result<(), ValidationError> {
                     let is_scalar = matches!(b.locals[l.index()].ty, Ty::Scalar(_));
                     if is_scalar && !state[l.index()] {
-                        return self.err(Some(bb), span, format!("`{l}` is read before it is assigned on every path"));
+                        return self.err(
+                            Some(bb),
+                            span,
+                            format!("`{l}` is read before it is assigned on every path"),
+                        );
                     }
                     Ok(())
                 };
@@ -281,7 +394,9 @@ impl Validator<'_> {
                     check(&state, &Operand::Copy(Place::local(index)), s.span)?;
                 }
                 match &s.rvalue {
-                    Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => check(&state, a, s.span)?,
+                    Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => {
+                        check(&state, a, s.span)?
+                    }
                     Rvalue::BinaryOp(_, a, c) => {
                         check(&state, a, s.span)?;
                         check(&state, c, s.span)?;

@@ -63,12 +63,25 @@ fn main() -> Result<()> {
         "check" => return check(),
         _ => bail!("unknown benchmark `{which}`; available: saxpy, check"),
     }
-    let n: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(1 << 28);
+    let n: usize = args
+        .next()
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(1 << 28);
     let reps: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(50);
-    println!("devices: {}", offload::devices().iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", "));
+    println!(
+        "devices: {}",
+        offload::devices()
+            .iter()
+            .map(|d| d.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
 
     // 1. Correctness through the public API, against a host loop.
-    let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 10007) as f32 * 0.25 - 1000.0).collect();
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919) % 10007) as f32 * 0.25 - 1000.0)
+        .collect();
     let y0: Vec<f32> = (0..n).map(|i| ((i * 104729) % 9973) as f32 * 0.5).collect();
     let a = 1.5f32;
     let mut y = y0.clone();
@@ -82,7 +95,11 @@ fn main() -> Result<()> {
     let wrong = (0..n).filter(|&i| y[i] != a * x[i] + y0[i]).count();
     println!(
         "check: offload! saxpy n={n}: {} ({wrong} mismatches); end-to-end launch incl. copies: first {:.1} ms, cached {:.1} ms",
-        if wrong == 0 { "matches host reference" } else { "MISMATCH" },
+        if wrong == 0 {
+            "matches host reference"
+        } else {
+            "MISMATCH"
+        },
         first.as_secs_f64() * 1e3,
         second.as_secs_f64() * 1e3
     );
@@ -92,7 +109,10 @@ fn main() -> Result<()> {
 
     // 2. Kernel time with device-resident data.
     let chip = match offload::devices().first() {
-        Some(offload::Device::Cuda { compute_capability: (major, minor), .. }) => format!("sm_{major}{minor}"),
+        Some(offload::Device::Cuda {
+            compute_capability: (major, minor),
+            ..
+        }) => format!("sm_{major}{minor}"),
         _ => {
             println!("no CUDA device: kernel timing skipped");
             return Ok(());
@@ -101,7 +121,10 @@ fn main() -> Result<()> {
     let body = __OFFLOAD_KERNEL_saxpy.body()?;
     let valid = offload_mir::validate(body)?;
     let t = std::time::Instant::now();
-    let target = offload_lowering::GpuTarget { chip: chip.clone(), ..Default::default() };
+    let target = offload_lowering::GpuTarget {
+        chip: chip.clone(),
+        ..Default::default()
+    };
     let ptx = offload_lowering::compile_ptx(valid, &target)?;
     let compile_ms = t.elapsed().as_secs_f64() * 1e3;
     println!("compile: MIR -> PTX ({chip}) in {compile_ms:.1} ms");
@@ -111,7 +134,10 @@ fn main() -> Result<()> {
     let t = std::time::Instant::now();
     let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx.ptx.as_str()))?;
     let func = module.load_function(&ptx.entry)?;
-    println!("load: PTX -> module (driver JIT) in {:.1} ms", t.elapsed().as_secs_f64() * 1e3);
+    println!(
+        "load: PTX -> module (driver JIT) in {:.1} ms",
+        t.elapsed().as_secs_f64() * 1e3
+    );
     let dx = stream.clone_htod(&x)?;
     let dy = stream.clone_htod(&y0)?;
     let panic: CudaSlice<i64> = stream.alloc_zeros(7)?;
@@ -119,16 +145,23 @@ fn main() -> Result<()> {
     let (px, py) = (addr(&dx), addr(&dy));
     let pp = cudarc::driver::DevicePtr::device_ptr(&panic, &stream).0;
     let a_bits = a.to_bits() as u64;
-    let words: [u64; 16] = [py, py, 0, n as u64, 1, px, px, 0, n as u64, 1, a_bits, pp, pp, 0, 7, 1];
+    let words: [u64; 16] = [
+        py, py, 0, n as u64, 1, px, px, 0, n as u64, 1, a_bits, pp, pp, 0, 7, 1,
+    ];
     let grid = (n as u32).div_ceil(BLOCK);
-    let cfg = LaunchConfig { grid_dim: (grid, 1, 1), block_dim: (BLOCK, 1, 1), shared_mem_bytes: 0 };
+    let cfg = LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
     let run = |label: &str, launch: &dyn Fn() -> Result<()>| -> Result<f64> {
         for _ in 0..3 {
             launch()?;
         }
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
-            let start = ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            let start =
+                ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
             let end = ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
             start.record(&stream)?;
             launch()?;
@@ -139,7 +172,12 @@ fn main() -> Result<()> {
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
         let bytes = 12.0 * n as f64;
-        println!("{label:<28} n={n} median {median:.4} ms  {:.1} GB/s  (min {:.4} ms, {} reps)", bytes / median / 1e6, times[0], reps);
+        println!(
+            "{label:<28} n={n} median {median:.4} ms  {:.1} GB/s  (min {:.4} ms, {} reps)",
+            bytes / median / 1e6,
+            times[0],
+            reps
+        );
         Ok(median)
     };
     let kernel_ms = run("offload saxpy kernel", &|| {
@@ -157,12 +195,16 @@ fn main() -> Result<()> {
     }
     // Copying 6n bytes reads 6n and writes 6n: the same 12n bytes of traffic saxpy has
     // (read x, read y, write y), so the two GB/s figures compare directly.
-    let dst: std::cell::RefCell<CudaSlice<u8>> = std::cell::RefCell::new(stream.alloc_zeros(6 * n)?);
+    let dst: std::cell::RefCell<CudaSlice<u8>> =
+        std::cell::RefCell::new(stream.alloc_zeros(6 * n)?);
     let src: CudaSlice<u8> = stream.alloc_zeros(6 * n)?;
     let copy_ms = run("device-to-device copy", &|| {
         stream.memcpy_dtod(&src, &mut *dst.borrow_mut())?;
         Ok(())
     })?;
-    println!("ratio: offload saxpy kernel / d2d copy of the same bytes = {:.3}", kernel_ms / copy_ms);
+    println!(
+        "ratio: offload saxpy kernel / d2d copy of the same bytes = {:.3}",
+        kernel_ms / copy_ms
+    );
     Ok(())
 }

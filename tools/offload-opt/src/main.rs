@@ -46,7 +46,8 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let source = std::fs::read_to_string(&cli.file).with_context(|| format!("cannot read {}", cli.file.display()))?;
+    let source = std::fs::read_to_string(&cli.file)
+        .with_context(|| format!("cannot read {}", cli.file.display()))?;
     let display = cli.file.display().to_string();
     let mut bodies = if cli.file.extension().is_some_and(|e| e == "mir") {
         offload_mir::parse_module(&source).map_err(|e| anyhow::anyhow!("{display}:{e}"))?
@@ -83,7 +84,12 @@ fn run(cli: Cli) -> Result<()> {
         if cli.emit == Emit::All {
             println!("// ===== {} :: mir =====\n{body}", body.name);
             for (stage, text) in stages {
-                println!("// ===== {} :: {} =====\n{}", body.name, stage.name(), text.trim_end());
+                println!(
+                    "// ===== {} :: {} =====\n{}",
+                    body.name,
+                    stage.name(),
+                    text.trim_end()
+                );
             }
         } else if let Some((_, text)) = stages.last() {
             println!("{}", text.trim_end());
@@ -101,10 +107,18 @@ fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
     let mut bodies = Vec::new();
     for item in &file.items {
         let syn::Item::Fn(f) = item else { continue };
-        if !f.attrs.iter().any(|a| a.path().segments.last().is_some_and(|s| s.ident == "offload_kernel")) {
+        if !f.attrs.iter().any(|a| {
+            a.path()
+                .segments
+                .last()
+                .is_some_and(|s| s.ident == "offload_kernel")
+        }) {
             continue;
         }
-        bodies.push(translate::translate_kernel(f, display).map_err(|e| anyhow::anyhow!("{display}:{e}"))?);
+        bodies.push(
+            translate::translate_kernel(f, display)
+                .map_err(|e| anyhow::anyhow!("{display}:{e}"))?,
+        );
     }
     if bodies.is_empty() {
         bail!("{display}: no `#[offload_kernel]` functions found");

@@ -13,9 +13,17 @@ fn run(args: &[&str], input: Option<(&str, &str)>) -> (bool, String, String) {
         all.push(path.to_string_lossy().into_owned());
     }
     all.extend(args.iter().map(|s| s.to_string()));
-    let out = Command::new(env!("CARGO_BIN_EXE_offload-opt")).args(&all).output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr).replace(&dir.to_string_lossy().into_owned(), "DIR");
-    (out.status.success(), String::from_utf8_lossy(&out.stdout).into_owned(), stderr)
+    let out = Command::new(env!("CARGO_BIN_EXE_offload-opt"))
+        .args(&all)
+        .output()
+        .unwrap();
+    let stderr =
+        String::from_utf8_lossy(&out.stderr).replace(&dir.to_string_lossy().into_owned(), "DIR");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr,
+    )
 }
 
 const SAXPY: &str = "
@@ -38,7 +46,10 @@ fn every_stage_prints() {
     let (ok, stdout, _) = run(&["--emit", "all"], Some(("k.rs", SAXPY)));
     assert!(ok);
     for header in ["mir", "offload", "gpu", "llvm", "ptx"] {
-        assert!(stdout.contains(&format!("// ===== saxpy :: {header} =====")), "missing {header}");
+        assert!(
+            stdout.contains(&format!("// ===== saxpy :: {header} =====")),
+            "missing {header}"
+        );
     }
     assert!(stdout.contains(".entry saxpy("));
 }
@@ -55,14 +66,26 @@ fn mir_output_reads_back_as_input() {
 #[test]
 fn bad_input_is_a_located_diagnostic() {
     let cases: [(&str, &str, &str); 5] = [
-        ("bad.rs", "fn f( {", "error: DIR/bad.rs:1:6: expected one of"),
+        (
+            "bad.rs",
+            "fn f( x ) {}",
+            "error: DIR/bad.rs:1:9: expected `:`",
+        ),
         (
             "closure.rs",
             "#[offload_kernel]\nfn k(mut y: Region<f32, Linear1D>) {\n    let f = |a: f32| a;\n}\n",
             "error: DIR/closure.rs:3:13: closures are not supported in kernels",
         ),
-        ("bad.mir", "// offload-mir v1\nkernel k() {\n    file \"f\";\n    let mut _0: ()\n", "error: DIR/bad.mir:5:1: expected `;`, found end of input"),
-        ("none.rs", "fn plain() {}\n", "error: DIR/none.rs: no `#[offload_kernel]` functions found"),
+        (
+            "bad.mir",
+            "// offload-mir v1\nkernel k() {\n    file \"f\";\n    let mut _0: ()\n",
+            "error: DIR/bad.mir:5:1: expected `;`, found end of input",
+        ),
+        (
+            "none.rs",
+            "fn plain() {}\n",
+            "error: DIR/none.rs: no `#[offload_kernel]` functions found",
+        ),
         (
             "invalid.mir",
             "// offload-mir v1\nkernel k() {\n    file \"f\";\n    let mut _0: ();\n\n    bb0: {\n        goto -> bb7; // 3:4\n    }\n}\n",
@@ -77,5 +100,8 @@ fn bad_input_is_a_located_diagnostic() {
     }
     let (ok, _, stderr) = run(&["/no/such/file.rs"], None);
     assert!(!ok);
-    assert!(stderr.starts_with("error: cannot read /no/such/file.rs"), "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot read /no/such/file.rs"),
+        "{stderr}"
+    );
 }
