@@ -390,34 +390,25 @@ impl Builder {
         }
         match pat {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
-                let ty = match (annotated, &local.init) {
-                    (Some(t), _) => t,
-                    (None, Some(init)) => match self
-                        .infer(&init.expr)
-                        .or_else(|| default_literal_type(&init.expr))
-                    {
-                        Some(t) => t,
-                        None => {
-                            return error(
-                                &init.expr,
-                                "cannot infer the type of this value; annotate the `let`",
-                            );
-                        }
-                    },
+                // The value's own type decides when there is no annotation; an unsuffixed
+                // literal then takes rustc's default (`i32`, `f64`).
+                let (value, ty) = match (&local.init, annotated) {
+                    (Some(init), expected) => {
+                        let expected = expected.or_else(|| self.infer(&init.expr));
+                        let (op, ty) = self.scalar_expr(&init.expr, expected)?;
+                        (Some(op), annotated.unwrap_or(ty))
+                    }
+                    (None, Some(ty)) => (None, ty),
                     (None, None) => {
                         return error(local, "a `let` without a value needs a type annotation");
                     }
-                };
-                let value = match &local.init {
-                    Some(init) => Some(self.scalar_expr(&init.expr, Some(ty))?),
-                    None => None,
                 };
                 let l = self.declare(
                     Ty::Scalar(ty),
                     id.mutability.is_some(),
                     Some((&id.ident, id.ident.span())),
                 );
-                if let Some((op, _)) = value {
+                if let Some(op) = value {
                     self.push(Place::local(l), Rvalue::Use(op), local.span());
                 }
                 self.bind(&id.ident, Binding::Local(l));
@@ -1169,24 +1160,6 @@ fn literal_suffix_type(lit: &syn::Lit) -> Option<ScalarTy> {
         _ => return None,
     };
     ScalarTy::from_name(suffix)
-}
-
-/// The type rustc gives an unsuffixed literal with nothing to infer it from.
-fn default_literal_type(e: &syn::Expr) -> Option<ScalarTy> {
-    match e {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(_),
-            ..
-        }) => Some(ScalarTy::I32),
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Float(_),
-            ..
-        }) => Some(ScalarTy::F64),
-        syn::Expr::Unary(u) => default_literal_type(&u.expr),
-        syn::Expr::Paren(p) => default_literal_type(&p.expr),
-        syn::Expr::Binary(b) => default_literal_type(&b.left),
-        _ => None,
-    }
 }
 
 /// The MIR operator for a Rust binary operator, and whether it is a compound assignment.
