@@ -215,6 +215,11 @@ impl Emitter<'_> {
     fn rvalue(&mut self, rv: &Rvalue, span: Span) -> (String, ScalarTy) {
         match rv {
             Rvalue::Use(op) => self.operand(op, span),
+            Rvalue::Intrinsic(i, args) => {
+                let args: Vec<(String, ScalarTy)> =
+                    args.iter().map(|a| self.operand(a, span)).collect();
+                self.intrinsic(*i, &args, span)
+            }
             Rvalue::BinaryOp(op, a, b) => {
                 let (a, ty) = self.operand(a, span);
                 let (b, bty) = self.operand(b, span);
@@ -274,6 +279,80 @@ impl Emitter<'_> {
                 self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
                 (v, ScalarTy::Usize)
             }
+        }
+    }
+
+    fn intrinsic(
+        &mut self,
+        i: Intrinsic,
+        args: &[(String, ScalarTy)],
+        span: Span,
+    ) -> (String, ScalarTy) {
+        let (a, ty) = args[0].clone();
+        let t = mlir_scalar(ty);
+        let names: Vec<&str> = args.iter().map(|(v, _)| v.as_str()).collect();
+        let list = names.join(", ");
+        let v = self.fresh();
+        let unary = match i {
+            Intrinsic::Sqrt => Some("math.sqrt"),
+            Intrinsic::Exp => Some("math.exp"),
+            Intrinsic::Exp2 => Some("math.exp2"),
+            Intrinsic::Ln => Some("math.log"),
+            Intrinsic::Log2 => Some("math.log2"),
+            Intrinsic::Log10 => Some("math.log10"),
+            Intrinsic::Sin => Some("math.sin"),
+            Intrinsic::Cos => Some("math.cos"),
+            Intrinsic::Tan => Some("math.tan"),
+            Intrinsic::Tanh => Some("math.tanh"),
+            Intrinsic::Floor => Some("math.floor"),
+            Intrinsic::Ceil => Some("math.ceil"),
+            // Rust rounds half away from zero, as `math.round` does.
+            Intrinsic::Round => Some("math.round"),
+            Intrinsic::Trunc => Some("math.trunc"),
+            Intrinsic::Abs if ty.is_float() => Some("math.absf"),
+            Intrinsic::Abs => Some("math.absi"),
+            _ => None,
+        };
+        if let Some(op) = unary {
+            self.line(&format!("{v} = {op} {a} : {t}"), span);
+            return (v, ty);
+        }
+        match i {
+            Intrinsic::Min | Intrinsic::Max => {
+                // Rust's float `min`/`max` return the non-NaN operand: `minnumf`/`maxnumf`.
+                let op = match (i == Intrinsic::Min, ty.is_float(), ty.is_signed()) {
+                    (true, true, _) => "minnumf",
+                    (false, true, _) => "maxnumf",
+                    (true, false, true) => "minsi",
+                    (false, false, true) => "maxsi",
+                    (true, false, false) => "minui",
+                    (false, false, false) => "maxui",
+                };
+                self.line(&format!("{v} = arith.{op} {list} : {t}"), span);
+                (v, ty)
+            }
+            Intrinsic::Powf => {
+                self.line(&format!("{v} = math.powf {list} : {t}"), span);
+                (v, ty)
+            }
+            Intrinsic::Powi => {
+                self.line(&format!("{v} = math.fpowi {list} : {t}, i32"), span);
+                (v, ty)
+            }
+            Intrinsic::MulAdd => {
+                self.line(&format!("{v} = math.fma {list} : {t}"), span);
+                (v, ty)
+            }
+            Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes => {
+                let op = match i {
+                    Intrinsic::LeadingZeros => "math.ctlz",
+                    Intrinsic::TrailingZeros => "math.cttz",
+                    _ => "math.ctpop",
+                };
+                self.line(&format!("{v} = {op} {a} : {t}"), span);
+                (self.cast(v, ty, ScalarTy::U32, span), ScalarTy::U32)
+            }
+            _ => unreachable!("unary intrinsics are handled above"),
         }
     }
 

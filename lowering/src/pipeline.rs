@@ -57,6 +57,10 @@ pub struct GpuTarget {
     pub chip: String,
     /// PTX features; `+ptx80` keeps the ISA at 8.0, which CUDA 12 and 13 drivers JIT.
     pub features: String,
+    /// CUDA's `libdevice.10.bc`, linked in when kernels call math functions (`sin`,
+    /// `exp`, ...), which NVVM lowers to `__nv_*` calls. Without it such kernels' PTX
+    /// has unresolved externals.
+    pub libdevice: Option<String>,
 }
 
 impl GpuTarget {
@@ -65,6 +69,7 @@ impl GpuTarget {
         GpuTarget {
             chip: format!("sm_{major}{minor}"),
             features: "+ptx80".into(),
+            libdevice: None,
         }
     }
 }
@@ -152,9 +157,13 @@ impl Session {
 
     /// `gpu` → LLVM/NVVM dialects for `target`.
     pub fn to_nvvm(&self, module: &mut Module<'_>, target: &GpuTarget) -> Result<(), LowerError> {
+        let link = match &target.libdevice {
+            Some(path) => format!(" l={path}"),
+            None => String::new(),
+        };
         let pipeline = format!(
             "builtin.module(convert-scf-to-cf, expand-strided-metadata, \
-             nvvm-attach-target{{chip={} features={} O=3}}, arith-expand, \
+             nvvm-attach-target{{chip={} features={} O=3{link}}}, arith-expand, \
              gpu.module(convert-gpu-to-nvvm, canonicalize, cse, reconcile-unrealized-casts))",
             target.chip, target.features
         );
@@ -199,7 +208,8 @@ impl Session {
             module,
             "cpu",
             &[PARTITION, TO_CPU],
-            "builtin.module(canonicalize, cse, convert-scf-to-cf, expand-strided-metadata, \
+            "builtin.module(canonicalize, cse, convert-math-to-funcs, convert-math-to-llvm, \
+             convert-math-to-libm, convert-scf-to-cf, expand-strided-metadata, \
              finalize-memref-to-llvm, convert-arith-to-llvm, convert-cf-to-llvm, \
              convert-func-to-llvm, reconcile-unrealized-casts)",
         )

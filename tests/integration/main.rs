@@ -8,6 +8,7 @@
 //! Snapshots live in `integration/snapshots/`; after an intended change, review them with
 //! `cargo insta review` (or rerun with `INSTA_UPDATE=always` and read the diff).
 
+mod conformance;
 mod cpu_backend;
 mod mir;
 mod stages;
@@ -33,4 +34,12 @@ pub fn kernels(file: &str) -> Vec<Body> {
                 .expect("test kernels translate")
         })
         .collect()
+}
+
+/// Every unsupported construct and malformed launch is a compile error at its span. The
+/// expected diagnostics sit beside each case in `tests/ui/`; after an intended change,
+/// rerun with `TRYBUILD=overwrite` and review the diff.
+#[test]
+fn compile_fail() {
+    trybuild::TestCases::new().compile_fail("ui/*.rs");
 }

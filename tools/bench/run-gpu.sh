@@ -12,5 +12,6 @@ out=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
 nvcc -O3 -arch=sm_90 "$here/cuda/saxpy.cu" -o "$out/saxpy_cuda"
 "$bench" check
+"$bench" conformance
 "$bench" saxpy "$n" "$reps"
 "$out/saxpy_cuda" "$n" "$reps"

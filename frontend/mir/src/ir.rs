@@ -360,9 +360,148 @@ impl UnOp {
     }
 }
 
+/// A built-in function on scalars: the `f32`/`f64` and integer methods kernels may
+/// call. Written in text as its Rust method name, e.g. `sqrt(copy _3)`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Intrinsic {
+    Sqrt,
+    Exp,
+    Exp2,
+    Ln,
+    Log2,
+    Log10,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    /// `abs` on floats and signed integers (wrapping for `MIN`, as rustc in release).
+    Abs,
+    /// `min`/`max`: on floats, a NaN operand yields the other one, as in Rust.
+    Min,
+    Max,
+    Powf,
+    /// `powi(f, i32)`.
+    Powi,
+    /// `mul_add(a, b, c)`: `a * b + c` with one rounding.
+    MulAdd,
+    /// Bit counts of integers; the result is `u32`.
+    LeadingZeros,
+    TrailingZeros,
+    CountOnes,
+}
+
+impl Intrinsic {
+    pub const ALL: [Intrinsic; 23] = [
+        Intrinsic::Sqrt,
+        Intrinsic::Exp,
+        Intrinsic::Exp2,
+        Intrinsic::Ln,
+        Intrinsic::Log2,
+        Intrinsic::Log10,
+        Intrinsic::Sin,
+        Intrinsic::Cos,
+        Intrinsic::Tan,
+        Intrinsic::Tanh,
+        Intrinsic::Floor,
+        Intrinsic::Ceil,
+        Intrinsic::Round,
+        Intrinsic::Trunc,
+        Intrinsic::Abs,
+        Intrinsic::Min,
+        Intrinsic::Max,
+        Intrinsic::Powf,
+        Intrinsic::Powi,
+        Intrinsic::MulAdd,
+        Intrinsic::LeadingZeros,
+        Intrinsic::TrailingZeros,
+        Intrinsic::CountOnes,
+    ];
+
+    /// The Rust method name, which is also the MIR text name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Intrinsic::Sqrt => "sqrt",
+            Intrinsic::Exp => "exp",
+            Intrinsic::Exp2 => "exp2",
+            Intrinsic::Ln => "ln",
+            Intrinsic::Log2 => "log2",
+            Intrinsic::Log10 => "log10",
+            Intrinsic::Sin => "sin",
+            Intrinsic::Cos => "cos",
+            Intrinsic::Tan => "tan",
+            Intrinsic::Tanh => "tanh",
+            Intrinsic::Floor => "floor",
+            Intrinsic::Ceil => "ceil",
+            Intrinsic::Round => "round",
+            Intrinsic::Trunc => "trunc",
+            Intrinsic::Abs => "abs",
+            Intrinsic::Min => "min",
+            Intrinsic::Max => "max",
+            Intrinsic::Powf => "powf",
+            Intrinsic::Powi => "powi",
+            Intrinsic::MulAdd => "mul_add",
+            Intrinsic::LeadingZeros => "leading_zeros",
+            Intrinsic::TrailingZeros => "trailing_zeros",
+            Intrinsic::CountOnes => "count_ones",
+        }
+    }
+
+    pub fn from_name(name: &str) -> Option<Intrinsic> {
+        Intrinsic::ALL.into_iter().find(|i| i.name() == name)
+    }
+
+    /// The number of operands, the receiver included.
+    pub fn arity(self) -> usize {
+        match self {
+            Intrinsic::Min | Intrinsic::Max | Intrinsic::Powf | Intrinsic::Powi => 2,
+            Intrinsic::MulAdd => 3,
+            _ => 1,
+        }
+    }
+
+    /// The result type for operands of these types, or why they do not fit.
+    pub fn result_type(self, args: &[ScalarTy]) -> Result<ScalarTy, String> {
+        let name = self.name();
+        if args.len() != self.arity() {
+            return Err(format!(
+                "`{name}` takes {} operands, found {}",
+                self.arity(),
+                args.len()
+            ));
+        }
+        let t = args[0];
+        let all_same = args.iter().all(|a| *a == t);
+        let ok = match self {
+            Intrinsic::Powi => t.is_float() && args[1] == ScalarTy::I32,
+            Intrinsic::Abs => (t.is_float() || t.is_signed()) && all_same,
+            Intrinsic::Min | Intrinsic::Max => t != ScalarTy::Bool && all_same,
+            Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes => {
+                t.is_integer()
+            }
+            _ => t.is_float() && all_same,
+        };
+        if !ok {
+            let found: Vec<&str> = args.iter().map(|a| a.name()).collect();
+            return Err(format!("`{name}` is not defined on ({})", found.join(", ")));
+        }
+        Ok(match self {
+            Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes => {
+                ScalarTy::U32
+            }
+            _ => t,
+        })
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rvalue {
     Use(Operand),
+    /// A built-in function of scalars.
+    Intrinsic(Intrinsic, Vec<Operand>),
     BinaryOp(BinOp, Operand, Operand),
     UnaryOp(UnOp, Operand),
     Cast(Operand, ScalarTy),

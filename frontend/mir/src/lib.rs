@@ -40,6 +40,7 @@
 //! | `Eq(a, b)` (and `Ne`, `Lt`, `Le`, `Gt`, `Ge`) | comparison, result `bool` |
 //! | `Neg(a)`, `Not(a)` | negation; logical or bitwise not |
 //! | `a as T` | numeric cast with Rust's `as` semantics |
+//! | `sqrt(a)`, `powi(a, n)`, `min(a, b)`, `mul_add(a, b, c)`, ... | a built-in scalar function ([`Intrinsic`]), named as the Rust method |
 //! | `Len(_n)` | the element count of a region or slice, a `usize` |
 //! | `RegionIndex(_n)` | the element index this thread owns in region `_n` under its strategy |
 //!

@@ -640,6 +640,15 @@ impl Parser {
                     self.expect(")")?;
                     return Ok(Rvalue::UnaryOp(op, a));
                 }
+                if let Some(intrinsic) = Intrinsic::from_name(&w) {
+                    self.pos += 2;
+                    let mut args = vec![self.operand()?];
+                    while self.eat(",") {
+                        args.push(self.operand()?);
+                    }
+                    self.expect(")")?;
+                    return Ok(Rvalue::Intrinsic(intrinsic, args));
+                }
                 if w == "Len" || w == "RegionIndex" {
                     self.pos += 2;
                     let l = self.local()?;

@@ -38,6 +38,16 @@ impl fmt::Display for Rvalue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Rvalue::Use(op) => write!(f, "{op}"),
+            Rvalue::Intrinsic(i, args) => {
+                write!(f, "{}(", i.name())?;
+                for (n, a) in args.iter().enumerate() {
+                    if n > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{a}")?;
+                }
+                f.write_str(")")
+            }
             Rvalue::BinaryOp(op, a, b) => write!(f, "{}({a}, {b})", op.name()),
             Rvalue::UnaryOp(op, a) => write!(f, "{}({a})", op.name()),
             Rvalue::Cast(a, t) => write!(f, "{a} as {t}"),

@@ -36,6 +36,12 @@ fn error<T>(spanned: impl Spanned, message: impl Into<String>) -> Result<T> {
     })
 }
 
+/// A source position as a map key.
+fn position(s: SynSpan) -> (usize, usize) {
+    let at = s.start();
+    (at.line, at.column)
+}
+
 fn span_of(s: SynSpan) -> Span {
     let at = s.start();
     Span {
@@ -162,34 +168,61 @@ pub fn translate_kernel(item: &syn::ItemFn, file: &str) -> Result<Body> {
     if let syn::ReturnType::Type(_, ty) = &sig.output {
         return error(ty, "kernels return nothing; write results into a `Region`");
     }
-    let mut b = Builder::new(sig.ident.to_string(), file.to_string());
-    for input in &sig.inputs {
-        let syn::FnArg::Typed(arg) = input else {
-            return error(input, "kernels cannot take `self`");
-        };
-        let syn::Pat::Ident(pat) = &*arg.pat else {
-            return error(&arg.pat, "kernel parameters must be plain names");
-        };
-        if pat.by_ref.is_some() || pat.subpat.is_some() {
-            return error(&arg.pat, "kernel parameters must be plain names");
+    // Rust infers an unannotated `let x = 0;` from later uses; a single forward pass
+    // cannot. So translate, learn which such locals met another integer or float type,
+    // and translate again with those types, until nothing new is learned.
+    let mut hints = HashMap::new();
+    for _ in 0..4 {
+        let mut b = Builder::new(sig.ident.to_string(), file.to_string());
+        b.hints = hints.clone();
+        let result = b.kernel(item);
+        let learned: HashMap<_, _> = b
+            .learned
+            .into_iter()
+            .filter(|(k, t)| hints.get(k) != Some(t))
+            .collect();
+        if learned.is_empty() {
+            return result;
         }
-        let ty = match param_kind(&arg.ty)? {
-            ParamKind::Region(e, s) => Ty::Region(e, s),
-            ParamKind::Slice(e) => Ty::Slice(e),
-            ParamKind::Scalar(s) => Ty::Scalar(s),
-        };
-        let local = b.declare(
-            ty,
-            pat.mutability.is_some(),
-            Some((&pat.ident, pat.ident.span())),
-        );
-        b.body.arg_count += 1;
-        b.bind(&pat.ident, Binding::Local(local));
+        hints.extend(learned);
     }
-    b.block(&item.block)?;
-    let end = item.block.brace_token.span.close();
-    b.terminate(TerminatorKind::Return, end);
-    b.finish()
+    error(
+        &sig.ident,
+        "internal error: the types of this kernel's variables did not settle; annotate its `let`s",
+    )
+}
+
+impl Builder {
+    fn kernel(&mut self, item: &syn::ItemFn) -> Result<Body> {
+        let b = self;
+        for input in &item.sig.inputs {
+            let syn::FnArg::Typed(arg) = input else {
+                return error(input, "kernels cannot take `self`");
+            };
+            let syn::Pat::Ident(pat) = &*arg.pat else {
+                return error(&arg.pat, "kernel parameters must be plain names");
+            };
+            if pat.by_ref.is_some() || pat.subpat.is_some() {
+                return error(&arg.pat, "kernel parameters must be plain names");
+            }
+            let ty = match param_kind(&arg.ty)? {
+                ParamKind::Region(e, s) => Ty::Region(e, s),
+                ParamKind::Slice(e) => Ty::Slice(e),
+                ParamKind::Scalar(s) => Ty::Scalar(s),
+            };
+            let local = b.declare(
+                ty,
+                pat.mutability.is_some(),
+                Some((&pat.ident, pat.ident.span())),
+            );
+            b.body.arg_count += 1;
+            b.bind(&pat.ident, Binding::Local(local));
+        }
+        b.block(&item.block, None)?;
+        let end = item.block.brace_token.span.close();
+        b.terminate(TerminatorKind::Return, end);
+        Ok(b.finish())
+    }
 }
 
 #[derive(Copy, Clone)]
@@ -216,6 +249,13 @@ struct Builder {
     current: Option<BasicBlock>,
     scopes: Vec<HashMap<String, Binding>>,
     loops: Vec<LoopTarget>,
+    /// Types for unannotated `let`s learned by an earlier pass, keyed by the name's
+    /// position (see [`translate_kernel`]).
+    hints: HashMap<(usize, usize), ScalarTy>,
+    /// `let`s whose type came only from a literal's default, by local.
+    flexible: HashMap<Local, (usize, usize)>,
+    /// Types this pass saw flexible locals meet.
+    learned: HashMap<(usize, usize), ScalarTy>,
 }
 
 /// A translated expression: its operand and scalar type, or nothing for `()`.
@@ -239,13 +279,21 @@ impl Builder {
             current: None,
             scopes: vec![HashMap::new()],
             loops: Vec::new(),
+            hints: HashMap::new(),
+            flexible: HashMap::new(),
+            learned: HashMap::new(),
         };
         b.current = Some(b.new_block());
         b
     }
 
-    fn finish(mut self) -> Result<Body> {
-        for (block, t) in self.body.blocks.iter_mut().zip(self.terminators) {
+    fn finish(&mut self) -> Body {
+        for (block, t) in self
+            .body
+            .blocks
+            .iter_mut()
+            .zip(std::mem::take(&mut self.terminators))
+        {
             // A block nothing branches to and nothing terminated (after a `return`, say)
             // is unreachable.
             block.terminator = t.unwrap_or(Terminator {
@@ -253,7 +301,16 @@ impl Builder {
                 span: Span::default(),
             });
         }
-        Ok(self.body)
+        std::mem::replace(
+            &mut self.body,
+            Body {
+                name: String::new(),
+                file: String::new(),
+                locals: Vec::new(),
+                arg_count: 0,
+                blocks: Vec::new(),
+            },
+        )
     }
 
     fn new_block(&mut self) -> BasicBlock {
@@ -343,7 +400,8 @@ impl Builder {
         }
     }
 
-    fn block(&mut self, block: &syn::Block) -> Result<Value> {
+    /// Translates a block; `expected` types its tail expression, if it has one.
+    fn block(&mut self, block: &syn::Block, expected: Option<ScalarTy>) -> Result<Value> {
         self.scopes.push(HashMap::new());
         let mut result = None;
         for (i, stmt) in block.stmts.iter().enumerate() {
@@ -352,30 +410,26 @@ impl Builder {
             match stmt {
                 syn::Stmt::Local(local) => self.let_statement(local)?,
                 syn::Stmt::Expr(e, semi) => {
-                    let v = self.expr(e, None)?;
-                    if last && semi.is_none() {
+                    let tail = last && semi.is_none();
+                    let v = self.expr(e, if tail { expected } else { None })?;
+                    if tail {
                         result = v;
                     }
                 }
+                syn::Stmt::Item(syn::Item::Const(c)) => self.const_item(c)?,
                 syn::Stmt::Item(item) => {
                     return error(
                         item,
                         "items (functions, structs, `use`, ...) cannot be declared inside a kernel; declare them outside",
                     );
                 }
-                syn::Stmt::Macro(m) => return self.unsupported_macro(&m.mac),
+                syn::Stmt::Macro(m) => {
+                    self.macro_call(&m.mac)?;
+                }
             }
         }
         self.scopes.pop();
         Ok(result)
-    }
-
-    fn unsupported_macro<T>(&self, mac: &syn::Macro) -> Result<T> {
-        let name = mac.path.to_token_stream_string();
-        error(
-            mac,
-            format!("the macro `{name}!` is not supported in kernels yet"),
-        )
     }
 
     fn let_statement(&mut self, local: &syn::Local) -> Result<()> {
@@ -392,11 +446,15 @@ impl Builder {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
                 // The value's own type decides when there is no annotation; an unsuffixed
                 // literal then takes rustc's default (`i32`, `f64`).
-                let (value, ty) = match (&local.init, annotated) {
+                let key = position(id.ident.span());
+                let hinted = annotated.or_else(|| self.hints.get(&key).copied());
+                let mut flexible = false;
+                let (value, ty) = match (&local.init, hinted) {
                     (Some(init), expected) => {
-                        let expected = expected.or_else(|| self.infer(&init.expr));
-                        let (op, ty) = self.scalar_expr(&init.expr, expected)?;
-                        (Some(op), annotated.unwrap_or(ty))
+                        let inferred = self.infer(&init.expr);
+                        flexible = expected.is_none() && inferred.is_none();
+                        let (op, ty) = self.scalar_expr(&init.expr, expected.or(inferred))?;
+                        (Some(op), hinted.unwrap_or(ty))
                     }
                     (None, Some(ty)) => (None, ty),
                     (None, None) => {
@@ -408,6 +466,9 @@ impl Builder {
                     id.mutability.is_some(),
                     Some((&id.ident, id.ident.span())),
                 );
+                if flexible {
+                    self.flexible.insert(l, key);
+                }
                 if let Some(op) = value {
                     self.push(Place::local(l), Rvalue::Use(op), local.span());
                 }
@@ -427,6 +488,82 @@ impl Builder {
         }
     }
 
+    /// `const N: T = value;` inside a kernel: an immutable local (rustc has checked that
+    /// the value is constant).
+    fn const_item(&mut self, c: &syn::ItemConst) -> Result<()> {
+        let ty = scalar_type(&c.ty)?;
+        let (value, _) = self.scalar_expr(&c.expr, Some(ty))?;
+        let l = self.declare(Ty::Scalar(ty), false, Some((&c.ident, c.ident.span())));
+        self.push(Place::local(l), Rvalue::Use(value), c.span());
+        self.bind(&c.ident, Binding::Local(l));
+        Ok(())
+    }
+
+    /// Constants of the primitive types by path: `f32::consts::PI`, `f64::EPSILON`,
+    /// `i32::MAX`, `u32::BITS`, with or without a `std::`/`core::` prefix. A single name
+    /// that is a local is not a constant.
+    fn path_constant(&self, path: &syn::Path) -> Option<Const> {
+        if let Some(id) = path.get_ident()
+            && self.lookup(id).is_some()
+        {
+            return None;
+        }
+        let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let names: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .skip_while(|n| *n == "std" || *n == "core")
+            .collect();
+        let (ty, name) = match names[..] {
+            [ty, "consts", name] | [ty, name] => (ScalarTy::from_name(ty)?, name),
+            _ => return None,
+        };
+        let float = |v32: f32, v64: f64| {
+            Some(Const::Float(
+                if ty == ScalarTy::F32 { v32 as f64 } else { v64 },
+                ty,
+            ))
+        };
+        if ty.is_float() {
+            use std::{f32::consts as c32, f64::consts as c64};
+            return match name {
+                "PI" => float(c32::PI, c64::PI),
+                "TAU" => float(c32::TAU, c64::TAU),
+                "E" => float(c32::E, c64::E),
+                "SQRT_2" => float(c32::SQRT_2, c64::SQRT_2),
+                "LN_2" => float(c32::LN_2, c64::LN_2),
+                "LN_10" => float(c32::LN_10, c64::LN_10),
+                "LOG2_E" => float(c32::LOG2_E, c64::LOG2_E),
+                "LOG10_E" => float(c32::LOG10_E, c64::LOG10_E),
+                "FRAC_PI_2" => float(c32::FRAC_PI_2, c64::FRAC_PI_2),
+                "FRAC_PI_4" => float(c32::FRAC_PI_4, c64::FRAC_PI_4),
+                "FRAC_1_PI" => float(c32::FRAC_1_PI, c64::FRAC_1_PI),
+                "FRAC_2_PI" => float(c32::FRAC_2_PI, c64::FRAC_2_PI),
+                "FRAC_1_SQRT_2" => float(c32::FRAC_1_SQRT_2, c64::FRAC_1_SQRT_2),
+                "MAX" => float(f32::MAX, f64::MAX),
+                "MIN" => float(f32::MIN, f64::MIN),
+                "MIN_POSITIVE" => float(f32::MIN_POSITIVE, f64::MIN_POSITIVE),
+                "EPSILON" => float(f32::EPSILON, f64::EPSILON),
+                "INFINITY" => float(f32::INFINITY, f64::INFINITY),
+                "NEG_INFINITY" => float(f32::NEG_INFINITY, f64::NEG_INFINITY),
+                "NAN" => float(f32::NAN, f64::NAN),
+                _ => None,
+            };
+        }
+        if !ty.is_integer() {
+            return None;
+        }
+        let bits = ty.bits();
+        match name {
+            "MAX" if ty.is_signed() => Some(Const::Int((1i128 << (bits - 1)) - 1, ty)),
+            "MIN" if ty.is_signed() => Some(Const::Int(-(1i128 << (bits - 1)), ty)),
+            "MAX" => Some(Const::Int((1i128 << bits) - 1, ty)),
+            "MIN" => Some(Const::Int(0, ty)),
+            "BITS" => Some(Const::Int(bits as i128, ScalarTy::U32)),
+            _ => None,
+        }
+    }
+
     /// A syntactic type guess used to type literals: the type an expression has if it can
     /// be told without translating it.
     fn infer(&self, e: &syn::Expr) -> Option<ScalarTy> {
@@ -435,7 +572,11 @@ impl Builder {
             syn::Expr::Paren(p) => self.infer(&p.expr),
             syn::Expr::Group(g) => self.infer(&g.expr),
             syn::Expr::Cast(c) => scalar_type(&c.ty).ok(),
+            syn::Expr::Path(p) if self.path_constant(&p.path).is_some() => {
+                self.path_constant(&p.path).map(|c| c.ty())
+            }
             syn::Expr::Path(p) => match self.lookup(p.path.get_ident()?)? {
+                Binding::Local(l) if self.flexible.contains_key(&l) => None,
                 Binding::Local(l) => self.body.locals[l.index()].ty.scalar(),
                 Binding::RegionElement { .. } => None,
             },
@@ -473,6 +614,18 @@ impl Builder {
                     Binding::RegionElement { .. } => None,
                 }
             }
+            syn::Expr::MethodCall(m)
+                if matches!(
+                    m.method.to_string().as_str(),
+                    "leading_zeros" | "trailing_zeros" | "count_ones"
+                ) =>
+            {
+                Some(ScalarTy::U32)
+            }
+            syn::Expr::MethodCall(m) if m.method != "index" && m.method != "len" => {
+                self.infer(&m.receiver)
+            }
+            syn::Expr::Match(m) => m.arms.iter().find_map(|arm| self.infer(&arm.body)),
             syn::Expr::MethodCall(m) if m.method == "index" || m.method == "len" => {
                 Some(ScalarTy::Usize)
             }
@@ -509,6 +662,10 @@ impl Builder {
             syn::Expr::Lit(l) => Ok(Some(self.literal(&l.lit, expected)?)),
             syn::Expr::Paren(p) => self.expr(&p.expr, expected),
             syn::Expr::Group(g) => self.expr(&g.expr, expected),
+            syn::Expr::Path(p) if self.path_constant(&p.path).is_some() => {
+                let c = self.path_constant(&p.path).expect("checked by the guard");
+                Ok(Some((Operand::Const(c), c.ty())))
+            }
             syn::Expr::Path(_) | syn::Expr::Index(_) => {
                 let (place, ty) = self.place(e)?;
                 Ok(Some((Operand::Copy(place), ty)))
@@ -568,6 +725,9 @@ impl Builder {
             }
             syn::Expr::Assign(a) => {
                 let (place, ty) = self.assignable_place(&a.left)?;
+                if let Some(rty) = self.infer(&a.right) {
+                    self.learn(&Operand::Copy(place), ty, rty);
+                }
                 let (op, _) = self.scalar_expr(&a.right, Some(ty))?;
                 self.push(place, Rvalue::Use(op), span);
                 Ok(None)
@@ -579,7 +739,7 @@ impl Builder {
                 if b.block.stmts.is_empty() {
                     return Ok(None);
                 }
-                self.block(&b.block)
+                self.block(&b.block, expected)
             }
             syn::Expr::If(i) => self.if_expr(i, expected),
             syn::Expr::While(w) => self.while_loop(w),
@@ -605,21 +765,15 @@ impl Builder {
                 Ok(None)
             }
             syn::Expr::MethodCall(m) => self.method_call(m),
-            syn::Expr::Macro(m) => self.unsupported_macro(&m.mac),
+            syn::Expr::Macro(m) => self.macro_call(&m.mac),
             syn::Expr::Closure(_) => error(
                 e,
                 "closures are not supported in kernels; use a plain loop or an `#[offload_device]` helper",
             ),
             syn::Expr::Call(_) => error(e, "function calls are not supported in kernels yet"),
             syn::Expr::Reference(_) => error(e, "taking references is not supported in kernels"),
-            syn::Expr::ForLoop(_) => error(
-                e,
-                "`for` loops are not supported in kernels yet; use `while`",
-            ),
-            syn::Expr::Match(_) => error(
-                e,
-                "`match` is not supported in kernels yet; use `if`/`else`",
-            ),
+            syn::Expr::ForLoop(f) => self.for_loop(f),
+            syn::Expr::Match(m) => self.match_expr(m, expected),
             syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(None),
             syn::Expr::Let(_) => error(
                 e,
@@ -716,7 +870,7 @@ impl Builder {
                 Some(ty)
             };
             let (rhs, _) = self.scalar_expr(&b.right, rhs_ty)?;
-            let rhs = self.checked_divisor(op, rhs, ty, b.right.span())?;
+            self.checked_division(op, Operand::Copy(place), rhs, ty, b.right.span())?;
             self.push(place, Rvalue::BinaryOp(op, Operand::Copy(place), rhs), span);
             return Ok(None);
         }
@@ -735,8 +889,12 @@ impl Builder {
         } else {
             Some(lty)
         };
-        let (rhs, _) = self.scalar_expr(&b.right, rhs_expected)?;
-        let rhs = self.checked_divisor(op, rhs, lty, b.right.span())?;
+        let (rhs, rty) = self.scalar_expr(&b.right, rhs_expected)?;
+        if !op.is_shift() && rty != lty {
+            self.learn(&lhs, lty, rty);
+            self.learn(&rhs, rty, lty);
+        }
+        self.checked_division(op, lhs, rhs, lty, b.right.span())?;
         let result_ty = if op.is_comparison() {
             ScalarTy::Bool
         } else {
@@ -748,43 +906,63 @@ impl Builder {
         )))
     }
 
-    /// Integer division and remainder by zero panic in Rust; emit the check.
-    fn checked_divisor(
+    /// Integer division and remainder by zero panic in Rust, and so does signed `MIN / -1`
+    /// (which overflows); emit both checks, skipping those a constant divisor settles.
+    fn checked_division(
         &mut self,
         op: BinOp,
+        lhs: Operand,
         rhs: Operand,
         ty: ScalarTy,
         span: SynSpan,
-    ) -> Result<Operand> {
+    ) -> Result<()> {
         if !matches!(op, BinOp::Div | BinOp::Rem) || !ty.is_integer() {
-            return Ok(rhs);
+            return Ok(());
         }
-        if let Operand::Const(Const::Int(v, _)) = rhs
-            && v != 0
-        {
-            return Ok(rhs);
-        }
-        let nonzero = self.assign_temp(
-            ScalarTy::Bool,
-            Rvalue::BinaryOp(BinOp::Ne, rhs, Operand::Const(Const::Int(0, ty))),
-            span,
-        );
-        let next = self.new_block();
-        let msg = if op == BinOp::Div {
-            "attempt to divide by zero"
-        } else {
-            "attempt to calculate the remainder with a divisor of zero"
+        let divisor = match rhs {
+            Operand::Const(Const::Int(v, _)) => Some(v),
+            _ => None,
         };
-        self.terminate(
-            TerminatorKind::Assert {
-                cond: nonzero,
-                msg: AssertMessage::Panic(msg.into()),
-                target: next,
-            },
-            span,
-        );
-        self.current = Some(next);
-        Ok(rhs)
+        let is_div = op == BinOp::Div;
+        if divisor.is_none_or(|v| v == 0) {
+            let nonzero = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::Ne, rhs, Operand::Const(Const::Int(0, ty))),
+                span,
+            );
+            let message = if is_div {
+                "attempt to divide by zero"
+            } else {
+                "attempt to calculate the remainder with a divisor of zero"
+            };
+            self.assert(nonzero, message, span);
+        }
+        if ty.is_signed() && divisor.is_none_or(|v| v == -1) {
+            let min = -(1i128 << (ty.bits() - 1));
+            let minus_one = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::Eq, rhs, Operand::Const(Const::Int(-1, ty))),
+                span,
+            );
+            let is_min = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::Eq, lhs, Operand::Const(Const::Int(min, ty))),
+                span,
+            );
+            let both = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::BitAnd, minus_one, is_min),
+                span,
+            );
+            let fine = self.assign_temp(ScalarTy::Bool, Rvalue::UnaryOp(UnOp::Not, both), span);
+            let message = if is_div {
+                "attempt to divide with overflow"
+            } else {
+                "attempt to calculate the remainder with overflow"
+            };
+            self.assert(fine, message, span);
+        }
+        Ok(())
     }
 
     fn short_circuit(&mut self, b: &syn::ExprBinary) -> Result<(Operand, ScalarTy)> {
@@ -866,7 +1044,7 @@ impl Builder {
             break_to: exit,
             continue_to: head,
         });
-        self.block(&w.body)?;
+        self.block(&w.body, None)?;
         self.loops.pop();
         self.goto(head, span);
         self.current = Some(exit);
@@ -883,7 +1061,7 @@ impl Builder {
             break_to: exit,
             continue_to: body,
         });
-        self.block(&l.body)?;
+        self.block(&l.body, None)?;
         self.loops.pop();
         self.goto(body, span);
         self.current = Some(exit);
@@ -900,33 +1078,42 @@ impl Builder {
             let (cond, _) = self.scalar_expr(&i.cond, Some(ScalarTy::Bool))?;
             self.switch_bool(cond, then_bb, else_bb, span);
         }
-        let result_ty = i.else_branch.as_ref().and_then(|_| {
-            match i.then_branch.stmts.last()? {
-                syn::Stmt::Expr(e, None) => self.infer(e),
-                _ => None,
-            }
-            .or(expected)
-        });
-        let result = result_ty.map(|t| self.temp(t));
+        // The result temporary is made when the first branch yields a value, so its type
+        // is that value's (literals included) unless the context expects one.
+        let mut result: Option<(Local, ScalarTy)> = None;
         self.current = Some(then_bb);
-        let v = self.block(&i.then_branch)?;
+        let then_expected = if i.else_branch.is_some() {
+            expected
+        } else {
+            None
+        };
+        let v = self.block(&i.then_branch, then_expected)?;
         self.scopes.pop();
-        if let (Some(r), Some((op, _))) = (result, v) {
-            self.push(Place::local(r), Rvalue::Use(op), span);
+        if i.else_branch.is_some() {
+            self.store_result(&mut result, v, span);
         }
         self.goto(join, span);
         self.current = Some(else_bb);
         if let Some((_, else_expr)) = &i.else_branch {
-            let v = self.expr(else_expr, result_ty)?;
-            if let (Some(r), Some((op, _))) = (result, v) {
-                self.push(Place::local(r), Rvalue::Use(op), span);
-            }
+            let v = self.expr(else_expr, result.map(|r| r.1).or(expected))?;
+            self.store_result(&mut result, v, span);
         }
         self.goto(join, span);
         self.current = Some(join);
-        Ok(result
-            .zip(result_ty)
-            .map(|(r, t)| (Operand::Copy(Place::local(r)), t)))
+        Ok(result.map(|(r, t)| (Operand::Copy(Place::local(r)), t)))
+    }
+
+    /// Assigns a branch's value to the shared result temporary, making it on first use.
+    fn store_result(
+        &mut self,
+        result: &mut Option<(Local, ScalarTy)>,
+        value: Value,
+        span: SynSpan,
+    ) {
+        if let Some((op, ty)) = value {
+            let (r, _) = *result.get_or_insert_with(|| (self.temp(ty), ty));
+            self.push(Place::local(r), Rvalue::Use(op), span);
+        }
     }
 
     /// `if let Some(v) = region.get_mut()`: the thread owns an element iff its index is
@@ -1019,10 +1206,583 @@ impl Builder {
                 m,
                 "use `get_mut()` as `if let Some(v) = region.get_mut() { ... }`",
             ),
+            "wrapping_add" | "wrapping_sub" | "wrapping_mul" if m.args.len() == 1 => {
+                // Kernel integer arithmetic already wraps.
+                let op = match name.as_str() {
+                    "wrapping_add" => BinOp::Add,
+                    "wrapping_sub" => BinOp::Sub,
+                    _ => BinOp::Mul,
+                };
+                let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
+                let (a, t) = self.scalar_expr(&m.receiver, ty)?;
+                let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
+                if !t.is_integer() {
+                    return error(
+                        &m.method,
+                        format!("`{name}` is defined on integers, not `{t}`"),
+                    );
+                }
+                Ok(Some((
+                    self.assign_temp(t, Rvalue::BinaryOp(op, a, b), span),
+                    t,
+                )))
+            }
+            "clamp" if m.args.len() == 2 => {
+                // `x.clamp(lo, hi)` is `max(lo)` then `min(hi)`; Rust panics when
+                // `lo > hi` (or either is NaN), and so do kernels.
+                let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
+                let (x, t) = self.scalar_expr(&m.receiver, ty)?;
+                let (lo, _) = self.scalar_expr(&m.args[0], Some(t))?;
+                let (hi, _) = self.scalar_expr(&m.args[1], Some(t))?;
+                let ordered =
+                    self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Le, lo, hi), span);
+                let message = if t.is_float() {
+                    "min > max, or either was NaN"
+                } else {
+                    "assertion failed: min <= max"
+                };
+                self.assert(ordered, message, span);
+                let raised = self.intrinsic(Intrinsic::Max, vec![x, lo], span)?;
+                let v = self.intrinsic(Intrinsic::Min, vec![raised, hi], span)?;
+                Ok(Some((v, t)))
+            }
+            "pow" if m.args.len() == 1 => {
+                let ty = self.infer(&m.receiver);
+                let (base, t) = self.scalar_expr(&m.receiver, ty)?;
+                if !t.is_integer() {
+                    return error(
+                        &m.method,
+                        format!("`pow` is defined on integers, not `{t}`; use `powi` or `powf`"),
+                    );
+                }
+                let (exp, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::U32))?;
+                Ok(Some((self.int_pow(base, exp, t, span), t)))
+            }
+            _ => match Intrinsic::from_name(&name) {
+                Some(intrinsic) if m.args.len() + 1 == intrinsic.arity() => {
+                    let ty = self.infer(&m.receiver);
+                    let (receiver, t) = self.scalar_expr(&m.receiver, ty)?;
+                    let mut args = vec![receiver];
+                    for (i, arg) in m.args.iter().enumerate() {
+                        let _ = i;
+                        let expected = if intrinsic == Intrinsic::Powi {
+                            ScalarTy::I32
+                        } else {
+                            t
+                        };
+                        args.push(self.scalar_expr(arg, Some(expected))?.0);
+                    }
+                    let result = self.intrinsic(intrinsic, args, span)?;
+                    let result_ty = self.operand_type(&result);
+                    Ok(Some((result, result_ty)))
+                }
+                _ => error(
+                    &m.method,
+                    format!(
+                        "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
+                         `len`, the float methods `sqrt exp exp2 ln log2 log10 sin cos tan tanh floor ceil round trunc abs \
+                         min max powf powi mul_add clamp`, and the integer methods `min max abs pow clamp wrapping_add \
+                         wrapping_sub wrapping_mul leading_zeros trailing_zeros count_ones`"
+                    ),
+                ),
+            },
+        }
+    }
+
+    /// Records that `op`, of type `have`, met a value of type `want`: if `op` is a local
+    /// typed only by a literal's default, the next pass gives it `want`.
+    fn learn(&mut self, op: &Operand, have: ScalarTy, want: ScalarTy) {
+        if have == want || have.is_float() != want.is_float() || want == ScalarTy::Bool {
+            return;
+        }
+        if let Operand::Copy(p) | Operand::Move(p) = op
+            && p.index.is_none()
+            && let Some(key) = self.flexible.get(&p.local)
+        {
+            self.learned.insert(*key, want);
+        }
+    }
+
+    /// Integer `base.pow(exp)` by square-and-multiply, wrapping like rustc in release.
+    fn int_pow(&mut self, base: Operand, exp: Operand, ty: ScalarTy, span: SynSpan) -> Operand {
+        let (acc, b, e) = (self.temp(ty), self.temp(ty), self.temp(ScalarTy::U32));
+        self.push(
+            Place::local(acc),
+            Rvalue::Use(Operand::Const(Const::Int(1, ty))),
+            span,
+        );
+        self.push(Place::local(b), Rvalue::Use(base), span);
+        self.push(Place::local(e), Rvalue::Use(exp), span);
+        let (head, body, multiply, square, exit) = (
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+        );
+        let copy = |l: Local| Operand::Copy(Place::local(l));
+        self.goto(head, span);
+        self.current = Some(head);
+        let more = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(
+                BinOp::Ne,
+                copy(e),
+                Operand::Const(Const::Int(0, ScalarTy::U32)),
+            ),
+            span,
+        );
+        self.switch_bool(more, body, exit, span);
+        self.current = Some(body);
+        let low = self.assign_temp(
+            ScalarTy::U32,
+            Rvalue::BinaryOp(
+                BinOp::BitAnd,
+                copy(e),
+                Operand::Const(Const::Int(1, ScalarTy::U32)),
+            ),
+            span,
+        );
+        let odd = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Ne, low, Operand::Const(Const::Int(0, ScalarTy::U32))),
+            span,
+        );
+        self.switch_bool(odd, multiply, square, span);
+        self.current = Some(multiply);
+        self.push(
+            Place::local(acc),
+            Rvalue::BinaryOp(BinOp::Mul, copy(acc), copy(b)),
+            span,
+        );
+        self.goto(square, span);
+        self.current = Some(square);
+        self.push(
+            Place::local(b),
+            Rvalue::BinaryOp(BinOp::Mul, copy(b), copy(b)),
+            span,
+        );
+        self.push(
+            Place::local(e),
+            Rvalue::BinaryOp(
+                BinOp::Shr,
+                copy(e),
+                Operand::Const(Const::Int(1, ScalarTy::U32)),
+            ),
+            span,
+        );
+        self.goto(head, span);
+        self.current = Some(exit);
+        copy(acc)
+    }
+
+    /// Evaluates an intrinsic into a temporary, checking its operand types.
+    fn intrinsic(
+        &mut self,
+        intrinsic: Intrinsic,
+        args: Vec<Operand>,
+        span: SynSpan,
+    ) -> Result<Operand> {
+        let types: Vec<ScalarTy> = args.iter().map(|a| self.operand_type(a)).collect();
+        let ty = intrinsic
+            .result_type(&types)
+            .map_err(|message| TranslateError { span, message })?;
+        Ok(self.assign_temp(ty, Rvalue::Intrinsic(intrinsic, args), span))
+    }
+
+    fn operand_type(&self, op: &Operand) -> ScalarTy {
+        match op {
+            Operand::Const(c) => c.ty(),
+            Operand::Copy(p) | Operand::Move(p) => {
+                let ty = self.body.locals[p.local.index()].ty;
+                match p.index {
+                    Some(_) => ty.element().expect("indexed places are regions or slices"),
+                    None => ty.scalar().expect("plain places are scalars"),
+                }
+            }
+        }
+    }
+
+    /// Ends the current block with a check of `cond` that panics with `message`.
+    fn assert(&mut self, cond: Operand, message: &str, span: SynSpan) {
+        let next = self.new_block();
+        self.terminate(
+            TerminatorKind::Assert {
+                cond,
+                msg: AssertMessage::Panic(message.into()),
+                target: next,
+            },
+            span,
+        );
+        self.current = Some(next);
+    }
+
+    /// `for PAT in a..b`, `a..=b`, or either `.step_by(s)`. The latch compares the
+    /// distance left with the step before adding it, so the counter never overflows, even
+    /// for `a..=T::MAX`.
+    fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Value> {
+        const FORM: &str =
+            "`for` loops must iterate over a range: `a..b`, `a..=b`, or `(a..b).step_by(s)`";
+        let span = f.for_token.span;
+        let (range, step) = match &*f.expr {
+            syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                (strip_parens(&m.receiver), Some(&m.args[0]))
+            }
+            other => (strip_parens(other), None),
+        };
+        let syn::Expr::Range(range) = range else {
+            return error(&f.expr, FORM);
+        };
+        let (Some(start), Some(end)) = (&range.start, &range.end) else {
+            return error(range, "`for` loops need a range with both ends");
+        };
+        let inclusive = matches!(range.limits, syn::RangeLimits::Closed(_));
+        let ty = self.infer(start).or_else(|| self.infer(end));
+        let (start, ty) = self.scalar_expr(start, ty)?;
+        let (end, _) = self.scalar_expr(end, Some(ty))?;
+        if !ty.is_integer() {
+            return error(
+                range,
+                format!("`for` ranges must be of integers, found `{ty}`"),
+            );
+        }
+        let unsigned = unsigned_of(ty);
+        let step = match step {
+            Some(s) => {
+                let (s, sty) = self.scalar_expr(s, Some(ScalarTy::Usize))?;
+                let nonzero = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::Ne, s, Operand::Const(Const::Int(0, sty))),
+                    span,
+                );
+                self.assert(nonzero, "assertion failed: step != 0", span);
+                let step = self.cast_operand(s, sty, unsigned, span);
+                // A step wider than the counter's range ends the loop after one pass.
+                Some(step)
+            }
+            None => None,
+        };
+        let counter = self.temp(ty);
+        self.push(Place::local(counter), Rvalue::Use(start), span);
+        let end_local = self.as_local(end, ty, span);
+        let (head, body, latch, exit) = (
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+        );
+        self.goto(head, span);
+        self.current = Some(head);
+        let cmp = if inclusive { BinOp::Le } else { BinOp::Lt };
+        let go = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(
+                cmp,
+                Operand::Copy(Place::local(counter)),
+                Operand::Copy(Place::local(end_local)),
+            ),
+            span,
+        );
+        self.switch_bool(go, body, exit, span);
+
+        self.current = Some(body);
+        self.scopes.push(HashMap::new());
+        match &*f.pat {
+            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                let l = self.declare(
+                    Ty::Scalar(ty),
+                    id.mutability.is_some(),
+                    Some((&id.ident, id.ident.span())),
+                );
+                self.push(
+                    Place::local(l),
+                    Rvalue::Use(Operand::Copy(Place::local(counter))),
+                    id.ident.span(),
+                );
+                self.bind(&id.ident, Binding::Local(l));
+            }
+            syn::Pat::Wild(_) => {}
+            other => return error(other, "`for` loops bind a plain name or `_`"),
+        }
+        self.loops.push(LoopTarget {
+            label: f.label.as_ref().map(|l| l.name.ident.to_string()),
+            break_to: exit,
+            continue_to: latch,
+        });
+        self.block(&f.body, None)?;
+        self.loops.pop();
+        self.scopes.pop();
+        self.goto(latch, span);
+
+        // latch: left = end - counter (as unsigned); stop if the step would reach or pass
+        // the end, else advance.
+        self.current = Some(latch);
+        let diff = self.assign_temp(
+            ty,
+            Rvalue::BinaryOp(
+                BinOp::Sub,
+                Operand::Copy(Place::local(end_local)),
+                Operand::Copy(Place::local(counter)),
+            ),
+            span,
+        );
+        let left = self.cast_operand(diff, ty, unsigned, span);
+        let step_op = step.unwrap_or(Operand::Const(Const::Int(1, unsigned)));
+        let stop_cmp = if inclusive { BinOp::Lt } else { BinOp::Le };
+        let stop = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(stop_cmp, left, step_op),
+            span,
+        );
+        let advance = self.new_block();
+        self.switch_bool(stop, exit, advance, span);
+        self.current = Some(advance);
+        let step_in_ty = self.cast_operand(step_op, unsigned, ty, span);
+        self.push(
+            Place::local(counter),
+            Rvalue::BinaryOp(BinOp::Add, Operand::Copy(Place::local(counter)), step_in_ty),
+            span,
+        );
+        self.goto(head, span);
+        self.current = Some(exit);
+        Ok(None)
+    }
+
+    fn cast_operand(
+        &mut self,
+        op: Operand,
+        from: ScalarTy,
+        to: ScalarTy,
+        span: SynSpan,
+    ) -> Operand {
+        if from == to {
+            return op;
+        }
+        if let Operand::Const(Const::Int(v, _)) = op
+            && to.is_integer()
+        {
+            return Operand::Const(Const::Int(wrap_to(v, to), to));
+        }
+        self.assign_temp(to, Rvalue::Cast(op, to), span)
+    }
+
+    /// `match` on an integer (or `bool`) with literal, range, `|` and `_` patterns, and
+    /// `if` guards. Arms are tested in order, as Rust does.
+    fn match_expr(&mut self, m: &syn::ExprMatch, expected: Option<ScalarTy>) -> Result<Value> {
+        let span = m.match_token.span;
+        let ty = self.infer(&m.expr);
+        let (scrutinee, ty) = self.scalar_expr(&m.expr, ty)?;
+        if ty.is_float() {
+            return error(
+                &m.expr,
+                "`match` on floats is not supported; use `if`/`else`",
+            );
+        }
+        let scrutinee = self.as_local(scrutinee, ty, span);
+        let mut result: Option<(Local, ScalarTy)> = None;
+        let join = self.new_block();
+        for arm in &m.arms {
+            let arm_block = self.new_block();
+            let next = self.new_block();
+            self.scopes.push(HashMap::new());
+            self.pattern_test(&arm.pat, scrutinee, ty, arm_block, next)?;
+            self.current = Some(arm_block);
+            if let Some((_, guard)) = &arm.guard {
+                let (g, _) = self.scalar_expr(guard, Some(ScalarTy::Bool))?;
+                let guarded = self.new_block();
+                self.switch_bool(g, guarded, next, guard.span());
+                self.current = Some(guarded);
+            }
+            let v = self.expr(&arm.body, result.map(|r| r.1).or(expected))?;
+            self.store_result(&mut result, v, arm.body.span());
+            self.scopes.pop();
+            self.goto(join, span);
+            self.current = Some(next);
+        }
+        // rustc accepted the match, so it is exhaustive: falling through is impossible.
+        self.terminate(TerminatorKind::Unreachable, span);
+        self.current = Some(join);
+        Ok(result.map(|(r, t)| (Operand::Copy(Place::local(r)), t)))
+    }
+
+    /// Branches to `matched` if `scrutinee` matches `pat`, else to `unmatched`.
+    fn pattern_test(
+        &mut self,
+        pat: &syn::Pat,
+        scrutinee: Local,
+        ty: ScalarTy,
+        matched: BasicBlock,
+        unmatched: BasicBlock,
+    ) -> Result<()> {
+        let span = pat.span();
+        let value = Operand::Copy(Place::local(scrutinee));
+        match pat {
+            syn::Pat::Wild(_) => self.goto(matched, span),
+            syn::Pat::Ident(id) if id.subpat.is_none() && id.by_ref.is_none() => {
+                let l = self.declare(
+                    Ty::Scalar(ty),
+                    id.mutability.is_some(),
+                    Some((&id.ident, id.ident.span())),
+                );
+                self.push(Place::local(l), Rvalue::Use(value), span);
+                self.bind(&id.ident, Binding::Local(l));
+                self.goto(matched, span);
+            }
+            syn::Pat::Lit(_) | syn::Pat::Range(_) | syn::Pat::Paren(_) => {
+                let cond = self.pattern_condition(pat, value, ty)?;
+                self.switch_bool(cond, matched, unmatched, span);
+            }
+            syn::Pat::Or(or) => {
+                for case in &or.cases {
+                    let next = self.new_block();
+                    let cond = self.pattern_condition(case, value, ty)?;
+                    self.switch_bool(cond, matched, next, span);
+                    self.current = Some(next);
+                }
+                self.goto(unmatched, span);
+            }
+            other => {
+                return error(
+                    other,
+                    "`match` patterns in kernels are integer literals, ranges (`a..=b`), `|`, `_` or a name",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn pattern_condition(
+        &mut self,
+        pat: &syn::Pat,
+        value: Operand,
+        ty: ScalarTy,
+    ) -> Result<Operand> {
+        let span = pat.span();
+        match pat {
+            syn::Pat::Paren(p) => self.pattern_condition(&p.pat, value, ty),
+            syn::Pat::Lit(l) => {
+                let (c, _) = self.scalar_expr(&syn::Expr::Lit(l.clone()), Some(ty))?;
+                Ok(self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Eq, value, c), span))
+            }
+            syn::Pat::Range(r) => {
+                let mut cond: Option<Operand> = None;
+                if let Some(start) = &r.start {
+                    let (lo, _) = self.scalar_expr(start, Some(ty))?;
+                    cond = Some(self.assign_temp(
+                        ScalarTy::Bool,
+                        Rvalue::BinaryOp(BinOp::Ge, value, lo),
+                        span,
+                    ));
+                }
+                if let Some(end) = &r.end {
+                    let (hi, _) = self.scalar_expr(end, Some(ty))?;
+                    let op = if matches!(r.limits, syn::RangeLimits::Closed(_)) {
+                        BinOp::Le
+                    } else {
+                        BinOp::Lt
+                    };
+                    let below =
+                        self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, value, hi), span);
+                    cond = Some(match cond {
+                        Some(c) => self.assign_temp(
+                            ScalarTy::Bool,
+                            Rvalue::BinaryOp(BinOp::BitAnd, c, below),
+                            span,
+                        ),
+                        None => below,
+                    });
+                }
+                Ok(cond.unwrap_or(Operand::Const(Const::Bool(true))))
+            }
+            other => error(
+                other,
+                "nested patterns other than literals and ranges are not supported in kernels",
+            ),
+        }
+    }
+
+    /// `panic!`, `assert!`, `assert_eq!`, `assert_ne!`, `unreachable!` and their
+    /// `debug_` forms (checked in kernels always). Messages must be string literals
+    /// without format arguments.
+    fn macro_call(&mut self, mac: &syn::Macro) -> Result<Value> {
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        let span = mac.span();
+        let args: Vec<syn::Expr> = if mac.tokens.is_empty() {
+            Vec::new()
+        } else {
+            mac.parse_body_with(
+                syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+            )
+            .map_err(|e| TranslateError {
+                span: e.span(),
+                message: e.to_string(),
+            })?
+            .into_iter()
+            .collect()
+        };
+        let message = |args: &[syn::Expr], default: String| -> Result<String> {
+            match args {
+                [] => Ok(default),
+                [
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }),
+                ] if !s.value().contains('{') => Ok(s.value()),
+                [first, ..] => error(
+                    first,
+                    "panic messages in kernels must be a string literal without format arguments",
+                ),
+            }
+        };
+        match name.trim_start_matches("debug_") {
+            "panic" | "unreachable" | "todo" | "unimplemented" => {
+                let default = match name.as_str() {
+                    "panic" => "explicit panic",
+                    "unreachable" => "internal error: entered unreachable code",
+                    "todo" => "not yet implemented",
+                    _ => "not implemented",
+                };
+                let text = message(&args, default.to_string())?;
+                let text = match (name.as_str(), args.is_empty()) {
+                    ("unreachable", false) => {
+                        format!("internal error: entered unreachable code: {text}")
+                    }
+                    _ => text,
+                };
+                self.assert(Operand::Const(Const::Bool(false)), &text, span);
+                // Nothing after a panic runs.
+                self.terminate(TerminatorKind::Unreachable, span);
+                Ok(None)
+            }
+            "assert" if !args.is_empty() => {
+                let cond_text = expression_text(&args[0]);
+                let (cond, _) = self.scalar_expr(&args[0], Some(ScalarTy::Bool))?;
+                let text = message(&args[1..], format!("assertion failed: {cond_text}"))?;
+                self.assert(cond, &text, span);
+                Ok(None)
+            }
+            "assert_eq" | "assert_ne" if args.len() >= 2 => {
+                let eq = name.ends_with("assert_eq");
+                let ty = self.infer(&args[0]).or_else(|| self.infer(&args[1]));
+                let (a, t) = self.scalar_expr(&args[0], ty)?;
+                let (b, _) = self.scalar_expr(&args[1], Some(t))?;
+                let op = if eq { BinOp::Eq } else { BinOp::Ne };
+                let cond = self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, a, b), span);
+                let kind = if eq { "==" } else { "!=" };
+                let text = message(&args[2..], format!("assertion `left {kind} right` failed"))?;
+                self.assert(cond, &text, span);
+                Ok(None)
+            }
             _ => error(
-                &m.method,
+                mac,
                 format!(
-                    "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, `len`"
+                    "the macro `{name}!` is not supported in kernels; supported: `panic!`, `assert!`, `assert_eq!`, `assert_ne!`, `unreachable!`"
                 ),
             ),
         }
@@ -1194,4 +1954,64 @@ fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
         S::ShrAssign(_) => (BinOp::Shr, true),
         _ => return None,
     })
+}
+
+fn strip_parens(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip_parens(&p.expr),
+        syn::Expr::Group(g) => strip_parens(&g.expr),
+        other => other,
+    }
+}
+
+/// Source text for an expression as `stringify!` would print it, for assertion messages:
+/// tokens joined by spaces, minus the spaces rustc leaves out around brackets, dots,
+/// paths and commas.
+fn expression_text(e: &syn::Expr) -> String {
+    let raw = quote::ToTokens::to_token_stream(e).to_string();
+    let mut out = raw;
+    for (from, to) in [
+        (" [", "["),
+        ("[ ", "["),
+        (" ]", "]"),
+        (" (", "("),
+        ("( ", "("),
+        (" )", ")"),
+        (" .", "."),
+        (". ", "."),
+        (" ::", "::"),
+        (":: ", "::"),
+        (" ,", ","),
+    ] {
+        out = out.replace(from, to);
+    }
+    // Keep a space before `(` after an operator or keyword, e.g. `a * (b + c)`.
+    for op in [
+        "+", "-", "*", "/", "%", "<", ">", "=", "&", "|", "^", "!", "if", "as",
+    ] {
+        out = out.replace(&format!("{op}("), &format!("{op} ("));
+    }
+    out.replace("!(", "!(").replace("! (", "!(")
+}
+
+/// The unsigned integer type of the same width.
+fn unsigned_of(t: ScalarTy) -> ScalarTy {
+    match t.bits() {
+        8 => ScalarTy::U8,
+        16 => ScalarTy::U16,
+        32 => ScalarTy::U32,
+        _ if t == ScalarTy::Isize || t == ScalarTy::Usize => ScalarTy::Usize,
+        _ => ScalarTy::U64,
+    }
+}
+
+/// `v` as an integer of type `to`, wrapped to its width and sign-extended if signed.
+fn wrap_to(v: i128, to: ScalarTy) -> i128 {
+    let bits = to.bits();
+    let masked = v & ((1i128 << bits) - 1);
+    if to.is_signed() && masked >> (bits - 1) == 1 {
+        masked - (1i128 << bits)
+    } else {
+        masked
+    }
 }

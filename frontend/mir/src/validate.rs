@@ -176,6 +176,16 @@ impl Validator<'_> {
     ) -> Result<ScalarTy, ValidationError> {
         match rv {
             Rvalue::Use(op) => self.operand_ty(bb, span, op),
+            Rvalue::Intrinsic(i, args) => {
+                let types = args
+                    .iter()
+                    .map(|a| self.operand_ty(bb, span, a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                match i.result_type(&types) {
+                    Ok(t) => Ok(t),
+                    Err(message) => self.err(Some(bb), span, message),
+                }
+            }
             Rvalue::BinaryOp(op, a, b) => {
                 let (ta, tb) = (self.operand_ty(bb, span, a)?, self.operand_ty(bb, span, b)?);
                 let name = op.name();
@@ -400,6 +410,11 @@ impl Validator<'_> {
                     Rvalue::BinaryOp(_, a, c) => {
                         check(&state, a, s.span)?;
                         check(&state, c, s.span)?;
+                    }
+                    Rvalue::Intrinsic(_, args) => {
+                        for a in args {
+                            check(&state, a, s.span)?;
+                        }
                     }
                     Rvalue::Len(_) | Rvalue::RegionIndex(_) => {}
                 }

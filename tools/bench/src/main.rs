@@ -29,6 +29,37 @@ fn shifted_copy(mut y: Region<i32, Linear1D>, x: &[i32]) {
 
 const BLOCK: u32 = 256;
 
+#[path = "../../../tests/conformance/cases.rs"]
+mod cases;
+
+/// `offload-bench conformance`: the conformance suite on the default device, ending with
+/// the plain `N passed, M failed` line.
+fn conformance() -> Result<()> {
+    let options = offload::LaunchOptions::DEFAULT;
+    let (mut passed, mut failed) = (0, 0);
+    macro_rules! run_case {
+        ($name:ident) => {
+            match cases::$name(options) {
+                Ok(()) => {
+                    passed += 1;
+                    println!("conformance {} ... ok", stringify!($name));
+                }
+                Err(e) => {
+                    failed += 1;
+                    println!("conformance {} ... FAILED: {e}", stringify!($name));
+                }
+            }
+        };
+    }
+    println!("device: {}", offload::devices()[0]);
+    for_each_case!(run_case);
+    println!("{passed} passed, {failed} failed");
+    if failed > 0 {
+        bail!("{failed} conformance cases failed");
+    }
+    Ok(())
+}
+
 /// `offload-bench check`: saxpy at awkward sizes and a device panic, on the default device.
 fn check() -> Result<()> {
     for n in [1usize, 255, 256, 257, 1_000_003] {
@@ -61,7 +92,8 @@ fn main() -> Result<()> {
     match which.as_str() {
         "saxpy" => {}
         "check" => return check(),
-        _ => bail!("unknown benchmark `{which}`; available: saxpy, check"),
+        "conformance" => return conformance(),
+        _ => bail!("unknown benchmark `{which}`; available: saxpy, check, conformance"),
     }
     let n: usize = args
         .next()

@@ -18,6 +18,10 @@ struct Cli {
     /// The NVIDIA chip for the `llvm` and `ptx` stages.
     #[arg(long, default_value = "sm_90")]
     chip: String,
+    /// CUDA's libdevice.10.bc, linked into the `ptx` stage for kernels that call math
+    /// functions.
+    #[arg(long)]
+    libdevice: Option<String>,
     /// Print only this kernel.
     #[arg(long)]
     kernel: Option<String>,
@@ -69,6 +73,7 @@ fn run(cli: Cli) -> Result<()> {
     }
     let target = GpuTarget {
         chip: cli.chip.clone(),
+        libdevice: cli.libdevice.clone(),
         ..GpuTarget::default()
     };
     let last = match cli.emit {

@@ -4,7 +4,10 @@
 use std::process::Command;
 
 fn run(args: &[&str], input: Option<(&str, &str)>) -> (bool, String, String) {
-    let dir = std::env::temp_dir().join(format!("offload-opt-test-{}", std::process::id()));
+    // Tests run in parallel: each call gets its own folder.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("offload-opt-test-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let mut all: Vec<String> = Vec::new();
     if let Some((name, text)) = input {

@@ -1,0 +1,665 @@
+//! The conformance suite: each case is a kernel and a host reference, written once and
+//! run on every backend. `tests/integration/conformance.rs` runs it on the CPU backend
+//! (in CI); `offload-bench conformance` runs it on a GPU.
+//!
+//! A case takes the launch options that pick its device and returns `Err` with what
+//! differed.
+
+use offload::LaunchOptions;
+use offload::prelude::*;
+
+type CaseResult = Result<(), String>;
+
+/// Calls `$m!(name)` for every case, so each runner can make what it needs of the list.
+#[macro_export]
+macro_rules! for_each_case {
+    ($m:ident) => {
+        $m!(saxpy_f32);
+        $m!(integer_arithmetic_wraps_and_divides_like_rust);
+        $m!(unsigned_and_narrow_integers);
+        $m!(casts_follow_rust_as);
+        $m!(control_flow);
+        $m!(for_loops_over_ranges);
+        $m!(match_on_integers);
+        $m!(float_math_f32);
+        $m!(float_math_f64);
+        $m!(integer_methods);
+        $m!(constants);
+        $m!(short_circuit_guards_a_bounds_check);
+        $m!(explicit_panic_is_reported);
+        $m!(assert_failure_is_reported);
+        $m!(division_by_zero_is_reported);
+        $m!(division_overflow_is_reported);
+        $m!(bool_regions_and_lengths);
+    };
+}
+
+fn compare<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> CaseResult {
+    if got.len() != want.len() {
+        return Err(format!("{what}: length {} != {}", got.len(), want.len()));
+    }
+    match got.iter().zip(want).position(|(g, w)| g != w) {
+        None => Ok(()),
+        Some(i) => Err(format!(
+            "{what}: element {i}: got {:?}, want {:?}",
+            got[i], want[i]
+        )),
+    }
+}
+
+fn close_f32(what: &str, got: &[f32], want: &[f32], rel: f32) -> CaseResult {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * w.abs().max(1.0);
+        if !same {
+            return Err(format!("{what}: element {i}: got {g:?}, want {w:?}"));
+        }
+    }
+    Ok(())
+}
+
+fn close_f64(what: &str, got: &[f64], want: &[f64], rel: f64) -> CaseResult {
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * w.abs().max(1.0);
+        if !same {
+            return Err(format!("{what}: element {i}: got {g:?}, want {w:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// This file, to find the line a panic should be reported at.
+const SOURCE: &str = include_str!("cases.rs");
+
+fn expect_panic(result: Result<(), Error>, message: &str, line_of: &str) -> CaseResult {
+    match result {
+        Err(Error::KernelPanic {
+            message: m,
+            line,
+            file,
+            ..
+        }) => {
+            if m != message {
+                return Err(format!("panic message {m:?}, want {message:?}"));
+            }
+            if !file.ends_with("cases.rs") {
+                return Err(format!("panic reported in {file}, want cases.rs"));
+            }
+            let expected_line = SOURCE
+                .lines()
+                .position(|l| l.contains(line_of))
+                .map(|i| i as u32 + 1);
+            if expected_line != Some(line) {
+                return Err(format!(
+                    "panic reported at line {line}, want {expected_line:?} (`{line_of}`)"
+                ));
+            }
+            Ok(())
+        }
+        other => Err(format!("expected a kernel panic, got {other:?}")),
+    }
+}
+
+#[offload_kernel]
+fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v = a * x[i] + *v;
+    }
+}
+
+pub fn saxpy_f32(o: LaunchOptions) -> CaseResult {
+    let n = 100_003;
+    let x: Vec<f32> = (0..n).map(|i| (i % 101) as f32 * 0.75 - 20.0).collect();
+    let y0: Vec<f32> = (0..n).map(|i| (i % 17) as f32).collect();
+    let mut y = y0.clone();
+    saxpy(o, &mut y, &x, -1.25).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..n).map(|i| -1.25 * x[i] + y0[i]).collect();
+    compare("saxpy", &y, &want)
+}
+
+#[offload_kernel]
+fn int_ops(mut out: Region<i32, Linear1D>, a: &[i32], b: &[i32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let x = a[i];
+        let y = b[i];
+        let mut r = x.wrapping_mul(31) + y * 7 - (x ^ y);
+        r += (x / y) * 3 + x % y;
+        r ^= (x << (y & 15)) | (x >> 3);
+        r -= !x & y;
+        *v = -r;
+    }
+}
+
+pub fn integer_arithmetic_wraps_and_divides_like_rust(o: LaunchOptions) -> CaseResult {
+    let n = 5000usize;
+    let a: Vec<i32> = (0..n)
+        .map(|i| (i as i32 * 7919).wrapping_mul(65537) ^ 0x5a5a)
+        .collect();
+    let b: Vec<i32> = (0..n)
+        .map(|i| {
+            let v = (i as i32 % 97) - 48;
+            if v == 0 { 5 } else { v }
+        })
+        .collect();
+    let mut out = vec![0i32; n];
+    int_ops(o, &mut out, &a, &b).map_err(|e| e.to_string())?;
+    let want: Vec<i32> = (0..n)
+        .map(|i| {
+            let (x, y) = (a[i], b[i]);
+            let mut r = x
+                .wrapping_mul(31)
+                .wrapping_add(y.wrapping_mul(7))
+                .wrapping_sub(x ^ y);
+            r = r.wrapping_add((x / y).wrapping_mul(3)).wrapping_add(x % y);
+            r ^= x.wrapping_shl((y & 15) as u32) | (x >> 3);
+            r = r.wrapping_sub(!x & y);
+            r.wrapping_neg()
+        })
+        .collect();
+    compare("int_ops", &out, &want)
+}
+
+#[offload_kernel]
+fn narrow_ops(mut out: Region<u8, Linear1D>, mut wide: Region<u64, Linear1D>, a: &[u8], b: u64) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let x = a[i];
+        *v = x.wrapping_add(200) / 3 + (x >> 1) * 2;
+    }
+    if let Some(w) = wide.get_mut() {
+        let x = a[i] as u64;
+        *w = (b - x) % 1000 + (b / (x + 1)) + (x << 60 >> 61);
+    }
+}
+
+pub fn unsigned_and_narrow_integers(o: LaunchOptions) -> CaseResult {
+    let n = 3000usize;
+    let a: Vec<u8> = (0..n).map(|i| (i * 37 % 256) as u8).collect();
+    let b = u64::MAX - 12345;
+    let mut out = vec![0u8; n];
+    let mut wide = vec![0u64; n];
+    narrow_ops(o, &mut out, &mut wide, &a, b).map_err(|e| e.to_string())?;
+    let want: Vec<u8> = a
+        .iter()
+        .map(|&x| (x.wrapping_add(200) / 3).wrapping_add((x >> 1).wrapping_mul(2)))
+        .collect();
+    compare("u8", &out, &want)?;
+    let want: Vec<u64> = a
+        .iter()
+        .map(|&x| {
+            let x = x as u64;
+            (b - x) % 1000 + (b / (x + 1)) + (x << 60 >> 61)
+        })
+        .collect();
+    compare("u64", &wide, &want)
+}
+
+#[offload_kernel]
+fn casts(
+    mut ints: Region<i32, Linear1D>,
+    mut bytes: Region<u8, Linear1D>,
+    mut floats: Region<f32, Linear1D>,
+    f: &[f32],
+    big: &[i64],
+) {
+    let i = ints.index();
+    if let Some(v) = ints.get_mut() {
+        *v = f[i] as i32 + (f[i] > 0.0) as i32;
+    }
+    if let Some(v) = bytes.get_mut() {
+        *v = (f[i] as u8) ^ (big[i] as u8);
+    }
+    if let Some(v) = floats.get_mut() {
+        *v = big[i] as f32 + (big[i] as u16) as f32 + (f[i] as f64 * 0.5) as f32;
+    }
+}
+
+pub fn casts_follow_rust_as(o: LaunchOptions) -> CaseResult {
+    let special = [
+        f32::NAN,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        3e9,
+        -3e9,
+        255.9,
+        256.0,
+        -0.7,
+        2147483520.0,
+        1e-30,
+    ];
+    let n = 1000usize;
+    let f: Vec<f32> = (0..n)
+        .map(|i| {
+            if i < special.len() {
+                special[i]
+            } else {
+                (i as f32 - 500.0) * 1.37
+            }
+        })
+        .collect();
+    let big: Vec<i64> = (0..n)
+        .map(|i| (i as i64 - 500) * 0x1234_5678_9abc)
+        .collect();
+    let (mut ints, mut bytes, mut floats) = (vec![0i32; n], vec![0u8; n], vec![0f32; n]);
+    casts(o, &mut ints, &mut bytes, &mut floats, &f, &big).map_err(|e| e.to_string())?;
+    let want: Vec<i32> = f
+        .iter()
+        .map(|&x| (x as i32).wrapping_add((x > 0.0) as i32))
+        .collect();
+    compare("float to int", &ints, &want)?;
+    let want: Vec<u8> = (0..n).map(|i| (f[i] as u8) ^ (big[i] as u8)).collect();
+    compare("to u8", &bytes, &want)?;
+    let want: Vec<f32> = (0..n)
+        .map(|i| big[i] as f32 + (big[i] as u16) as f32 + (f[i] as f64 * 0.5) as f32)
+        .collect();
+    close_f32("to f32", &floats, &want, 0.0)
+}
+
+#[offload_kernel]
+fn control(mut out: Region<i64, Linear1D>, limit: i64) {
+    let i = out.index() as i64;
+    if let Some(v) = out.get_mut() {
+        if i % 10 == 9 {
+            *v = -1;
+            return;
+        }
+        let mut acc: i64 = 0;
+        let mut k = 0;
+        while k < i % 50 {
+            k += 1;
+            if k % 3 == 0 {
+                continue;
+            }
+            acc += k;
+        }
+        let mut steps = 0;
+        'outer: loop {
+            loop {
+                steps += 1;
+                if steps > limit {
+                    break 'outer;
+                }
+                if steps % 4 == 0 {
+                    break;
+                }
+            }
+        }
+        let parity = if acc % 2 == 0 { 1 } else { 2 };
+        *v = acc * 10 + parity + steps * 1000;
+    }
+}
+
+pub fn control_flow(o: LaunchOptions) -> CaseResult {
+    let n = 777usize;
+    let mut out = vec![0i64; n];
+    control(o, &mut out, 13).map_err(|e| e.to_string())?;
+    let want: Vec<i64> = (0..n as i64)
+        .map(|i| {
+            if i % 10 == 9 {
+                return -1;
+            }
+            let acc: i64 = (1..=i % 50).filter(|k| k % 3 != 0).sum();
+            let parity = if acc % 2 == 0 { 1 } else { 2 };
+            acc * 10 + parity + 14 * 1000
+        })
+        .collect();
+    compare("control", &out, &want)
+}
+
+#[offload_kernel]
+fn loops(mut out: Region<u32, Linear1D>) {
+    let i = out.index() as u32;
+    if let Some(v) = out.get_mut() {
+        let mut acc = 0u32;
+        for k in 0..i % 20 {
+            acc += k;
+        }
+        for k in (3..=i % 30).step_by(4) {
+            acc += k * 100;
+        }
+        let mut count = 0u32;
+        for _ in 0u8..=255 {
+            count += 1;
+        }
+        for k in (250u8..=255).step_by(2) {
+            count += k as u32;
+        }
+        *v = acc + count * 100_000;
+    }
+}
+
+pub fn for_loops_over_ranges(o: LaunchOptions) -> CaseResult {
+    let n = 300usize;
+    let mut out = vec![0u32; n];
+    loops(o, &mut out).map_err(|e| e.to_string())?;
+    let want: Vec<u32> = (0..n as u32)
+        .map(|i| {
+            let acc: u32 =
+                (0..i % 20).sum::<u32>() + (3..=i % 30).step_by(4).map(|k| k * 100).sum::<u32>();
+            let count = 256 + (250u8..=255).step_by(2).map(|k| k as u32).sum::<u32>();
+            acc + count * 100_000
+        })
+        .collect();
+    compare("loops", &out, &want)
+}
+
+#[offload_kernel]
+fn classify(mut out: Region<i32, Linear1D>, x: &[i32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        *v = match x[i] {
+            0 => 100,
+            1 | 2 | 3 => 200,
+            -10..=-1 => 300,
+            4..10 => 400,
+            n if n % 2 == 0 => n / 2,
+            i32::MIN..=-11 => -1,
+            _ => 7,
+        };
+    }
+}
+
+pub fn match_on_integers(o: LaunchOptions) -> CaseResult {
+    let x: Vec<i32> = (-40..60).chain([i32::MIN, i32::MAX]).collect();
+    let mut out = vec![0i32; x.len()];
+    classify(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<i32> = x
+        .iter()
+        .map(|&v| match v {
+            0 => 100,
+            1..=3 => 200,
+            -10..=-1 => 300,
+            4..10 => 400,
+            n if n % 2 == 0 => n / 2,
+            i32::MIN..=-11 => -1,
+            _ => 7,
+        })
+        .collect();
+    compare("match", &out, &want)
+}
+
+#[offload_kernel]
+fn math32(mut out: Region<f32, Linear1D>, x: &[f32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let a = x[i];
+        let p = a.abs() + 0.5;
+        let r = p.sqrt()
+            + p.ln()
+            + p.log2()
+            + a.sin() * a.cos()
+            + (a * 0.1).tan()
+            + a.tanh()
+            + (a * 0.05).exp()
+            + p.powi(3)
+            + p.powf(0.7)
+            + a.floor()
+            - a.ceil()
+            + a.round()
+            + a.trunc()
+            + a.min(0.25)
+            + a.max(-0.25)
+            + a.mul_add(2.0, 1.0)
+            + a.clamp(-1.0, 1.0)
+            + p.log10()
+            + (a * 0.1).exp2();
+        *v = r;
+    }
+}
+
+pub fn float_math_f32(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = (0..2000).map(|i| (i as f32 - 1000.0) * 0.013).collect();
+    let mut out = vec![0f32; x.len()];
+    math32(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = x
+        .iter()
+        .map(|&a| {
+            let p = a.abs() + 0.5;
+            p.sqrt()
+                + p.ln()
+                + p.log2()
+                + a.sin() * a.cos()
+                + (a * 0.1).tan()
+                + a.tanh()
+                + (a * 0.05).exp()
+                + p.powi(3)
+                + p.powf(0.7)
+                + a.floor()
+                - a.ceil()
+                + a.round()
+                + a.trunc()
+                + a.min(0.25)
+                + a.max(-0.25)
+                + a.mul_add(2.0, 1.0)
+                + a.clamp(-1.0, 1.0)
+                + p.log10()
+                + (a * 0.1).exp2()
+        })
+        .collect();
+    close_f32("math f32", &out, &want, 1e-5)
+}
+
+#[offload_kernel]
+fn math64(mut out: Region<f64, Linear1D>, x: &[f64]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let a = x[i];
+        *v = a.sin()
+            + a.cos() * (a * 0.01).exp()
+            + a.abs().sqrt()
+            + (a + 0.5).powi(-2)
+            + std::f64::consts::PI * a.tanh()
+            + (a.abs() + 1.0).ln()
+            + a.mul_add(a, -1.0);
+    }
+}
+
+pub fn float_math_f64(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f64> = (0..2000).map(|i| (i as f64 - 1000.0) * 0.0173).collect();
+    let mut out = vec![0f64; x.len()];
+    math64(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<f64> = x
+        .iter()
+        .map(|&a| {
+            a.sin()
+                + a.cos() * (a * 0.01).exp()
+                + a.abs().sqrt()
+                + (a + 0.5).powi(-2)
+                + std::f64::consts::PI * a.tanh()
+                + (a.abs() + 1.0).ln()
+                + a.mul_add(a, -1.0)
+        })
+        .collect();
+    close_f64("math f64", &out, &want, 1e-12)
+}
+
+#[offload_kernel]
+fn int_methods(mut out: Region<i64, Linear1D>, x: &[i64], y: &[u32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let a = x[i];
+        let b = y[i];
+        *v = a.min(17)
+            + a.max(-17)
+            + a.abs()
+            + (a % 7).pow(b % 5)
+            + b.leading_zeros() as i64
+            + b.trailing_zeros() as i64 * 100
+            + b.count_ones() as i64 * 10_000
+            + a.wrapping_sub(3).wrapping_add(1);
+    }
+}
+
+pub fn integer_methods(o: LaunchOptions) -> CaseResult {
+    let n = 1000usize;
+    let x: Vec<i64> = (0..n as i64).map(|i| (i - 500) * 3).collect();
+    let y: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+    let mut out = vec![0i64; n];
+    int_methods(o, &mut out, &x, &y).map_err(|e| e.to_string())?;
+    let want: Vec<i64> = (0..n)
+        .map(|i| {
+            let (a, b) = (x[i], y[i]);
+            a.min(17)
+                + a.max(-17)
+                + a.abs()
+                + (a % 7).pow(b % 5)
+                + b.leading_zeros() as i64
+                + b.trailing_zeros() as i64 * 100
+                + b.count_ones() as i64 * 10_000
+                + a.wrapping_sub(3).wrapping_add(1)
+        })
+        .collect();
+    compare("int methods", &out, &want)
+}
+
+#[offload_kernel]
+fn consts(mut out: Region<f64, Linear1D>, mut ints: Region<i32, Linear1D>) {
+    const SCALE: f64 = 2.5;
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        *v = std::f64::consts::PI * SCALE + f64::EPSILON + (i as f64) * core::f64::consts::E;
+    }
+    if let Some(v) = ints.get_mut() {
+        *v = i32::MAX - i as i32 + u8::MAX as i32;
+    }
+}
+
+pub fn constants(o: LaunchOptions) -> CaseResult {
+    let n = 64usize;
+    let (mut out, mut ints) = (vec![0f64; n], vec![0i32; n]);
+    consts(o, &mut out, &mut ints).map_err(|e| e.to_string())?;
+    let want: Vec<f64> = (0..n)
+        .map(|i| std::f64::consts::PI * 2.5 + f64::EPSILON + (i as f64) * std::f64::consts::E)
+        .collect();
+    compare("float consts", &out, &want)?;
+    let want: Vec<i32> = (0..n)
+        .map(|i| (i32::MAX - i as i32).wrapping_add(255))
+        .collect();
+    compare("int consts", &ints, &want)
+}
+
+#[offload_kernel]
+fn guarded(mut out: Region<i32, Linear1D>, x: &[i32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let inside = i < x.len() && x[i] > 0;
+        let edge = i >= x.len() || x[i] == 0;
+        *v = inside as i32 + 2 * edge as i32;
+    }
+}
+
+pub fn short_circuit_guards_a_bounds_check(o: LaunchOptions) -> CaseResult {
+    let x: Vec<i32> = (0..100).map(|i| (i % 3) - 1).collect();
+    let mut out = vec![-1i32; 150];
+    guarded(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<i32> = (0..150)
+        .map(|i| {
+            let inside = i < x.len() && x[i] > 0;
+            let edge = i >= x.len() || x[i] == 0;
+            inside as i32 + 2 * edge as i32
+        })
+        .collect();
+    compare("short circuit", &out, &want)
+}
+
+#[offload_kernel]
+fn panics_at(mut out: Region<i32, Linear1D>, at: usize) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        if i == at {
+            panic!("thread hit the bad element");
+        }
+        *v = 1;
+    }
+}
+
+pub fn explicit_panic_is_reported(o: LaunchOptions) -> CaseResult {
+    let mut out = vec![0i32; 1000];
+    let result = panics_at(o, &mut out, 640);
+    expect_panic(
+        result,
+        "thread hit the bad element",
+        "panic!(\"thread hit the bad element\")",
+    )?;
+    compare("data after a panic", &out, &vec![0i32; 1000])
+}
+
+#[offload_kernel]
+fn asserts(mut out: Region<u32, Linear1D>, x: &[u32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        assert!(x[i] < 500);
+        *v = x[i];
+    }
+}
+
+pub fn assert_failure_is_reported(o: LaunchOptions) -> CaseResult {
+    let x: Vec<u32> = (0..600).collect();
+    let mut out = vec![0u32; 600];
+    expect_panic(
+        asserts(o, &mut out, &x),
+        "assertion failed: x[i] < 500",
+        "assert!(x[i] < 500)",
+    )?;
+    let x: Vec<u32> = (0..400).collect();
+    let mut out = vec![0u32; 400];
+    asserts(o, &mut out, &x).map_err(|e| e.to_string())?;
+    compare("passing asserts", &out, &x)
+}
+
+#[offload_kernel]
+fn divide(mut out: Region<i32, Linear1D>, x: &[i32], y: &[i32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        *v = x[i] / y[i];
+    }
+}
+
+pub fn division_by_zero_is_reported(o: LaunchOptions) -> CaseResult {
+    let x = vec![10i32; 300];
+    let mut y = vec![3i32; 300];
+    y[123] = 0;
+    let mut out = vec![0i32; 300];
+    expect_panic(
+        divide(o, &mut out, &x, &y),
+        "attempt to divide by zero",
+        "*v = x[i] / y[i];",
+    )
+}
+
+pub fn division_overflow_is_reported(o: LaunchOptions) -> CaseResult {
+    let mut x = vec![10i32; 300];
+    let mut y = vec![-1i32; 300];
+    x[7] = i32::MIN;
+    y[8] = 2;
+    let mut out = vec![0i32; 300];
+    expect_panic(
+        divide(o, &mut out, &x, &y),
+        "attempt to divide with overflow",
+        "*v = x[i] / y[i];",
+    )
+}
+
+#[offload_kernel]
+fn flags(mut out: Region<bool, Linear1D>, x: &[bool], mut lens: Region<usize, Linear1D>) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        *v = !x[i] && i % 3 != 0;
+    }
+    let count = lens.len();
+    if let Some(l) = lens.get_mut() {
+        *l = x.len() * 1000 + count + i;
+    }
+}
+
+pub fn bool_regions_and_lengths(o: LaunchOptions) -> CaseResult {
+    let x: Vec<bool> = (0..500).map(|i| i % 5 == 0).collect();
+    let mut out = vec![false; 500];
+    let mut lens = vec![0usize; 40];
+    flags(o, &mut out, &x, &mut lens).map_err(|e| e.to_string())?;
+    let want: Vec<bool> = (0..500).map(|i| !x[i] && i % 3 != 0).collect();
+    compare("bools", &out, &want)?;
+    let want: Vec<usize> = (0..40).map(|i| 500 * 1000 + 40 + i).collect();
+    compare("lengths", &lens, &want)
+}

@@ -1,0 +1,8 @@
+use offload::prelude::*;
+
+#[offload_kernel]
+fn k(x: &[f32]) {
+    for v in x {}
+}
+
+fn main() {}

@@ -1,0 +1,8 @@
+use offload::prelude::*;
+
+#[offload_kernel]
+fn k(x: &[f32]) {
+    x[0] = 1.0;
+}
+
+fn main() {}
