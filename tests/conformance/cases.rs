@@ -49,7 +49,7 @@ fn compare<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) ->
 
 fn close_f32(what: &str, got: &[f32], want: &[f32], rel: f32) -> CaseResult {
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * w.abs().max(1.0);
+        let same = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * w.abs().max(1.0);
         if !same {
             return Err(format!("{what}: element {i}: got {g:?}, want {w:?}"));
         }
@@ -59,7 +59,7 @@ fn close_f32(what: &str, got: &[f32], want: &[f32], rel: f32) -> CaseResult {
 
 fn close_f64(what: &str, got: &[f64], want: &[f64], rel: f64) -> CaseResult {
     for (i, (g, w)) in got.iter().zip(want).enumerate() {
-        let same = (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * w.abs().max(1.0);
+        let same = g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= rel * w.abs().max(1.0);
         if !same {
             return Err(format!("{what}: element {i}: got {g:?}, want {w:?}"));
         }
