@@ -12,6 +12,7 @@
 
 mod cpu;
 mod kernel_abi;
+mod math_to_llvm_intrinsics;
 mod mir_to_offload;
 mod offload_to_cpu;
 mod offload_to_gpu;

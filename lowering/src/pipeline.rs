@@ -7,7 +7,7 @@
 //!
 //! Every pass manager runs with the verifier on, so each pass's output is verified.
 
-use crate::{LowerError, offload_to_cpu, offload_to_gpu, partition};
+use crate::{LowerError, math_to_llvm_intrinsics, offload_to_cpu, offload_to_gpu, partition};
 use melior::{
     Context,
     dialect::DialectRegistry,
@@ -167,7 +167,7 @@ impl Session {
              gpu.module(convert-gpu-to-nvvm, canonicalize, cse, reconcile-unrealized-casts))",
             target.chip, target.features
         );
-        self.run(module, "llvm", &[], &pipeline)
+        self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)
     }
 
     /// LLVM/NVVM dialects → PTX text.
@@ -249,6 +249,7 @@ struct PassId;
 static PARTITION_ID: PassId = PassId;
 static TO_GPU_ID: PassId = PassId;
 static TO_CPU_ID: PassId = PassId;
+static MATH_TO_INTRINSICS_ID: PassId = PassId;
 
 type PassBody = fn(&Context, OperationRef<'_, '_>) -> Result<(), String>;
 
@@ -258,6 +259,7 @@ type PassSpec = (&'static PassId, &'static str, PassBody);
 const PARTITION: PassSpec = (&PARTITION_ID, partition::NAME, partition::run);
 const TO_GPU: PassSpec = (&TO_GPU_ID, offload_to_gpu::NAME, offload_to_gpu::run);
 const TO_CPU: PassSpec = (&TO_CPU_ID, offload_to_cpu::NAME, offload_to_cpu::run);
+const MATH_TO_INTRINSICS: PassSpec = (&MATH_TO_INTRINSICS_ID, math_to_llvm_intrinsics::NAME, math_to_llvm_intrinsics::run);
 
 /// Wraps a Rust rewrite as a real MLIR pass on `builtin.module`. A failure is emitted as
 /// an error diagnostic at the module and fails the pass manager.

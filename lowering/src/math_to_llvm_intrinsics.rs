@@ -1,0 +1,36 @@
+//! `offload-math-to-llvm-intrinsics`: rewrites the `math` ops that
+//! `convert-gpu-to-nvvm` does not lower (integer bit counts, integer `abs`, `trunc`) into
+//! the LLVM intrinsics NVPTX selects natively (`clz`, `popc`, `brev`, `cvt.rzi`). The
+//! transcendental ops are left to NVVM's libdevice lowering.
+
+use crate::rewrite::{self, Builder};
+use melior::{Context, ir::OperationRef};
+use mlir_sys::{mlirOperationGetResult, mlirValueGetType};
+
+pub const NAME: &str = "offload-math-to-llvm-intrinsics";
+
+/// Each math op, its intrinsic, and the intrinsic's poison flag (`false`: defined for
+/// zero input and for `MIN`, as Rust requires).
+const REWRITES: [(&str, &str, Option<&str>); 5] = [
+    ("math.ctlz", "llvm.intr.ctlz", Some("is_zero_poison")),
+    ("math.cttz", "llvm.intr.cttz", Some("is_zero_poison")),
+    ("math.ctpop", "llvm.intr.ctpop", None),
+    ("math.absi", "llvm.intr.abs", Some("is_int_min_poison")),
+    ("math.trunc", "llvm.intr.trunc", None),
+];
+
+pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
+    for (math, intrinsic, flag) in REWRITES {
+        for op in rewrite::collect(root, math) {
+            // SAFETY: `op` was collected from the live module and is replaced once.
+            unsafe {
+                let b = Builder::before(context, op);
+                let ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+                let attrs: Vec<(&str, melior::ir::Attribute)> = flag.into_iter().map(|f| (f, b.attr("false"))).collect();
+                let v = b.op(intrinsic, &rewrite::operands(op), &[ty], &attrs);
+                rewrite::replace(op, &v);
+            }
+        }
+    }
+    Ok(())
+}
