@@ -11,7 +11,9 @@
 //!
 //! | operation | meaning |
 //! |---|---|
-//! | `offload.region_index(region) -> index` | the element index this thread owns |
+//! | `offload.region_index(region) -> index` | the (first) element index this thread owns |
+//! | `offload.region_coord(region) {dim} -> index` | the thread's column (`dim` 0) or row (1) in a region |
+//! | `offload.extent(region) {dim} -> index` | a region's row length (`dim` 0) or row count (1) |
 //! | `offload.len(region or slice) -> index` | element count |
 //! | `offload.load(container, index) -> T` | read one element (index already checked in MIR) |
 //! | `offload.store(value, region, index)` | write one element |
@@ -33,6 +35,8 @@ pub const IRDL: &str = include_str!("offload.irdl.mlir");
 /// Operation names, so passes match on constants rather than spelled-out strings.
 pub mod ops {
     pub const REGION_INDEX: &str = "offload.region_index";
+    pub const REGION_COORD: &str = "offload.region_coord";
+    pub const EXTENT: &str = "offload.extent";
     pub const LEN: &str = "offload.len";
     pub const LOAD: &str = "offload.load";
     pub const STORE: &str = "offload.store";

@@ -24,6 +24,26 @@ irdl.dialect @offload {
     irdl.results(index: %index)
   }
 
+  // The thread's coordinate in a region along `dim` (0: column, 1: row).
+  irdl.operation @region_coord {
+    %region = irdl.base @offload::@region
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes { "dim" = %dim }
+    irdl.operands(region: %region)
+    irdl.results(coord: %index)
+  }
+
+  // A region's extent along `dim` (0: row length, 1: row count).
+  irdl.operation @extent {
+    %region = irdl.base @offload::@region
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes { "dim" = %dim }
+    irdl.operands(region: %region)
+    irdl.results(extent: %index)
+  }
+
   // The element count of a region or slice.
   irdl.operation @len {
     %region = irdl.base @offload::@region

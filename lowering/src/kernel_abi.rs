@@ -12,6 +12,7 @@ use melior::ir::r#type::TypeLike;
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::{ContainerType, ops, parse_container_type};
+use std::collections::HashMap;
 
 /// Words (`i64`) in the panic buffer a launch must pass as the last kernel argument.
 pub const PANIC_BUFFER_WORDS: usize = 7;
@@ -26,17 +27,38 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
     unsafe {
         let region = mlirOperationGetRegion(func, 0);
         let entry = mlirRegionGetFirstBlock(region);
+        // 2-D regions arrive as `memref<?x?xT>` (rows, row length) and are read and
+        // written through a collapsed 1-D view made once at entry.
+        let mut flat: HashMap<usize, MlirValue> = HashMap::new();
+        let first_op = mlirBlockGetFirstOperation(entry);
         for i in 0..mlirBlockGetNumArguments(entry) {
             let arg = mlirBlockGetArgument(entry, i);
             let text = rewrite::type_text(mlirValueGetType(arg));
-            let elem = match parse_container_type(&text) {
-                Some(ContainerType::Region { elem, .. } | ContainerType::Slice { elem }) => elem,
+            let (elem, two_d) = match parse_container_type(&text) {
+                Some(ContainerType::Region { elem, strategy }) => {
+                    let two_d =
+                        offload_mir::Strategy::from_name(&strategy).is_some_and(|s| s.is_2d());
+                    (elem, two_d)
+                }
+                Some(ContainerType::Slice { elem }) => (elem, false),
                 None => continue,
             };
-            let memref = melior::ir::Type::parse(context, &format!("memref<?x{elem}>"))
+            let shape = if two_d { "?x?x" } else { "?x" };
+            let memref = melior::ir::Type::parse(context, &format!("memref<{shape}{elem}>"))
                 .ok_or_else(|| format!("cannot form a memref of `{elem}`"))?;
             mlirBlockArgumentSetType(arg, memref.to_raw());
+            if two_d {
+                let b = Builder::before(context, first_op);
+                let view = b.op(
+                    "memref.collapse_shape",
+                    &[arg],
+                    &[b.ty(&format!("memref<?x{elem}>"))],
+                    &[("reassociation", b.attr("[[0, 1]]"))],
+                )[0];
+                flat.insert(arg.ptr as usize, view);
+            }
         }
+        let flat_view = |v: MlirValue| flat.get(&(v.ptr as usize)).copied().unwrap_or(v);
         let panic_ty =
             melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
         let panic_buffer =
@@ -55,16 +77,56 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             );
             rewrite::replace(op, &dim);
         }
+        for op in rewrite::collect(root, ops::EXTENT) {
+            // Row length is the memref's dimension 1, row count its dimension 0; a 1-D
+            // region is one row.
+            let dim = rewrite::int_attribute(op, "dim").ok_or("`offload.extent` needs a `dim`")?;
+            let region = rewrite::operand(op, 0);
+            let b = Builder::before(context, op);
+            let two_d = flat.contains_key(&(region.ptr as usize));
+            let v = match (two_d, dim) {
+                (true, 0) => b.op(
+                    "memref.dim",
+                    &[region, b.index_constant(1)],
+                    &[b.ty("index")],
+                    &[],
+                )[0],
+                (true, _) => b.op(
+                    "memref.dim",
+                    &[region, b.index_constant(0)],
+                    &[b.ty("index")],
+                    &[],
+                )[0],
+                (false, 0) => b.op(
+                    "memref.dim",
+                    &[region, b.index_constant(0)],
+                    &[b.ty("index")],
+                    &[],
+                )[0],
+                (false, _) => b.index_constant(1),
+            };
+            rewrite::replace(op, &[v]);
+        }
         for op in rewrite::collect(root, ops::LOAD) {
             let b = Builder::before(context, op);
             let result_ty =
                 melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
-            let v = b.op("memref.load", &rewrite::operands(op), &[result_ty], &[]);
+            let v = b.op(
+                "memref.load",
+                &[flat_view(rewrite::operand(op, 0)), rewrite::operand(op, 1)],
+                &[result_ty],
+                &[],
+            );
             rewrite::replace(op, &v);
         }
         for op in rewrite::collect(root, ops::STORE) {
             let b = Builder::before(context, op);
-            b.op("memref.store", &rewrite::operands(op), &[], &[]);
+            let (value, region, index) = (
+                rewrite::operand(op, 0),
+                rewrite::operand(op, 1),
+                rewrite::operand(op, 2),
+            );
+            b.op("memref.store", &[value, flat_view(region), index], &[], &[]);
             rewrite::replace(op, &[]);
         }
         for op in rewrite::collect(root, ops::PANIC) {

@@ -25,8 +25,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             // SAFETY: `op` was collected from the live module and is replaced once.
             unsafe {
                 let b = Builder::before(context, op);
-                let ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
-                let attrs: Vec<(&str, melior::ir::Attribute)> = flag.into_iter().map(|f| (f, b.attr("false"))).collect();
+                let ty =
+                    melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+                let attrs: Vec<(&str, melior::ir::Attribute)> =
+                    flag.into_iter().map(|f| (f, b.attr("false"))).collect();
                 let v = b.op(intrinsic, &rewrite::operands(op), &[ty], &attrs);
                 rewrite::replace(op, &v);
             }

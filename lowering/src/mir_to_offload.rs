@@ -29,7 +29,7 @@ pub fn mlir_type(t: Ty) -> String {
     match t {
         Ty::Unit => "()".into(),
         Ty::Scalar(s) => mlir_scalar(s).into(),
-        Ty::Region(e, s) => format!("!offload.region<{}, \"{}\">", mlir_scalar(e), s.name()),
+        Ty::Region(e, s) => format!("!offload.region<{}, \"{s}\">", mlir_scalar(e)),
         Ty::Slice(e) => format!("!offload.slice<{}>", mlir_scalar(e)),
     }
 }
@@ -263,6 +263,25 @@ impl Emitter<'_> {
                 );
                 let v = self.fresh();
                 self.line(&format!("{v} = arith.index_cast {n} : index to i64"), span);
+                (v, ScalarTy::Usize)
+            }
+            Rvalue::RegionCoord(l, d) | Rvalue::RegionExtent(l, d) => {
+                let op = if matches!(rv, Rvalue::RegionCoord(..)) {
+                    "offload.region_coord"
+                } else {
+                    "offload.extent"
+                };
+                let region = mlir_type(self.body.locals[l.index()].ty);
+                let i = self.fresh();
+                self.line(
+                    &format!(
+                        "{i} = \"{op}\"(%arg{}) {{dim = {d} : i64}} : ({region}) -> index",
+                        l.0
+                    ),
+                    span,
+                );
+                let v = self.fresh();
+                self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
                 (v, ScalarTy::Usize)
             }
             Rvalue::RegionIndex(l) => {

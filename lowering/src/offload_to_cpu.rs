@@ -1,11 +1,13 @@
 //! `convert-offload-to-cpu`: turns each kernel into a host function that runs a range of
-//! workgroups, every thread of each in turn:
+//! workgroups (numbered row by row), every thread of each in turn:
 //!
 //! ```text
-//! func @k(%group_begin, %group_end, %group_size, <kernel_abi args>) {
+//! func @k(%group_begin, %group_end, %groups_x, %size_x, %size_y, <kernel_abi args>) {
 //!   scf.for %group = %group_begin to %group_end {
-//!     scf.for %thread = 0 to %group_size {
-//!       scf.execute_region { <the kernel body; each return yields> }
+//!     (%group_x, %group_y) = (%group % %groups_x, %group / %groups_x)
+//!     scf.for %thread_y = 0 to %size_y {
+//!       scf.for %thread_x = 0 to %size_x {
+//!         scf.execute_region { <the kernel body; each return yields> }
 //! ```
 //!
 //! The runtime splits the launch's workgroups among host threads and calls this once per
@@ -21,8 +23,9 @@ use offload_dialect::ops;
 
 pub const NAME: &str = "convert-offload-to-cpu";
 
-/// Arguments the CPU entry point takes before the kernel's own.
-pub const LEADING_ARGS: usize = 3;
+/// Arguments the CPU entry point takes before the kernel's own: `group_begin`,
+/// `group_end`, `groups_x`, `size_x`, `size_y`.
+pub const LEADING_ARGS: usize = 5;
 
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
     for func in kernel_abi::kernels(root) {
@@ -51,13 +54,17 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                 .map(|(i, t)| format!("%a{i}: {t}"))
                 .collect();
             let skeleton = format!(
-                "func.func @{name}(%group_begin: index, %group_end: index, %group_size: index, {}) {{
+                "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %size_x: index, %size_y: index, {}) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   scf.for %group = %group_begin to %group_end step %c1 {{
-    scf.for %thread = %c0 to %group_size step %c1 {{
-      scf.execute_region {{
-        scf.yield
+    %group_x = arith.remui %group, %groups_x : index
+    %group_y = arith.divui %group, %groups_x : index
+    scf.for %thread_y = %c0 to %size_y step %c1 {{
+      scf.for %thread_x = %c0 to %size_x step %c1 {{
+        scf.execute_region {{
+          scf.yield
+        }}
       }}
     }}
   }}
@@ -76,26 +83,36 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             let host_ref = OperationRef::from_raw(host);
             let host_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(host, 0));
             let fors = rewrite::collect(host_ref, "scf.for");
-            let group = mlirBlockGetArgument(
-                mlirRegionGetFirstBlock(mlirOperationGetRegion(fors[0], 0)),
-                0,
-            );
-            let thread = mlirBlockGetArgument(
-                mlirRegionGetFirstBlock(mlirOperationGetRegion(fors[1], 0)),
-                0,
-            );
-            let group_size = mlirBlockGetArgument(host_entry, 2);
+            let induction = |op: MlirOperation| {
+                mlirBlockGetArgument(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)), 0)
+            };
+            let thread = [induction(fors[2]), induction(fors[1])];
+            let group_ids = [
+                rewrite::collect(host_ref, "arith.remui")[0],
+                rewrite::collect(host_ref, "arith.divui")[0],
+            ];
+            let group = [
+                mlirOperationGetResult(group_ids[0], 0),
+                mlirOperationGetResult(group_ids[1], 0),
+            ];
+            let size = [
+                mlirBlockGetArgument(host_entry, 3),
+                mlirBlockGetArgument(host_entry, 4),
+            ];
 
-            for (op_name, value) in [
+            for (op_name, values) in [
                 (ops::THREAD_ID, thread),
                 (ops::WORKGROUP_ID, group),
-                (ops::WORKGROUP_DIM, group_size),
+                (ops::WORKGROUP_DIM, size),
             ] {
                 for op in rewrite::collect(func_ref, op_name) {
-                    if rewrite::int_attribute(op, "dim") != Some(0) {
-                        return Err("the CPU backend runs one-dimensional launches only".into());
-                    }
-                    rewrite::replace(op, &[value]);
+                    let dim = rewrite::int_attribute(op, "dim").unwrap_or(-1);
+                    let Some(value) = usize::try_from(dim).ok().and_then(|d| values.get(d)) else {
+                        return Err(
+                            "the CPU backend runs one- and two-dimensional launches only".into(),
+                        );
+                    };
+                    rewrite::replace(op, &[*value]);
                 }
             }
             for ret in rewrite::collect(func_ref, "func.return") {

@@ -1,42 +1,85 @@
-//! `offload-partition`: turns each `offload.region_index` into index arithmetic over the
-//! thread's position, by the region's partitioning strategy. The result still uses the
-//! target-neutral `offload.thread_id`/`workgroup_id`/`workgroup_dim` ops, so GPU and CPU
-//! conversions share this pass.
+//! `offload-partition`: turns `offload.region_index` and `offload.region_coord` into
+//! index arithmetic over the thread's position, by the region's partitioning strategy.
+//! The result still uses the target-neutral `offload.thread_id`/`workgroup_id`/
+//! `workgroup_dim` ops, so GPU and CPU conversions share this pass.
+//!
+//! With `gid(d) = workgroup_id(d) * workgroup_dim(d) + thread_id(d)`:
+//!
+//! | strategy | element index | coordinates (column, row) |
+//! |---|---|---|
+//! | `Linear1D` | `gid(0)` | `(gid(0), 0)` |
+//! | `Chunked<N>` | `gid(0) * N` (the chunk's first element) | `(gid(0), 0)` |
+//! | `Linear2D`, `Stencil2D<R>` | `gid(1) * row_length + gid(0)` | `(gid(0), gid(1))` |
 
 use crate::rewrite::{self, Builder};
 use melior::{Context, ir::OperationRef};
+use mlir_sys::MlirValue;
 use offload_dialect::{ContainerType, ops, parse_container_type};
+use offload_mir::Strategy;
 
 pub const NAME: &str = "offload-partition";
 
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
-    for op in rewrite::collect(root, ops::REGION_INDEX) {
-        // SAFETY: `op` was just collected from the live module and is rewritten once.
-        unsafe {
-            let region = rewrite::operand(op, 0);
-            let ty = rewrite::type_text(mlir_sys::mlirValueGetType(region));
-            let Some(ContainerType::Region { strategy, .. }) = parse_container_type(&ty) else {
-                return Err(format!(
-                    "`{}` needs a region operand, found `{ty}`",
-                    ops::REGION_INDEX
-                ));
-            };
-            let b = Builder::before(context, op);
-            let index = b.ty("index");
-            let x = [("dim", b.attr("0 : i64"))];
-            let value = match strategy.as_str() {
-                // Thread t of the launch owns element t: t = workgroup * size + thread.
-                "Linear1D" => {
-                    let thread = b.op(ops::THREAD_ID, &[], &[index], &x)[0];
-                    let group = b.op(ops::WORKGROUP_ID, &[], &[index], &x)[0];
-                    let size = b.op(ops::WORKGROUP_DIM, &[], &[index], &x)[0];
-                    let base = b.op("arith.muli", &[group, size], &[index], &[])[0];
-                    b.op("arith.addi", &[base, thread], &[index], &[])[0]
-                }
-                other => return Err(format!("unknown partitioning strategy `{other}`")),
-            };
-            rewrite::replace(op, &[value]);
+    for name in [ops::REGION_INDEX, ops::REGION_COORD] {
+        for op in rewrite::collect(root, name) {
+            // SAFETY: `op` was just collected from the live module and is rewritten once.
+            unsafe {
+                let region = rewrite::operand(op, 0);
+                let ty = rewrite::type_text(mlir_sys::mlirValueGetType(region));
+                let Some(ContainerType::Region { strategy, .. }) = parse_container_type(&ty) else {
+                    return Err(format!("`{name}` needs a region operand, found `{ty}`"));
+                };
+                let strategy = Strategy::from_name(&strategy)
+                    .ok_or_else(|| format!("unknown partitioning strategy `{strategy}`"))?;
+                let b = Builder::before(context, op);
+                let value = if name == ops::REGION_INDEX {
+                    element_index(&b, region, strategy)
+                } else {
+                    let dim = rewrite::int_attribute(op, "dim")
+                        .ok_or("`offload.region_coord` needs a `dim`")?;
+                    match (strategy.is_2d(), dim) {
+                        (true, 0 | 1) | (false, 0) => global_id(&b, dim),
+                        (false, 1) => b.index_constant(0),
+                        _ => return Err(format!("region dimension {dim} is out of range")),
+                    }
+                };
+                rewrite::replace(op, &[value]);
+            }
         }
     }
     Ok(())
+}
+
+/// The thread's position in the whole launch along `dim`.
+fn global_id(b: &Builder<'_>, dim: i64) -> MlirValue {
+    let index = b.ty("index");
+    let d = [("dim", b.attr(&format!("{dim} : i64")))];
+    let thread = b.op(ops::THREAD_ID, &[], &[index], &d)[0];
+    let group = b.op(ops::WORKGROUP_ID, &[], &[index], &d)[0];
+    let size = b.op(ops::WORKGROUP_DIM, &[], &[index], &d)[0];
+    let base = b.op("arith.muli", &[group, size], &[index], &[])[0];
+    b.op("arith.addi", &[base, thread], &[index], &[])[0]
+}
+
+fn element_index(b: &Builder<'_>, region: MlirValue, strategy: Strategy) -> MlirValue {
+    let index = b.ty("index");
+    match strategy {
+        Strategy::Linear1D => global_id(b, 0),
+        Strategy::Chunked(n) => {
+            let n = b.index_constant(n as i64);
+            let chunk = global_id(b, 0);
+            b.op("arith.muli", &[chunk, n], &[index], &[])[0]
+        }
+        Strategy::Linear2D | Strategy::Stencil2D(_) => {
+            let (col, row) = (global_id(b, 0), global_id(b, 1));
+            let width = b.op(
+                ops::EXTENT,
+                &[region],
+                &[index],
+                &[("dim", b.attr("0 : i64"))],
+            )[0];
+            let start = b.op("arith.muli", &[row, width], &[index], &[])[0];
+            b.op("arith.addi", &[start, col], &[index], &[])[0]
+        }
+    }
 }

@@ -162,7 +162,7 @@ impl Session {
             None => String::new(),
         };
         let pipeline = format!(
-            "builtin.module(convert-scf-to-cf, expand-strided-metadata, \
+            "builtin.module(convert-scf-to-cf, expand-strided-metadata, lower-affine, \
              nvvm-attach-target{{chip={} features={} O=3{link}}}, arith-expand, \
              gpu.module(convert-gpu-to-nvvm, canonicalize, cse, reconcile-unrealized-casts))",
             target.chip, target.features
@@ -209,7 +209,7 @@ impl Session {
             "cpu",
             &[PARTITION, TO_CPU],
             "builtin.module(canonicalize, cse, convert-math-to-funcs, convert-math-to-llvm, \
-             convert-math-to-libm, convert-scf-to-cf, expand-strided-metadata, \
+             convert-math-to-libm, convert-scf-to-cf, expand-strided-metadata, lower-affine, \
              finalize-memref-to-llvm, convert-arith-to-llvm, convert-cf-to-llvm, \
              convert-func-to-llvm, reconcile-unrealized-casts)",
         )
@@ -259,7 +259,11 @@ type PassSpec = (&'static PassId, &'static str, PassBody);
 const PARTITION: PassSpec = (&PARTITION_ID, partition::NAME, partition::run);
 const TO_GPU: PassSpec = (&TO_GPU_ID, offload_to_gpu::NAME, offload_to_gpu::run);
 const TO_CPU: PassSpec = (&TO_CPU_ID, offload_to_cpu::NAME, offload_to_cpu::run);
-const MATH_TO_INTRINSICS: PassSpec = (&MATH_TO_INTRINSICS_ID, math_to_llvm_intrinsics::NAME, math_to_llvm_intrinsics::run);
+const MATH_TO_INTRINSICS: PassSpec = (
+    &MATH_TO_INTRINSICS_ID,
+    math_to_llvm_intrinsics::NAME,
+    math_to_llvm_intrinsics::run,
+);
 
 /// Wraps a Rust rewrite as a real MLIR pass on `builtin.module`. A failure is emitted as
 /// an error diagnostic at the module and fails the pass manager.

@@ -27,22 +27,21 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
 
 #[cfg(feature = "jit")]
 pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
-    if launch.grid[1..] != [1, 1] || launch.block[1..] != [1, 1] {
+    if launch.grid[2] != 1 || launch.block[2] != 1 {
         return Err(Error::InvalidLaunch(
-            "the CPU backend runs one-dimensional launches only".into(),
+            "the CPU backend runs one- and two-dimensional launches only".into(),
         ));
     }
     let kernel = crate::compile::cpu(launch.descriptor)?;
 
-    // Scratch copies of the regions, 8-byte aligned for any element type.
+    // Scratch copies of writable regions, 8-byte aligned for any element type.
     let mut scratch: Vec<Vec<u64>> = Vec::new();
-    // The kernel ABI's arguments as 64-bit words; memrefs expand to five.
+    // The kernel ABI's arguments as 64-bit words; memrefs expand to their descriptors.
     let mut words: Vec<u64> = Vec::new();
     for arg in launch.args.iter() {
-        match arg.kind {
-            ArgKind::Region { len, .. } | ArgKind::Slice { len, .. } => {
-                let (data, bytes) = arg.kind.bytes().expect("regions and slices have data");
-                let ptr = if let ArgKind::Region { .. } = arg.kind {
+        match arg.kind.bytes() {
+            Some((data, bytes)) => {
+                let ptr = if arg.kind.copied_back() {
                     let mut copy = vec![0u64; bytes.div_ceil(8)];
                     // SAFETY: `data` is the region's borrowed slice of `bytes` bytes.
                     unsafe {
@@ -54,25 +53,38 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
                 } else {
                     data as u64
                 };
-                words.extend([ptr, ptr, 0, len as u64, 1]);
+                words.extend(
+                    arg.kind
+                        .memref_words(ptr)
+                        .expect("regions and slices are memrefs"),
+                );
             }
-            ArgKind::Scalar { bits, .. } => words.push(bits),
+            None => {
+                let ArgKind::Scalar { bits, .. } = arg.kind else {
+                    unreachable!("only scalars have no data")
+                };
+                words.push(bits);
+            }
         }
     }
     let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
     let p = panic.as_mut_ptr() as u64;
     words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
 
-    let groups = launch.grid[0] as u64;
+    let groups = launch.grid[0] as u64 * launch.grid[1] as u64;
     let threads = host_threads().min(groups as usize).max(1) as u64;
     let words = &words;
     std::thread::scope(|scope| {
         for t in 0..threads {
             let (begin, end) = (groups * t / threads, groups * (t + 1) / threads);
             let kernel = &kernel;
-            let block = launch.block[0] as u64;
+            let (groups_x, size_x, size_y) = (
+                launch.grid[0] as u64,
+                launch.block[0] as u64,
+                launch.block[1] as u64,
+            );
             scope.spawn(move || {
-                let mut own: Vec<u64> = vec![begin, end, block];
+                let mut own: Vec<u64> = vec![begin, end, groups_x, size_x, size_y];
                 own.extend_from_slice(words);
                 let mut pointers: Vec<*mut c_void> =
                     own.iter_mut().map(|w| (w as *mut u64).cast()).collect();

@@ -99,9 +99,8 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
     let mut words: Vec<u64> = Vec::new();
     for arg in launch.args.iter() {
-        match arg.kind {
-            ArgKind::Region { len, .. } | ArgKind::Slice { len, .. } => {
-                let (data, bytes) = arg.kind.bytes().expect("regions and slices have data");
+        match arg.kind.bytes() {
+            Some((data, bytes)) => {
                 // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
                 let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
                 // A zero-length allocation is refused by the driver; one byte stands in.
@@ -112,10 +111,19 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
                 }
                 .map_err(Error::cuda("copying an argument to the device"))?;
                 let ptr = device_address(&buffer, &stream);
-                words.extend([ptr, ptr, 0, len as u64, 1]);
+                words.extend(
+                    arg.kind
+                        .memref_words(ptr)
+                        .expect("regions and slices are memrefs"),
+                );
                 buffers.push(buffer);
             }
-            ArgKind::Scalar { bits, .. } => words.push(bits),
+            None => {
+                let ArgKind::Scalar { bits, .. } = arg.kind else {
+                    unreachable!("only scalars have no data")
+                };
+                words.push(bits);
+            }
         }
     }
     let panic_buffer = stream

@@ -3,9 +3,10 @@
 //! `#[offload_kernel]` compiles the kernel's body a second time as an ordinary,
 //! never-called Rust function whose `Region` parameters have the types here, so rustc
 //! reports type errors in kernels with its usual precision. These functions never run:
-//! kernels run as lowered code on a device or the CPU backend. Their bodies therefore
-//! only describe the device-side meaning.
+//! kernels run as lowered code on a device or the CPU backend. Their docs describe the
+//! device-side meaning.
 
+use crate::{Chunked, Linear1D, Linear2D, Stencil2D};
 use std::marker::PhantomData;
 
 /// A kernel's view of a `Region` parameter.
@@ -14,23 +15,96 @@ pub struct Region<T, S> {
     _strategy: PhantomData<S>,
 }
 
-impl<T, S> Region<T, S> {
-    /// The element index this thread owns under the region's strategy.
-    pub fn index(&self) -> usize {
-        unreachable!("kernel bodies are type-checked on the host, never run there")
-    }
+const NEVER: &str = "kernel bodies are type-checked on the host, never run there";
 
-    /// This thread's element, or `None` for threads past the end of the region.
-    pub fn get_mut(&mut self) -> Option<&mut T> {
-        unreachable!("kernel bodies are type-checked on the host, never run there")
+impl<T, S> Region<T, S> {
+    /// The (first) element index this thread owns under the region's strategy.
+    pub fn index(&self) -> usize {
+        unreachable!("{NEVER}")
     }
 
     /// The number of elements in the region.
     pub fn len(&self) -> usize {
-        unreachable!("kernel bodies are type-checked on the host, never run there")
+        unreachable!("{NEVER}")
     }
 
     pub fn is_empty(&self) -> bool {
-        unreachable!("kernel bodies are type-checked on the host, never run there")
+        unreachable!("{NEVER}")
+    }
+}
+
+impl<T> Region<T, Linear1D> {
+    /// This thread's element, or `None` for threads past the end of the region.
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        unreachable!("{NEVER}")
+    }
+}
+
+impl<T, const N: usize> Region<T, Chunked<N>> {
+    /// This thread's chunk of up to `N` elements, or `None` past the end.
+    pub fn get_mut(&mut self) -> Option<&mut [T]> {
+        unreachable!("{NEVER}")
+    }
+}
+
+impl<T> Region<T, Linear2D> {
+    /// This thread's element, or `None` for threads outside the region.
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        unreachable!("{NEVER}")
+    }
+
+    /// This thread's row.
+    pub fn row(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// This thread's column.
+    pub fn col(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// Elements per row.
+    pub fn width(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// Rows.
+    pub fn height(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+}
+
+impl<T, const R: usize> Region<T, Stencil2D<R>> {
+    /// The element `dr` rows and `dc` columns from this thread's, or `None` outside the
+    /// region. `|dr|, |dc| <= R`.
+    pub fn get(&self, dr: isize, dc: isize) -> Option<T> {
+        let _ = (dr, dc);
+        unreachable!("{NEVER}")
+    }
+
+    /// Like `get`, with coordinates past the edge clamped to it.
+    pub fn get_clamped(&self, dr: isize, dc: isize) -> T {
+        let _ = (dr, dc);
+        unreachable!("{NEVER}")
+    }
+
+    /// This thread's row.
+    pub fn row(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// This thread's column.
+    pub fn col(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// Elements per row.
+    pub fn width(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// Rows.
+    pub fn height(&self) -> usize {
+        unreachable!("{NEVER}")
     }
 }

@@ -3,7 +3,7 @@
 
 use crate::{
     Device, Error,
-    region::{IntoRegion, PartitioningStrategy},
+    region::{IntoRegion, PartitioningStrategy, Shape},
     scalar::Scalar,
 };
 use offload_mir::{Body, ScalarTy, Strategy, Ty};
@@ -81,11 +81,11 @@ pub struct KernelArg<'a> {
 pub(crate) enum ArgKind {
     Region {
         data: *mut u8,
-        len: usize,
+        shape: Shape,
         elem: ScalarTy,
         strategy: Strategy,
-        check: fn(usize, [u32; 3], [u32; 3]) -> Result<(), Error>,
-        default_geometry: fn(usize, u32) -> ([u32; 3], [u32; 3]),
+        check: fn(Shape, [u32; 3], [u32; 3]) -> Result<(), Error>,
+        default_geometry: fn(Shape, Option<[u32; 3]>) -> Result<([u32; 3], [u32; 3]), Error>,
     },
     Slice {
         data: *const u8,
@@ -101,11 +101,10 @@ pub(crate) enum ArgKind {
 impl<'a> KernelArg<'a> {
     pub fn region<T: Scalar, S: PartitioningStrategy>(region: impl IntoRegion<'a, T, S>) -> Self {
         let region = region.into_region();
-        let len = region.data.len();
         KernelArg {
             kind: ArgKind::Region {
-                data: region.data.as_mut_ptr().cast(),
-                len,
+                data: region.data.as_ptr().cast(),
+                shape: region.shape,
                 elem: T::TY,
                 strategy: S::KIND,
                 check: S::check_launch,
@@ -142,9 +141,39 @@ impl ArgKind {
     pub(crate) fn bytes(&self) -> Option<(*mut u8, usize)> {
         match *self {
             ArgKind::Region {
-                data, len, elem, ..
-            } => Some((data, len * elem.size_bytes())),
+                data, shape, elem, ..
+            } => Some((data, shape.len * elem.size_bytes())),
             ArgKind::Slice { data, len, elem } => Some((data as *mut u8, len * elem.size_bytes())),
+            ArgKind::Scalar { .. } => None,
+        }
+    }
+
+    /// Whether the kernel may write this argument, so that it is copied back.
+    pub(crate) fn copied_back(&self) -> bool {
+        matches!(self, ArgKind::Region { strategy, .. } if strategy.is_writable())
+    }
+
+    /// The argument's memref descriptor words in the kernel ABI (allocated pointer,
+    /// aligned pointer, offset, sizes, strides), given where its data lives; `None` for
+    /// scalars.
+    pub(crate) fn memref_words(&self, ptr: u64) -> Option<Vec<u64>> {
+        match *self {
+            ArgKind::Region {
+                shape, strategy, ..
+            } if strategy.is_2d() => {
+                let (width, height) = shape.extents();
+                Some(vec![
+                    ptr,
+                    ptr,
+                    0,
+                    height as u64,
+                    width as u64,
+                    width as u64,
+                    1,
+                ])
+            }
+            ArgKind::Region { shape, .. } => Some(vec![ptr, ptr, 0, shape.len as u64, 1]),
+            ArgKind::Slice { len, .. } => Some(vec![ptr, ptr, 0, len as u64, 1]),
             ArgKind::Scalar { .. } => None,
         }
     }
@@ -171,8 +200,8 @@ pub fn launch(
     check_signature(body, args)?;
     let (grid, block) = geometry(body, &options, args)?;
     for arg in args.iter() {
-        if let ArgKind::Region { len, check, .. } = arg.kind {
-            check(len, grid, block)?;
+        if let ArgKind::Region { shape, check, .. } = arg.kind {
+            check(shape, grid, block)?;
         }
     }
     let device = crate::device::select(options.device)?;
@@ -223,38 +252,37 @@ fn check_signature(body: &Body, args: &[KernelArg<'_>]) -> Result<(), Error> {
     Ok(())
 }
 
-/// The geometry rule: `thread_dim` defaults to [`DEFAULT_WORKGROUP_SIZE`] threads in x;
-/// `workgroup_dim` defaults to enough workgroups for one thread per element of the first
-/// region, as that region's strategy lays them out.
+/// The geometry rule: with `workgroup_dim` given, `thread_dim` defaults to
+/// [`DEFAULT_WORKGROUP_SIZE`] threads in x; without it, the first region's strategy
+/// sizes the launch to cover the region (one thread per element for `Linear1D` in
+/// workgroups of 256, one per chunk for `Chunked<N>`, one per element in 16×16 workgroups
+/// for the 2-D strategies), using `thread_dim` if given.
 fn geometry(
     body: &Body,
     options: &LaunchOptions,
     args: &[KernelArg<'_>],
 ) -> Result<([u32; 3], [u32; 3]), Error> {
-    let block = options.thread_dim.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
-    let grid = match options.workgroup_dim {
-        Some(grid) => grid,
+    let (grid, block) = match options.workgroup_dim {
+        Some(grid) => (
+            grid,
+            options.thread_dim.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]),
+        ),
         None => {
             let first = args.iter().find_map(|a| match a.kind {
                 ArgKind::Region {
-                    len,
+                    shape,
                     default_geometry,
                     ..
-                } => Some((len, default_geometry)),
+                } => Some((shape, default_geometry)),
                 _ => None,
             });
-            let Some((len, default_geometry)) = first else {
+            let Some((shape, default_geometry)) = first else {
                 return Err(Error::InvalidLaunch(format!(
                     "kernel `{}` has no `Region` argument to size the launch from; give `workgroup_dim`",
                     body.name
                 )));
             };
-            if block[1] != 1 || block[2] != 1 {
-                return Err(Error::InvalidLaunch(format!(
-                    "thread_dim {block:?} is not one-dimensional; give `workgroup_dim` too"
-                )));
-            }
-            default_geometry(len, block[0]).0
+            default_geometry(shape, options.thread_dim)?
         }
     };
     if grid.contains(&0) || block.contains(&0) {

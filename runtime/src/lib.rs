@@ -44,10 +44,16 @@ pub use device::{Device, devices, parse_selection};
 pub use error::Error;
 pub use launch::{DEFAULT_WORKGROUP_SIZE, KernelArg, KernelDescriptor, LaunchOptions, launch};
 pub use offload_macros::{offload, offload_kernel, try_offload};
-pub use region::{IntoRegion, Linear1D, PartitioningStrategy, Region};
+pub use region::{
+    Chunked, IntoRegion, Linear1D, Linear2D, OneDimensional, PartitioningStrategy, Region, Shape,
+    Stencil2D,
+};
 pub use scalar::Scalar;
 
 /// What a kernel file needs: `use offload::prelude::*;`.
 pub mod prelude {
-    pub use crate::{Error, Linear1D, Region, devices, offload, offload_kernel, try_offload};
+    pub use crate::{
+        Chunked, Error, Linear1D, Linear2D, Region, Stencil2D, devices, offload, offload_kernel,
+        try_offload,
+    };
 }

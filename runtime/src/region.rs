@@ -1,21 +1,91 @@
-//! `Region<T, S>`: data a kernel writes, shared out among threads by a partitioning
+//! `Region<T, S>`: data a kernel works on, shared out among threads by a partitioning
 //! strategy so that no two threads can reach the same element.
 
 use crate::{Error, scalar::Scalar};
 use offload_mir::Strategy;
-use std::marker::PhantomData;
+use std::{marker::PhantomData, ptr::NonNull};
+
+/// A region's shape: `len` elements, in rows of `row_len` for 2-D strategies.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Shape {
+    pub len: usize,
+    pub row_len: Option<usize>,
+}
+
+impl Shape {
+    /// (row length, row count): a 1-D region is one row.
+    pub fn extents(self) -> (usize, usize) {
+        match self.row_len {
+            Some(w) if w > 0 => (w, self.len / w),
+            _ => (self.len, 1),
+        }
+    }
+}
 
 /// A partitioning strategy: how a region's elements are shared out among threads.
 pub trait PartitioningStrategy: Send + Sync + 'static {
     const KIND: Strategy;
 
-    /// Refuses launch geometry under which two threads could reach the same element.
-    /// `grid` is the number of workgroups and `block` the threads per workgroup.
-    fn check_launch(len: usize, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error>;
+    /// Refuses launch geometry (and region shapes) under which two threads could reach
+    /// the same element, or the kernel could not address the region. `grid` is the number
+    /// of workgroups and `block` the threads per workgroup.
+    fn check_launch(shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error>;
 
-    /// The geometry used when the launch gives none: one thread per element in
-    /// workgroups of `block` threads.
-    fn default_geometry(len: usize, block: u32) -> ([u32; 3], [u32; 3]);
+    /// The geometry used when a launch gives no `workgroup_dim`: enough workgroups of
+    /// `block` threads (or this strategy's default size) to cover the region.
+    fn default_geometry(
+        shape: Shape,
+        block: Option<[u32; 3]>,
+    ) -> Result<([u32; 3], [u32; 3]), Error>;
+}
+
+fn groups(items: usize, per_group: u32) -> Result<u32, Error> {
+    u32::try_from(items.div_ceil(per_group as usize).max(1)).map_err(|_| {
+        Error::InvalidLaunch(format!("{items} threads need more than 2^32 workgroups"))
+    })
+}
+
+fn one_dimensional(name: &str, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+    if grid[1] != 1 || grid[2] != 1 || block[1] != 1 || block[2] != 1 {
+        return Err(Error::InvalidLaunch(format!(
+            "a `{name}` region needs a one-dimensional launch, got workgroup_dim {grid:?} and thread_dim {block:?}: \
+             threads that differ only in y or z would own the same element"
+        )));
+    }
+    Ok(())
+}
+
+fn two_dimensional(name: &str, shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+    match shape.row_len {
+        Some(w) if w > 0 && shape.len % w == 0 => {}
+        Some(w) => {
+            return Err(Error::InvalidLaunch(format!(
+                "a `{name}` region of {} elements cannot be laid out in rows of {w}",
+                shape.len
+            )));
+        }
+        None => {
+            return Err(Error::InvalidLaunch(format!(
+                "a `{name}` region needs a row length: build it with `Region::new_2d`"
+            )));
+        }
+    }
+    if grid[2] != 1 || block[2] != 1 {
+        return Err(Error::InvalidLaunch(format!(
+            "a `{name}` region needs a launch without z, got workgroup_dim {grid:?} and thread_dim {block:?}: \
+             threads that differ only in z would own the same element"
+        )));
+    }
+    Ok(())
+}
+
+fn default_2d(shape: Shape, block: Option<[u32; 3]>) -> Result<([u32; 3], [u32; 3]), Error> {
+    let block = block.unwrap_or([16, 16, 1]);
+    let (width, height) = shape.extents();
+    Ok((
+        [groups(width, block[0])?, groups(height, block[1])?, 1],
+        block,
+    ))
 }
 
 /// One element per thread: thread `t` of the launch owns element `t`; threads past the
@@ -25,57 +95,162 @@ pub struct Linear1D;
 impl PartitioningStrategy for Linear1D {
     const KIND: Strategy = Strategy::Linear1D;
 
-    fn check_launch(len: usize, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
-        // The owned element is the thread's x position alone: any thread in y or z would
-        // share it with its x neighbour.
-        if grid[1] != 1 || grid[2] != 1 || block[1] != 1 || block[2] != 1 {
-            return Err(Error::InvalidLaunch(format!(
-                "a `Linear1D` region needs a one-dimensional launch, got workgroup_dim {grid:?} and thread_dim {block:?}: \
-                 threads that differ only in y or z would own the same element"
-            )));
-        }
-        let threads = grid[0] as u64 * block[0] as u64;
-        if threads < len as u64 {
-            tracing::debug!(len, threads, "launch covers only part of a Linear1D region");
-        }
-        Ok(())
+    fn check_launch(_: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+        one_dimensional("Linear1D", grid, block)
     }
 
-    fn default_geometry(len: usize, block: u32) -> ([u32; 3], [u32; 3]) {
-        let groups = len.div_ceil(block as usize).max(1);
-        ([groups as u32, 1, 1], [block, 1, 1])
+    fn default_geometry(
+        shape: Shape,
+        block: Option<[u32; 3]>,
+    ) -> Result<([u32; 3], [u32; 3]), Error> {
+        let block = block.unwrap_or([crate::DEFAULT_WORKGROUP_SIZE, 1, 1]);
+        Ok(([groups(shape.len, block[0])?, 1, 1], block))
     }
 }
 
-/// Host data a kernel writes, lent to one launch. Not `Copy` or `Clone`: a region is the
-/// only way to the data while the launch runs.
+/// A row-major 2-D region: the thread at (x, y) of the launch owns the element in row y,
+/// column x (`region.row()`, `region.col()`).
+pub struct Linear2D;
+
+impl PartitioningStrategy for Linear2D {
+    const KIND: Strategy = Strategy::Linear2D;
+
+    fn check_launch(shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+        two_dimensional("Linear2D", shape, grid, block)
+    }
+
+    fn default_geometry(
+        shape: Shape,
+        block: Option<[u32; 3]>,
+    ) -> Result<([u32; 3], [u32; 3]), Error> {
+        default_2d(shape, block)
+    }
+}
+
+/// `N` contiguous elements per thread: thread `t` owns elements `t * N .. t * N + N`
+/// (fewer at the end); `get_mut` gives them as a chunk to index.
+pub struct Chunked<const N: usize>;
+
+impl<const N: usize> PartitioningStrategy for Chunked<N> {
+    const KIND: Strategy = Strategy::Chunked(N as u32);
+
+    fn check_launch(_: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+        if N == 0 || N > u32::MAX as usize {
+            return Err(Error::InvalidLaunch(format!(
+                "`Chunked<{N}>` needs 1 to 2^32 - 1 elements per thread"
+            )));
+        }
+        one_dimensional(&format!("Chunked<{N}>"), grid, block)
+    }
+
+    fn default_geometry(
+        shape: Shape,
+        block: Option<[u32; 3]>,
+    ) -> Result<([u32; 3], [u32; 3]), Error> {
+        let block = block.unwrap_or([crate::DEFAULT_WORKGROUP_SIZE, 1, 1]);
+        Ok((
+            [groups(shape.len.div_ceil(N.max(1)), block[0])?, 1, 1],
+            block,
+        ))
+    }
+}
+
+/// A read-only 2-D region: the thread at (x, y) reads the neighbourhood of radius `R`
+/// around row y, column x, with `get(dr, dc)` (`None` past the edges) or
+/// `get_clamped(dr, dc)` (the nearest edge element). Never copied back.
+pub struct Stencil2D<const R: usize>;
+
+impl<const R: usize> PartitioningStrategy for Stencil2D<R> {
+    const KIND: Strategy = Strategy::Stencil2D(R as u32);
+
+    fn check_launch(shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+        two_dimensional(&format!("Stencil2D<{R}>"), shape, grid, block)
+    }
+
+    fn default_geometry(
+        shape: Shape,
+        block: Option<[u32; 3]>,
+    ) -> Result<([u32; 3], [u32; 3]), Error> {
+        default_2d(shape, block)
+    }
+}
+
+/// Host data lent to one launch. Not `Copy` or `Clone`: while the launch runs, a region
+/// is the only way to its data.
 pub struct Region<'a, T, S> {
-    pub(crate) data: &'a mut [T],
+    pub(crate) data: NonNull<T>,
+    pub(crate) shape: Shape,
+    _borrow: PhantomData<&'a mut [T]>,
     _strategy: PhantomData<S>,
 }
 
 impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
+    /// A 1-D region over `data` (`Linear1D`, `Chunked<N>`).
     pub fn new(data: &'a mut [T]) -> Self {
+        Self::from_parts(
+            data.into(),
+            Shape {
+                len: data.len(),
+                row_len: None,
+            },
+        )
+    }
+
+    /// A 2-D region over `data` laid out in rows of `row_len` elements (`Linear2D`). A
+    /// length that is not a whole number of rows is refused when the region is launched.
+    pub fn new_2d(data: &'a mut [T], row_len: usize) -> Self {
+        Self::from_parts(
+            data.into(),
+            Shape {
+                len: data.len(),
+                row_len: Some(row_len),
+            },
+        )
+    }
+
+    fn from_parts(data: NonNull<[T]>, shape: Shape) -> Self {
         Region {
-            data,
+            data: data.cast(),
+            shape,
+            _borrow: PhantomData,
             _strategy: PhantomData,
         }
     }
 
     pub fn len(&self) -> usize {
-        self.data.len()
+        self.shape.len
     }
 
     pub fn is_empty(&self) -> bool {
-        self.data.is_empty()
+        self.shape.len == 0
     }
 }
 
-/// What a `Region` parameter of a launch accepts: `&mut [T]`, `&mut Vec<T>`, or a
-/// `Region` itself.
+impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
+    /// A read-only stencil region over `data` in rows of `row_len` elements.
+    pub fn stencil(data: &'a [T], row_len: usize) -> Self {
+        // The pointer is never written through: `Stencil2D` regions are not writable in
+        // kernels and are never copied back.
+        Self::from_parts(
+            NonNull::from(data),
+            Shape {
+                len: data.len(),
+                row_len: Some(row_len),
+            },
+        )
+    }
+}
+
+/// What a `Region` parameter of a launch accepts: a `Region`, or for one-dimensional
+/// strategies `&mut [T]`, `&mut Vec<T>` and `&mut [T; N]`.
 pub trait IntoRegion<'a, T, S> {
     fn into_region(self) -> Region<'a, T, S>;
 }
+
+/// Strategies whose regions can be made from a plain mutable slice.
+pub trait OneDimensional: PartitioningStrategy {}
+impl OneDimensional for Linear1D {}
+impl<const N: usize> OneDimensional for Chunked<N> {}
 
 impl<'a, T: Scalar, S: PartitioningStrategy> IntoRegion<'a, T, S> for Region<'a, T, S> {
     fn into_region(self) -> Region<'a, T, S> {
@@ -83,21 +258,19 @@ impl<'a, T: Scalar, S: PartitioningStrategy> IntoRegion<'a, T, S> for Region<'a,
     }
 }
 
-impl<'a, T: Scalar, S: PartitioningStrategy> IntoRegion<'a, T, S> for &'a mut [T] {
+impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut [T] {
     fn into_region(self) -> Region<'a, T, S> {
         Region::new(self)
     }
 }
 
-impl<'a, T: Scalar, S: PartitioningStrategy> IntoRegion<'a, T, S> for &'a mut Vec<T> {
+impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut Vec<T> {
     fn into_region(self) -> Region<'a, T, S> {
         Region::new(self.as_mut_slice())
     }
 }
 
-impl<'a, T: Scalar, S: PartitioningStrategy, const N: usize> IntoRegion<'a, T, S>
-    for &'a mut [T; N]
-{
+impl<'a, T: Scalar, S: OneDimensional, const N: usize> IntoRegion<'a, T, S> for &'a mut [T; N] {
     fn into_region(self) -> Region<'a, T, S> {
         Region::new(self.as_mut_slice())
     }

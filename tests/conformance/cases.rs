@@ -31,6 +31,10 @@ macro_rules! for_each_case {
         $m!(division_by_zero_is_reported);
         $m!(division_overflow_is_reported);
         $m!(bool_regions_and_lengths);
+        $m!(linear_2d_rows_and_columns);
+        $m!(chunked_regions_give_each_thread_a_chunk);
+        $m!(stencil_reads_neighbours);
+        $m!(chunk_index_past_its_end_is_reported);
     };
 }
 
@@ -662,4 +666,121 @@ pub fn bool_regions_and_lengths(o: LaunchOptions) -> CaseResult {
     compare("bools", &out, &want)?;
     let want: Vec<usize> = (0..40).map(|i| 500 * 1000 + 40 + i).collect();
     compare("lengths", &lens, &want)
+}
+
+#[offload_kernel]
+fn transpose_add(mut out: Region<f32, Linear2D>, a: &[f32], b: &[f32]) {
+    let r = out.row();
+    let c = out.col();
+    let w = out.width();
+    let h = out.height();
+    if let Some(v) = out.get_mut() {
+        *v = a[r * w + c] * 2.0 + b[c * h + r];
+    }
+}
+
+pub fn linear_2d_rows_and_columns(o: LaunchOptions) -> CaseResult {
+    let (w, h) = (37usize, 23usize);
+    let a: Vec<f32> = (0..w * h).map(|i| i as f32 * 0.5).collect();
+    let b: Vec<f32> = (0..w * h).map(|i| (i % 11) as f32).collect();
+    let mut out = vec![-1f32; w * h];
+    transpose_add(o, Region::new_2d(&mut out, w), &a, &b).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..w * h)
+        .map(|i| {
+            let (r, c) = (i / w, i % w);
+            a[r * w + c] * 2.0 + b[c * h + r]
+        })
+        .collect();
+    compare("linear 2d", &out, &want)
+}
+
+#[offload_kernel]
+fn prefix_in_chunks(mut out: Region<u32, Chunked<8>>, x: &[u32]) {
+    let start = out.index();
+    if let Some(c) = out.get_mut() {
+        let mut acc = 0u32;
+        for k in 0..c.len() {
+            acc += x[start + k];
+            c[k] = acc;
+        }
+    }
+}
+
+pub fn chunked_regions_give_each_thread_a_chunk(o: LaunchOptions) -> CaseResult {
+    let n = 1001usize;
+    let x: Vec<u32> = (0..n as u32).map(|i| i % 13 + 1).collect();
+    let mut out = vec![0u32; n];
+    prefix_in_chunks(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let mut want = vec![0u32; n];
+    for chunk in (0..n).step_by(8) {
+        let mut acc = 0;
+        for k in chunk..(chunk + 8).min(n) {
+            acc += x[k];
+            want[k] = acc;
+        }
+    }
+    compare("chunked", &out, &want)
+}
+
+#[offload_kernel]
+fn blur(mut out: Region<f32, Linear2D>, img: Region<f32, Stencil2D<1>>) {
+    let mut sum = 0.0f32;
+    let mut count = 0.0f32;
+    for dr in -1..=1 {
+        for dc in -1..=1 {
+            if let Some(p) = img.get(dr, dc) {
+                sum += p;
+                count += 1.0;
+            }
+        }
+    }
+    let corner = img.get_clamped(-1, 1);
+    if let Some(v) = out.get_mut() {
+        *v = sum / count + corner * 0.5;
+    }
+}
+
+pub fn stencil_reads_neighbours(o: LaunchOptions) -> CaseResult {
+    let (w, h) = (29usize, 19usize);
+    let img: Vec<f32> = (0..w * h).map(|i| ((i * 7) % 23) as f32).collect();
+    let mut out = vec![0f32; w * h];
+    blur(o, Region::new_2d(&mut out, w), Region::stencil(&img, w)).map_err(|e| e.to_string())?;
+    let at = |r: isize, c: isize| img[r as usize * w + c as usize];
+    let want: Vec<f32> = (0..w * h)
+        .map(|i| {
+            let (r, c) = ((i / w) as isize, (i % w) as isize);
+            let (mut sum, mut count) = (0f32, 0f32);
+            for dr in -1..=1 {
+                for dc in -1..=1 {
+                    let (rr, cc) = (r + dr, c + dc);
+                    if rr >= 0 && rr < h as isize && cc >= 0 && cc < w as isize {
+                        sum += at(rr, cc);
+                        count += 1.0;
+                    }
+                }
+            }
+            let corner = at(
+                (r - 1).clamp(0, h as isize - 1),
+                (c + 1).clamp(0, w as isize - 1),
+            );
+            sum / count + corner * 0.5
+        })
+        .collect();
+    compare("stencil", &out, &want)
+}
+
+#[offload_kernel]
+fn overrun_chunk(mut out: Region<u8, Chunked<4>>) {
+    if let Some(c) = out.get_mut() {
+        c[4] = 1;
+    }
+}
+
+pub fn chunk_index_past_its_end_is_reported(o: LaunchOptions) -> CaseResult {
+    let mut out = vec![0u8; 16];
+    expect_panic(
+        overrun_chunk(o, &mut out),
+        "index out of bounds: the len is 4 but the index is 4",
+        "c[4] = 1;",
+    )
 }

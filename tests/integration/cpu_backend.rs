@@ -161,3 +161,77 @@ fn device_selection_strings() {
 fn the_cpu_is_always_a_device() {
     assert_eq!(offload::devices().last(), Some(&Device::Cpu));
 }
+
+#[offload_kernel]
+fn fill_2d(mut out: Region<f32, Linear2D>) {
+    let r = out.row();
+    if let Some(v) = out.get_mut() {
+        *v = r as f32;
+    }
+}
+
+#[offload_kernel]
+fn fill_chunks(mut out: Region<f32, Chunked<4>>) {
+    if let Some(c) = out.get_mut() {
+        c[0] = 1.0;
+    }
+}
+
+#[offload_kernel]
+fn read_stencil(mut out: Region<f32, Linear2D>, img: Region<f32, Stencil2D<1>>) {
+    let p = img.get_clamped(0, 0);
+    if let Some(v) = out.get_mut() {
+        *v = p;
+    }
+}
+
+#[test]
+fn every_strategy_refuses_sharing_geometry_and_bad_shapes() {
+    let cpu = offload::devices().len() - 1;
+    let mut data = vec![0f32; 12];
+    let err =
+        try_offload! { kernel = fill_2d, args = (Region::new_2d(&mut data, 5)), device = cpu }
+            .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: a `Linear2D` region of 12 elements cannot be laid out in rows of 5"
+    );
+    let err =
+        try_offload! { kernel = fill_2d, args = (Region::new_2d(&mut data, 0)), device = cpu }
+            .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: a `Linear2D` region of 12 elements cannot be laid out in rows of 0"
+    );
+    let err = try_offload! { kernel = fill_2d, args = (Region::new(&mut data)), device = cpu }
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: a `Linear2D` region needs a row length: build it with `Region::new_2d`"
+    );
+    let err = try_offload! { kernel = fill_2d, args = (Region::new_2d(&mut data, 4)), thread_dim = [4, 4, 2], device = cpu }.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: a `Linear2D` region needs a launch without z, got workgroup_dim [1, 1, 1] and thread_dim [4, 4, 2]: \
+         threads that differ only in z would own the same element"
+    );
+    let err = try_offload! { kernel = fill_chunks, args = (&mut data), workgroup_dim = [1, 2, 1], device = cpu }.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: a `Chunked<4>` region needs a one-dimensional launch, got workgroup_dim [1, 2, 1] and thread_dim [256, 1, 1]: \
+         threads that differ only in y or z would own the same element"
+    );
+    let img = vec![1f32; 12];
+    let err = try_offload! { kernel = read_stencil, args = (Region::new_2d(&mut data, 4), Region::stencil(&img, 5)), device = cpu }
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: a `Stencil2D<1>` region of 12 elements cannot be laid out in rows of 5"
+    );
+    assert!(
+        data.iter().all(|&v| v == 0.0),
+        "refused launches must not touch the data"
+    );
+    try_offload! { kernel = fill_2d, args = (Region::new_2d(&mut data, 4)), device = cpu }.unwrap();
+    assert_eq!(data, [0., 0., 0., 0., 1., 1., 1., 1., 2., 2., 2., 2.]);
+}

@@ -151,28 +151,54 @@ impl fmt::Display for ScalarTy {
 /// How a region's elements are shared out among threads.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Strategy {
-    /// Thread `t` of the launch owns element `t`.
+    /// Thread `t` of the launch (along x) owns element `t`.
     Linear1D,
+    /// A row-major 2-D region: the thread at (x, y) owns element (row y, column x).
+    Linear2D,
+    /// Thread `t` owns the `N` contiguous elements from `t * N` (fewer at the end).
+    Chunked(u32),
+    /// A read-only 2-D region: the thread at (x, y) reads the neighbourhood of radius `R`
+    /// around (row y, column x).
+    Stencil2D(u32),
 }
 
 impl Strategy {
-    pub fn name(self) -> &'static str {
-        match self {
-            Strategy::Linear1D => "Linear1D",
-        }
+    /// Whether the region is laid out in rows (and passed to kernels as a 2-D memref).
+    pub fn is_2d(self) -> bool {
+        matches!(self, Strategy::Linear2D | Strategy::Stencil2D(_))
+    }
+
+    /// Whether threads may write the region.
+    pub fn is_writable(self) -> bool {
+        !matches!(self, Strategy::Stencil2D(_))
     }
 
     pub fn from_name(name: &str) -> Option<Strategy> {
+        let param = |prefix: &str| {
+            name.strip_prefix(prefix)?
+                .strip_suffix('>')?
+                .trim()
+                .parse::<u32>()
+                .ok()
+        };
         match name {
             "Linear1D" => Some(Strategy::Linear1D),
-            _ => None,
+            "Linear2D" => Some(Strategy::Linear2D),
+            _ => param("Chunked<")
+                .map(Strategy::Chunked)
+                .or_else(|| param("Stencil2D<").map(Strategy::Stencil2D)),
         }
     }
 }
 
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
+        match self {
+            Strategy::Linear1D => f.write_str("Linear1D"),
+            Strategy::Linear2D => f.write_str("Linear2D"),
+            Strategy::Chunked(n) => write!(f, "Chunked<{n}>"),
+            Strategy::Stencil2D(r) => write!(f, "Stencil2D<{r}>"),
+        }
     }
 }
 
@@ -507,6 +533,10 @@ pub enum Rvalue {
     Cast(Operand, ScalarTy),
     Len(Local),
     RegionIndex(Local),
+    /// The thread's coordinate in a region along a dimension (0: column/x, 1: row/y).
+    RegionCoord(Local, u8),
+    /// A region's extent along a dimension (0: row length, 1: row count).
+    RegionExtent(Local, u8),
 }
 
 #[derive(Clone, Debug, PartialEq)]

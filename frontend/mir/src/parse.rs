@@ -385,7 +385,13 @@ impl Parser {
             let e = self.scalar_ty()?;
             self.expect(",")?;
             let save = self.pos;
-            let s = self.word("a partitioning strategy")?;
+            let mut s = self.word("a partitioning strategy")?;
+            // `Chunked<4>` and `Stencil2D<1>` carry a number.
+            if self.eat("<") {
+                let n: u32 = self.number("a strategy parameter")?;
+                self.expect(">")?;
+                s = format!("{s}<{n}>");
+            }
             let Some(strategy) = Strategy::from_name(&s) else {
                 self.pos = save;
                 return Err(self.error(format!("unknown partitioning strategy `{s}`")));
@@ -648,6 +654,18 @@ impl Parser {
                     }
                     self.expect(")")?;
                     return Ok(Rvalue::Intrinsic(intrinsic, args));
+                }
+                if w == "RegionCoord" || w == "RegionExtent" {
+                    self.pos += 2;
+                    let l = self.local()?;
+                    self.expect(",")?;
+                    let d: u8 = self.number("a dimension (0 or 1)")?;
+                    self.expect(")")?;
+                    return Ok(if w == "RegionCoord" {
+                        Rvalue::RegionCoord(l, d)
+                    } else {
+                        Rvalue::RegionExtent(l, d)
+                    });
                 }
                 if w == "Len" || w == "RegionIndex" {
                     self.pos += 2;

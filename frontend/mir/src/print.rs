@@ -53,6 +53,8 @@ impl fmt::Display for Rvalue {
             Rvalue::Cast(a, t) => write!(f, "{a} as {t}"),
             Rvalue::Len(l) => write!(f, "Len({l})"),
             Rvalue::RegionIndex(l) => write!(f, "RegionIndex({l})"),
+            Rvalue::RegionCoord(l, d) => write!(f, "RegionCoord({l}, {d})"),
+            Rvalue::RegionExtent(l, d) => write!(f, "RegionExtent({l}, {d})"),
         }
     }
 }

@@ -229,6 +229,13 @@ impl Builder {
 enum Binding {
     Local(Local),
     /// `v` in `if let Some(v) = region.get_mut()`: the thread's element of `region`.
+    /// `c` in `if let Some(c) = region.get_mut()` for a `Chunked<N>` region: `len`
+    /// elements from `start`.
+    RegionChunk {
+        region: Local,
+        start: Local,
+        len: Local,
+    },
     RegionElement {
         region: Local,
         index: Local,
@@ -578,7 +585,7 @@ impl Builder {
             syn::Expr::Path(p) => match self.lookup(p.path.get_ident()?)? {
                 Binding::Local(l) if self.flexible.contains_key(&l) => None,
                 Binding::Local(l) => self.body.locals[l.index()].ty.scalar(),
-                Binding::RegionElement { .. } => None,
+                Binding::RegionElement { .. } | Binding::RegionChunk { .. } => None,
             },
             syn::Expr::Unary(u) => match u.op {
                 syn::UnOp::Deref(_) => {
@@ -589,7 +596,7 @@ impl Builder {
                         Binding::RegionElement { region, .. } => {
                             self.body.locals[region.index()].ty.element()
                         }
-                        Binding::Local(_) => None,
+                        Binding::Local(_) | Binding::RegionChunk { .. } => None,
                     }
                 }
                 _ => self.infer(&u.expr),
@@ -611,8 +618,28 @@ impl Builder {
                 };
                 match self.lookup(p.path.get_ident()?)? {
                     Binding::Local(l) => self.body.locals[l.index()].ty.element(),
+                    Binding::RegionChunk { region, .. } => {
+                        self.body.locals[region.index()].ty.element()
+                    }
                     Binding::RegionElement { .. } => None,
                 }
+            }
+            syn::Expr::MethodCall(m) if m.method == "get_clamped" => {
+                let syn::Expr::Path(p) = &*m.receiver else {
+                    return None;
+                };
+                match self.lookup(p.path.get_ident()?)? {
+                    Binding::Local(l) => self.body.locals[l.index()].ty.element(),
+                    _ => None,
+                }
+            }
+            syn::Expr::MethodCall(m)
+                if matches!(
+                    m.method.to_string().as_str(),
+                    "row" | "col" | "width" | "height"
+                ) =>
+            {
+                Some(ScalarTy::Usize)
             }
             syn::Expr::MethodCall(m)
                 if matches!(
@@ -648,7 +675,12 @@ impl Builder {
         expected: Option<ScalarTy>,
     ) -> Result<(Operand, ScalarTy)> {
         match self.expr(e, expected)? {
-            Some(v) => Ok(v),
+            Some((op, ty)) => {
+                if let Some(want) = expected {
+                    self.learn(&op, ty, want);
+                }
+                Ok((op, ty))
+            }
             None => error(
                 e,
                 "this expression has type `()`, but a value is needed here",
@@ -1139,21 +1171,251 @@ impl Builder {
         let syn::Expr::MethodCall(m) = &*l.expr else {
             return error(&l.expr, FORM);
         };
+        if m.method == "get" && m.args.len() == 2 {
+            return self.stencil_get(m, binding, then_bb, else_bb);
+        }
         if m.method != "get_mut" || !m.args.is_empty() {
             return error(&l.expr, FORM);
         }
         let region = self.region_receiver(&m.receiver)?;
         let span = m.method.span();
+        let strategy = self.strategy_of(region);
         let index = self.temp(ScalarTy::Usize);
         self.push(Place::local(index), Rvalue::RegionIndex(region), span);
-        let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
-        let owned = self.assign_temp(
-            ScalarTy::Bool,
-            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
+        let lt = |b: &mut Self, a: Operand, c: Operand| {
+            b.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, a, c), span)
+        };
+        let owned = match strategy {
+            Strategy::Linear1D | Strategy::Chunked(_) => {
+                let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
+                lt(self, Operand::Copy(Place::local(index)), len)
+            }
+            Strategy::Linear2D => {
+                let (col, row) = (self.coord(region, 0, span), self.coord(region, 1, span));
+                let (width, height) = (self.extent(region, 0, span), self.extent(region, 1, span));
+                let in_row = lt(self, col, width);
+                let in_col = lt(self, row, height);
+                self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::BitAnd, in_row, in_col),
+                    span,
+                )
+            }
+            Strategy::Stencil2D(_) => {
+                return error(
+                    &m.method,
+                    "a `Stencil2D` region is read-only: read it with `get(dr, dc)` or `get_clamped(dr, dc)`",
+                );
+            }
+        };
+        self.switch_bool(owned, then_bb, else_bb, span);
+        if let Strategy::Chunked(n) = strategy {
+            // The chunk is `min(N, len - start)` long; this branch has `start < len`.
+            self.current = Some(then_bb);
+            let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
+            let left = self.assign_temp(
+                ScalarTy::Usize,
+                Rvalue::BinaryOp(BinOp::Sub, len, Operand::Copy(Place::local(index))),
+                span,
+            );
+            let chunk = self.intrinsic(
+                Intrinsic::Min,
+                vec![left, Operand::Const(Const::Int(n as i128, ScalarTy::Usize))],
+                span,
+            )?;
+            let chunk_len = self.as_local(chunk, ScalarTy::Usize, span);
+            self.bind(
+                binding,
+                Binding::RegionChunk {
+                    region,
+                    start: index,
+                    len: chunk_len,
+                },
+            );
+            // The caller continues translating `then_bb`, now past these statements.
+            return Ok(());
+        }
+        self.bind(binding, Binding::RegionElement { region, index });
+        Ok(())
+    }
+
+    fn strategy_of(&self, region: Local) -> Strategy {
+        match self.body.locals[region.index()].ty {
+            Ty::Region(_, s) => s,
+            _ => unreachable!("region_receiver only returns regions"),
+        }
+    }
+
+    fn coord(&mut self, region: Local, dim: u8, span: SynSpan) -> Operand {
+        self.assign_temp(ScalarTy::Usize, Rvalue::RegionCoord(region, dim), span)
+    }
+
+    fn extent(&mut self, region: Local, dim: u8, span: SynSpan) -> Operand {
+        self.assign_temp(ScalarTy::Usize, Rvalue::RegionExtent(region, dim), span)
+    }
+
+    /// The linear index of the neighbour (`dr` rows, `dc` columns away) of this thread's
+    /// element in a `Stencil2D<R>` region, and whether it is inside the region. Offsets
+    /// beyond the radius are a compile error when constant and a device panic otherwise.
+    /// With `clamp`, out-of-range coordinates are clamped to the edge instead.
+    fn stencil_neighbour(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        clamp: bool,
+    ) -> Result<(Local, Local, Option<Operand>)> {
+        let region = self.region_receiver(&m.receiver)?;
+        let span = m.method.span();
+        let Strategy::Stencil2D(radius) = self.strategy_of(region) else {
+            return error(
+                &m.method,
+                format!("`{}` reads a `Stencil2D` region", m.method),
+            );
+        };
+        let mut offsets = Vec::new();
+        for arg in &m.args {
+            let constant = match strip_parens(arg) {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(i),
+                    ..
+                }) => i.base10_parse::<i64>().ok(),
+                syn::Expr::Unary(syn::ExprUnary {
+                    op: syn::UnOp::Neg(_),
+                    expr,
+                    ..
+                }) => match &**expr {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(i),
+                        ..
+                    }) => i.base10_parse::<i64>().ok().map(|v| -v),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(c) = constant
+                && c.unsigned_abs() > radius as u64
+            {
+                return error(
+                    arg,
+                    format!("offset {c} is outside the stencil's radius {radius}"),
+                );
+            }
+            let (off, _) = self.scalar_expr(arg, Some(ScalarTy::Isize))?;
+            if constant.is_none() {
+                let abs = self.intrinsic(Intrinsic::Abs, vec![off], span)?;
+                let within = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(
+                        BinOp::Le,
+                        abs,
+                        Operand::Const(Const::Int(radius as i128, ScalarTy::Isize)),
+                    ),
+                    span,
+                );
+                self.assert(within, "stencil offset outside the region's radius", span);
+            }
+            offsets.push(off);
+        }
+        let mut coords = Vec::new();
+        let mut inside: Option<Operand> = None;
+        // Row first (dimension 1, offset `dr`), then column (dimension 0, offset `dc`).
+        for (dim, off) in [(1u8, offsets[0]), (0u8, offsets[1])] {
+            let here = self.coord(region, dim, span);
+            let here = self.cast_operand(here, ScalarTy::Usize, ScalarTy::Isize, span);
+            let extent = self.extent(region, dim, span);
+            let extent = self.cast_operand(extent, ScalarTy::Usize, ScalarTy::Isize, span);
+            let at = self.assign_temp(
+                ScalarTy::Isize,
+                Rvalue::BinaryOp(BinOp::Add, here, off),
+                span,
+            );
+            let at = if clamp {
+                let last = self.assign_temp(
+                    ScalarTy::Isize,
+                    Rvalue::BinaryOp(
+                        BinOp::Sub,
+                        extent,
+                        Operand::Const(Const::Int(1, ScalarTy::Isize)),
+                    ),
+                    span,
+                );
+                let low = self.intrinsic(
+                    Intrinsic::Max,
+                    vec![at, Operand::Const(Const::Int(0, ScalarTy::Isize))],
+                    span,
+                )?;
+                self.intrinsic(Intrinsic::Min, vec![low, last], span)?
+            } else {
+                let nonneg = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(
+                        BinOp::Ge,
+                        at,
+                        Operand::Const(Const::Int(0, ScalarTy::Isize)),
+                    ),
+                    span,
+                );
+                let below = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::Lt, at, extent),
+                    span,
+                );
+                let ok = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::BitAnd, nonneg, below),
+                    span,
+                );
+                inside = Some(match inside {
+                    Some(prev) => self.assign_temp(
+                        ScalarTy::Bool,
+                        Rvalue::BinaryOp(BinOp::BitAnd, prev, ok),
+                        span,
+                    ),
+                    None => ok,
+                });
+                at
+            };
+            coords.push(self.cast_operand(at, ScalarTy::Isize, ScalarTy::Usize, span));
+        }
+        let width = self.extent(region, 0, span);
+        let row_start = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(BinOp::Mul, coords[0], width),
             span,
         );
-        self.switch_bool(owned, then_bb, else_bb, span);
-        self.bind(binding, Binding::RegionElement { region, index });
+        let index = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(BinOp::Add, row_start, coords[1]),
+            span,
+        );
+        let index = self.as_local(index, ScalarTy::Usize, span);
+        Ok((region, index, inside))
+    }
+
+    /// `if let Some(v) = stencil.get(dr, dc)`: `v` is the neighbour's value when it is
+    /// inside the region.
+    fn stencil_get(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        binding: &syn::Ident,
+        then_bb: BasicBlock,
+        else_bb: BasicBlock,
+    ) -> Result<()> {
+        let span = m.method.span();
+        let (region, index, inside) = self.stencil_neighbour(m, false)?;
+        let inside = inside.expect("unclamped reads test the edges");
+        self.switch_bool(inside, then_bb, else_bb, span);
+        self.current = Some(then_bb);
+        let elem = self.body.locals[region.index()]
+            .ty
+            .element()
+            .expect("a region has elements");
+        let value = self.declare(Ty::Scalar(elem), false, Some((binding, binding.span())));
+        self.push(
+            Place::local(value),
+            Rvalue::Use(Operand::Copy(Place::element(region, index))),
+            span,
+        );
+        self.bind(binding, Binding::Local(value));
         Ok(())
     }
 
@@ -1188,6 +1450,9 @@ impl Builder {
                     _ => None,
                 };
                 match local {
+                    Some(Binding::RegionChunk { len, .. }) => {
+                        Ok(Some((Operand::Copy(Place::local(len)), ScalarTy::Usize)))
+                    }
                     Some(Binding::Local(l))
                         if self.body.locals[l.index()].ty.element().is_some() =>
                     {
@@ -1206,6 +1471,30 @@ impl Builder {
                 m,
                 "use `get_mut()` as `if let Some(v) = region.get_mut() { ... }`",
             ),
+            "row" | "col" | "width" | "height" if m.args.is_empty() => {
+                let region = self.region_receiver(&m.receiver)?;
+                if !self.strategy_of(region).is_2d() {
+                    return error(
+                        &m.method,
+                        format!("`{name}()` is defined on `Linear2D` and `Stencil2D` regions"),
+                    );
+                }
+                let v = match name.as_str() {
+                    "col" => self.coord(region, 0, span),
+                    "row" => self.coord(region, 1, span),
+                    "width" => self.extent(region, 0, span),
+                    _ => self.extent(region, 1, span),
+                };
+                Ok(Some((v, ScalarTy::Usize)))
+            }
+            "get_clamped" if m.args.len() == 2 => {
+                let (region, index, _) = self.stencil_neighbour(m, true)?;
+                let elem = self.body.locals[region.index()]
+                    .ty
+                    .element()
+                    .expect("a region has elements");
+                Ok(Some((Operand::Copy(Place::element(region, index)), elem)))
+            }
             "wrapping_add" | "wrapping_sub" | "wrapping_mul" if m.args.len() == 1 => {
                 // Kernel integer arithmetic already wraps.
                 let op = match name.as_str() {
@@ -1437,7 +1726,16 @@ impl Builder {
             return error(range, "`for` loops need a range with both ends");
         };
         let inclusive = matches!(range.limits, syn::RangeLimits::Closed(_));
-        let ty = self.infer(start).or_else(|| self.infer(end));
+        // A counter typed only by literal bounds (`for d in -1..=1`) takes the type its
+        // uses ask for in the next pass, as an unannotated `let` does.
+        let key = match &*f.pat {
+            syn::Pat::Ident(id) => Some(position(id.ident.span())),
+            _ => None,
+        };
+        let hinted = key.and_then(|k| self.hints.get(&k).copied());
+        let inferred = self.infer(start).or_else(|| self.infer(end));
+        let flexible = hinted.is_none() && inferred.is_none();
+        let ty = hinted.or(inferred);
         let (start, ty) = self.scalar_expr(start, ty)?;
         let (end, _) = self.scalar_expr(end, Some(ty))?;
         if !ty.is_integer() {
@@ -1500,6 +1798,9 @@ impl Builder {
                     id.ident.span(),
                 );
                 self.bind(&id.ident, Binding::Local(l));
+                if flexible && let Some(key) = key {
+                    self.flexible.insert(l, key);
+                }
             }
             syn::Pat::Wild(_) => {}
             other => return error(other, "`for` loops bind a plain name or `_`"),
@@ -1814,6 +2115,57 @@ impl Builder {
         self.place(e)
     }
 
+    /// `chunk[k]` of a `Chunked<N>` chunk: bounds-checked against the chunk's length,
+    /// then element `start + k` of the region.
+    fn chunk_element(
+        &mut self,
+        i: &syn::ExprIndex,
+        region: Local,
+        start: Local,
+        len: Local,
+    ) -> Result<(Place, ScalarTy)> {
+        let span = i.span();
+        let (k, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+        let k = self.as_local(k, ScalarTy::Usize, span);
+        let in_bounds = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(
+                BinOp::Lt,
+                Operand::Copy(Place::local(k)),
+                Operand::Copy(Place::local(len)),
+            ),
+            span,
+        );
+        let next = self.new_block();
+        self.terminate(
+            TerminatorKind::Assert {
+                cond: in_bounds,
+                msg: AssertMessage::BoundsCheck {
+                    len: Operand::Copy(Place::local(len)),
+                    index: Operand::Copy(Place::local(k)),
+                },
+                target: next,
+            },
+            span,
+        );
+        self.current = Some(next);
+        let at = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(
+                BinOp::Add,
+                Operand::Copy(Place::local(start)),
+                Operand::Copy(Place::local(k)),
+            ),
+            span,
+        );
+        let at = self.as_local(at, ScalarTy::Usize, span);
+        let elem = self.body.locals[region.index()]
+            .ty
+            .element()
+            .expect("a region has elements");
+        Ok((Place::element(region, at), elem))
+    }
+
     fn place(&mut self, e: &syn::Expr) -> Result<(Place, ScalarTy)> {
         match e {
             syn::Expr::Paren(p) => self.place(&p.expr),
@@ -1837,6 +2189,10 @@ impl Builder {
                     Some(Binding::RegionElement { .. }) => {
                         error(e, format!("`{id}` is a reference; write `*{id}`"))
                     }
+                    Some(Binding::RegionChunk { .. }) => error(
+                        e,
+                        format!("`{id}` is a chunk; index it (`{id}[k]`) or call `{id}.len()`"),
+                    ),
                     None => error(e, format!("cannot find `{id}` in this kernel")),
                 }
             }
@@ -1861,6 +2217,9 @@ impl Builder {
                     return error(&i.expr, "only slice parameters can be indexed");
                 };
                 let target = p.path.get_ident().and_then(|id| self.lookup(id));
+                if let Some(Binding::RegionChunk { region, start, len }) = target {
+                    return self.chunk_element(i, region, start, len);
+                }
                 let Some(Binding::Local(base)) = target else {
                     return error(&i.expr, "only slice parameters can be indexed");
                 };

@@ -249,6 +249,21 @@ impl Validator<'_> {
                     format!("`Len` needs a region or slice, `{l}` has type `{t}`"),
                 ),
             },
+            Rvalue::RegionCoord(l, d) | Rvalue::RegionExtent(l, d) => {
+                match self.local_ty(bb, span, *l)? {
+                    Ty::Region(..) if *d <= 1 => Ok(ScalarTy::Usize),
+                    Ty::Region(..) => self.err(
+                        Some(bb),
+                        span,
+                        format!("dimension {d} is out of range; regions have dimensions 0 and 1"),
+                    ),
+                    t => self.err(
+                        Some(bb),
+                        span,
+                        format!("`{l}` has type `{t}`, not a region"),
+                    ),
+                }
+            }
             Rvalue::RegionIndex(l) => match self.local_ty(bb, span, *l)? {
                 Ty::Region(..) => Ok(ScalarTy::Usize),
                 t => self.err(
@@ -262,6 +277,18 @@ impl Validator<'_> {
 
     fn statement(&self, bb: BasicBlock, s: &Statement) -> Result<(), ValidationError> {
         let target = self.local_ty(bb, s.span, s.place.local)?;
+        if s.place.index.is_some()
+            && matches!(target, Ty::Region(_, strategy) if !strategy.is_writable())
+        {
+            return self.err(
+                Some(bb),
+                s.span,
+                format!(
+                    "`{}` is a read-only `{target}` and cannot be assigned to",
+                    s.place.local
+                ),
+            );
+        }
         if s.place.index.is_some() && matches!(target, Ty::Slice(_)) {
             return self.err(
                 Some(bb),
@@ -416,7 +443,10 @@ impl Validator<'_> {
                             check(&state, a, s.span)?;
                         }
                     }
-                    Rvalue::Len(_) | Rvalue::RegionIndex(_) => {}
+                    Rvalue::Len(_)
+                    | Rvalue::RegionIndex(_)
+                    | Rvalue::RegionCoord(..)
+                    | Rvalue::RegionExtent(..) => {}
                 }
                 if s.place.index.is_none() {
                     state[s.place.local.index()] = true;
