@@ -99,7 +99,7 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         }
     });
 
-    if let Some(error) = crate::panic::decode(launch.body, &panic) {
+    if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
         return Err(error);
     }
     let regions = launch

@@ -155,7 +155,7 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     stream
         .memcpy_dtoh(&panic_buffer, &mut panic[..])
         .map_err(Error::cuda("reading the panic buffer"))?;
-    if let Some(error) = crate::panic::decode(launch.body, &panic) {
+    if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
         return Err(error);
     }
     for (arg, buffer) in launch

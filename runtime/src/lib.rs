@@ -44,16 +44,17 @@ pub use device::{Device, devices, parse_selection};
 pub use error::Error;
 pub use launch::{DEFAULT_WORKGROUP_SIZE, KernelArg, KernelDescriptor, LaunchOptions, launch};
 pub use offload_macros::{offload, offload_kernel, try_offload};
+pub use offload_mir::ScalarTy;
 pub use region::{
     Chunked, IntoRegion, Linear1D, Linear2D, OneDimensional, PartitioningStrategy, Region, Shape,
     Stencil2D,
 };
-pub use scalar::Scalar;
+pub use scalar::{Float, Int, Num, Scalar};
 
 /// What a kernel file needs: `use offload::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Chunked, Error, Linear1D, Linear2D, Region, Stencil2D, devices, offload, offload_kernel,
-        try_offload,
+        Chunked, Error, Float, Int, Linear1D, Linear2D, Num, Region, Stencil2D, devices, offload,
+        offload_kernel, try_offload,
     };
 }

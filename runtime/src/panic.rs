@@ -14,7 +14,7 @@ pub(crate) const PANIC_BUFFER_WORDS: usize = 7;
 const _: () = assert!(PANIC_BUFFER_WORDS == offload_lowering::PANIC_BUFFER_WORDS);
 
 /// The error for the first panic recorded in `words`, if any thread panicked.
-pub(crate) fn decode(body: &Body, words: &PanicWords) -> Option<Error> {
+pub(crate) fn decode(kernel: &str, body: &Body, words: &PanicWords) -> Option<Error> {
     if words[0] == 0 {
         return None;
     }
@@ -22,7 +22,7 @@ pub(crate) fn decode(body: &Body, words: &PanicWords) -> Option<Error> {
     let site = usize::try_from(words[1]).ok().and_then(|s| sites.get(s));
     let Some((msg, span)) = site else {
         return Some(Error::KernelPanic {
-            kernel: body.name.clone(),
+            kernel: kernel.to_string(),
             file: body.file.clone(),
             line: 0,
             column: 0,
@@ -39,7 +39,7 @@ pub(crate) fn decode(body: &Body, words: &PanicWords) -> Option<Error> {
         AssertMessage::Panic(text) => text.clone(),
     };
     Some(Error::KernelPanic {
-        kernel: body.name.clone(),
+        kernel: kernel.to_string(),
         file: body.file.clone(),
         line: span.line,
         column: span.column,

@@ -35,6 +35,7 @@ macro_rules! for_each_case {
         $m!(chunked_regions_give_each_thread_a_chunk);
         $m!(stencil_reads_neighbours);
         $m!(chunk_index_past_its_end_is_reported);
+        $m!(generic_kernels_instantiate_per_type);
     };
 }
 
@@ -782,5 +783,59 @@ pub fn chunk_index_past_its_end_is_reported(o: LaunchOptions) -> CaseResult {
         overrun_chunk(o, &mut out),
         "index out of bounds: the len is 4 but the index is 4",
         "c[4] = 1;",
+    )
+}
+
+#[offload_kernel]
+fn axpy_generic<T: Num>(mut y: Region<T, Linear1D>, x: &[T], a: T) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v = a * x[i] + *v;
+    }
+}
+
+#[offload_kernel]
+fn hypot_one<T: Float>(mut y: Region<T, Linear1D>, x: &[T]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v = (x[i] * x[i] + T::ONE).sqrt();
+    }
+}
+
+pub fn generic_kernels_instantiate_per_type(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f64> = (0..300).map(|i| i as f64 * 0.25).collect();
+    let mut y = vec![1.0f64; 300];
+    offload! { kernel = axpy_generic::<f64>, args = (&mut y, &x, 2.0), device = o.device.unwrap_or(0) };
+    compare(
+        "f64",
+        &y,
+        &x.iter().map(|x| 2.0 * x + 1.0).collect::<Vec<_>>(),
+    )?;
+    let xi: Vec<i32> = (0..300).map(|i| i - 150).collect();
+    let mut yi = vec![7i32; 300];
+    axpy_generic::<i32>(o, &mut yi, &xi, -3).map_err(|e| e.to_string())?;
+    compare(
+        "i32",
+        &yi,
+        &xi.iter().map(|x| -3 * x + 7).collect::<Vec<_>>(),
+    )?;
+    let xb: Vec<u8> = (0..300).map(|i| (i % 256) as u8).collect();
+    let mut yb = vec![5u8; 300];
+    axpy_generic(o, &mut yb, &xb, 3u8).map_err(|e| e.to_string())?;
+    compare(
+        "u8",
+        &yb,
+        &xb.iter()
+            .map(|x| x.wrapping_mul(3).wrapping_add(5))
+            .collect::<Vec<_>>(),
+    )?;
+    let xf: Vec<f32> = (0..300).map(|i| i as f32 * 0.1).collect();
+    let mut yf = vec![0f32; 300];
+    hypot_one(o, &mut yf, &xf).map_err(|e| e.to_string())?;
+    close_f32(
+        "f32",
+        &yf,
+        &xf.iter().map(|x| (x * x + 1.0).sqrt()).collect::<Vec<_>>(),
+        1e-6,
     )
 }

@@ -12,7 +12,7 @@
 //! Unsupported Rust in a kernel is a compile error at its span, produced by the MIR
 //! translator in `offload-mir`. These macros never panic on user input.
 
-use offload_mir::translate::{ParamKind, param_kind, translate_kernel};
+use offload_mir::translate::{ParamKind, instance_name, instances, param_kind, translate_instance};
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned};
@@ -38,27 +38,66 @@ pub fn offload_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
+    let to_syn = |e: offload_mir::translate::TranslateError| syn::Error::new(e.span, e.message);
     let file = item.sig.ident.span().file();
-    let body = translate_kernel(item, &file).map_err(|e| syn::Error::new(e.span, e.message))?;
-    // The translator should only produce valid MIR; if it did not, say so at the kernel.
-    offload_mir::validate(&body).map_err(|e| {
-        syn::Error::new(
-            item.sig.ident.span(),
-            format!("internal error: the kernel's MIR is invalid: {e}"),
-        )
-    })?;
-    let mir = body.to_string();
-
     let name = &item.sig.ident;
+    let name_str = name.to_string();
+
+    // One descriptor per instance: a plain kernel has one, a generic kernel one for each
+    // combination of the types its bounds admit.
+    let instances = instances(&item.sig).map_err(to_syn)?;
+    let mut descriptors = Vec::new();
+    let mut arms = Vec::new();
+    for subst in &instances {
+        let body = translate_instance(item, &file, subst).map_err(to_syn)?;
+        // The translator should only produce valid MIR; if it did not, say so at the kernel.
+        offload_mir::validate(&body).map_err(|e| {
+            syn::Error::new(
+                name.span(),
+                format!("internal error: the kernel's MIR is invalid: {e}"),
+            )
+        })?;
+        let mir = body.to_string();
+        let ident = format_ident!("__OFFLOAD_KERNEL_{}", instance_name(&name_str, subst));
+        let display = if subst.is_empty() {
+            name_str.clone()
+        } else {
+            let types: Vec<&str> = subst.iter().map(|(_, t)| t.name()).collect();
+            format!("{name_str}::<{}>", types.join(", "))
+        };
+        descriptors.push(quote! {
+            #[allow(non_upper_case_globals)]
+            static #ident: ::offload::KernelDescriptor = ::offload::KernelDescriptor::new(#display, #mir);
+        });
+        let variants = subst
+            .iter()
+            .map(|(_, t)| format_ident!("{}", format!("{t:?}")));
+        arms.push(quote! { [#(::offload::ScalarTy::#variants),*] => &#ident, });
+    }
+    let params: Vec<&syn::Ident> = item.sig.generics.type_params().map(|p| &p.ident).collect();
+    let select = if params.is_empty() {
+        let ident = format_ident!("__OFFLOAD_KERNEL_{}", name_str);
+        quote! { &#ident }
+    } else {
+        quote! {
+            match [#(<#params as ::offload::Scalar>::TY),*] {
+                #(#arms)*
+                _ => ::core::unreachable!("the kernel's bounds admit no other types"),
+            }
+        }
+    };
+
     let vis = &item.vis;
     let docs = item.attrs.iter().filter(|a| a.path().is_ident("doc"));
-    let descriptor = format_ident!("__OFFLOAD_KERNEL_{}", name);
     let check = format_ident!("__offload_check_{}", name);
-    let name_str = name.to_string();
+    let generic_params = &item.sig.generics.params;
+    let where_clause = &item.sig.generics.where_clause;
 
     let mut check_params = Vec::new();
     let mut host_params = Vec::new();
     let mut args = Vec::new();
+    // Parameter kinds do not depend on the instance; read them with the first one.
+    let first = &instances[0];
     for input in &item.sig.inputs {
         let syn::FnArg::Typed(arg) = input else {
             unreachable!("the translator rejects `self` parameters");
@@ -69,8 +108,7 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
         let ident = &pat.ident;
         let mutability = &pat.mutability;
         let ty = &arg.ty;
-        let kind = param_kind(ty).map_err(|e| syn::Error::new(e.span, e.message))?;
-        match kind {
+        match param_kind(ty, first).map_err(to_syn)? {
             ParamKind::Region(..) => {
                 let (elem, strategy) = region_args(ty);
                 check_params.push(quote_spanned! {ty.span()=> #mutability #ident: ::offload::kernel_view::Region<#elem, #strategy> });
@@ -96,18 +134,18 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     let block = &item.block;
     Ok(quote! {
         #[allow(dead_code, unused_mut, unused_variables, unused_assignments, non_snake_case, clippy::all)]
-        fn #check(#(#check_params),*) #block
+        fn #check<#generic_params>(#(#check_params),*) #where_clause #block
 
-        #[allow(non_upper_case_globals)]
-        static #descriptor: ::offload::KernelDescriptor = ::offload::KernelDescriptor::new(#name_str, #mir);
+        #(#descriptors)*
 
         #(#docs)*
         /// Launches this kernel; prefer `offload!`/`try_offload!`.
-        #vis fn #name<'__offload>(
+        #vis fn #name<'__offload, #generic_params>(
             __offload_options: ::offload::LaunchOptions,
             #(#host_params),*
-        ) -> ::core::result::Result<(), ::offload::Error> {
-            ::offload::launch(&#descriptor, __offload_options, &mut [#(#args),*])
+        ) -> ::core::result::Result<(), ::offload::Error> #where_clause {
+            let __offload_descriptor: &'static ::offload::KernelDescriptor = #select;
+            ::offload::launch(__offload_descriptor, __offload_options, &mut [#(#args),*])
         }
     })
 }

@@ -59,7 +59,7 @@ pub enum ParamKind {
 }
 
 /// Reads a kernel parameter type: `Region<T, S>`, `&[T]` or a scalar.
-pub fn param_kind(ty: &syn::Type) -> Result<ParamKind> {
+pub fn param_kind(ty: &syn::Type, subst: &Substitution) -> Result<ParamKind> {
     const HELP: &str = "kernel parameters must be `Region<T, Strategy>`, `&[T]` or a scalar (`bool`, integers, `f32`, `f64`)";
     match ty {
         syn::Type::Reference(r) => {
@@ -72,7 +72,7 @@ pub fn param_kind(ty: &syn::Type) -> Result<ParamKind> {
             let syn::Type::Slice(s) = &*r.elem else {
                 return error(ty, HELP);
             };
-            Ok(ParamKind::Slice(scalar_type(&s.elem)?))
+            Ok(ParamKind::Slice(scalar_type(&s.elem, subst)?))
         }
         syn::Type::Path(p) if p.qself.is_none() => {
             let last = p.path.segments.last().expect("a path has a segment");
@@ -97,7 +97,7 @@ pub fn param_kind(ty: &syn::Type) -> Result<ParamKind> {
                         "`Region` needs an element type and a strategy: `Region<f32, Linear1D>`",
                     );
                 };
-                let elem = scalar_type(elem)?;
+                let elem = scalar_type(elem, subst)?;
                 let name = strategy.to_token_stream_string();
                 let Some(strategy) =
                     Strategy::from_name(name.rsplit("::").next().unwrap_or("").trim())
@@ -111,7 +111,7 @@ pub fn param_kind(ty: &syn::Type) -> Result<ParamKind> {
                 };
                 return Ok(ParamKind::Region(elem, strategy));
             }
-            Ok(ParamKind::Scalar(scalar_type(ty)?))
+            Ok(ParamKind::Scalar(scalar_type(ty, subst)?))
         }
         _ => error(ty, HELP),
     }
@@ -127,12 +127,20 @@ impl<T: quote::ToTokens> TokenString for T {
     }
 }
 
-fn scalar_type(ty: &syn::Type) -> Result<ScalarTy> {
+/// A generic kernel's type parameters and the scalar types one instance gives them.
+pub type Substitution = [(String, ScalarTy)];
+
+fn scalar_type(ty: &syn::Type, subst: &Substitution) -> Result<ScalarTy> {
     if let syn::Type::Path(p) = ty
         && let Some(id) = p.path.get_ident()
-        && let Some(s) = ScalarTy::from_name(&id.to_string())
     {
-        return Ok(s);
+        let name = id.to_string();
+        if let Some((_, t)) = subst.iter().find(|(param, _)| *param == name) {
+            return Ok(*t);
+        }
+        if let Some(s) = ScalarTy::from_name(&name) {
+            return Ok(s);
+        }
     }
     error(
         ty,
@@ -143,9 +151,95 @@ fn scalar_type(ty: &syn::Type) -> Result<ScalarTy> {
     )
 }
 
-/// Translates one kernel function into MIR. `file` is recorded in the body for panic
-/// reports.
+/// The numeric traits a generic kernel's type parameters may be bounded by, and the
+/// scalar types each admits.
+pub fn bound_types(bound: &str) -> Option<&'static [ScalarTy]> {
+    use ScalarTy::*;
+    match bound {
+        "Float" => Some(&[F32, F64]),
+        "Int" => Some(&[I8, I16, I32, I64, Isize, U8, U16, U32, U64, Usize]),
+        "Num" => Some(&[I8, I16, I32, I64, Isize, U8, U16, U32, U64, Usize, F32, F64]),
+        _ => None,
+    }
+}
+
+/// Every instance a kernel is compiled for: one empty substitution for a plain kernel,
+/// and for a generic one every combination of the scalar types its parameters' bounds
+/// (`Float`, `Int`, `Num`) admit.
+pub fn instances(sig: &syn::Signature) -> Result<Vec<Vec<(String, ScalarTy)>>> {
+    let mut out: Vec<Vec<(String, ScalarTy)>> = vec![Vec::new()];
+    for param in &sig.generics.params {
+        let syn::GenericParam::Type(tp) = param else {
+            return error(
+                param,
+                "kernels take only type parameters, bounded by `Float`, `Int` or `Num`",
+            );
+        };
+        let name = tp.ident.to_string();
+        let mut bounds: Vec<&syn::TypeParamBound> = tp.bounds.iter().collect();
+        if let Some(clause) = &sig.generics.where_clause {
+            for predicate in &clause.predicates {
+                if let syn::WherePredicate::Type(pt) = predicate
+                    && let syn::Type::Path(p) = &pt.bounded_ty
+                    && p.path.is_ident(&tp.ident)
+                {
+                    bounds.extend(pt.bounds.iter());
+                }
+            }
+        }
+        // The admitted types are those every numeric bound admits.
+        let mut admitted: Option<Vec<ScalarTy>> = None;
+        for bound in bounds {
+            let syn::TypeParamBound::Trait(t) = bound else {
+                continue;
+            };
+            let Some(last) = t.path.segments.last() else {
+                continue;
+            };
+            if let Some(types) = bound_types(&last.ident.to_string()) {
+                admitted = Some(match admitted {
+                    Some(prev) => prev.into_iter().filter(|t| types.contains(t)).collect(),
+                    None => types.to_vec(),
+                });
+            }
+        }
+        let Some(admitted) = admitted else {
+            return error(
+                &tp.ident,
+                format!(
+                    "bound `{name}` by `Float`, `Int` or `Num` so the kernel can be compiled for each type it admits"
+                ),
+            );
+        };
+        let mut next = Vec::new();
+        for prefix in out {
+            for t in &admitted {
+                let mut instance = prefix.clone();
+                instance.push((name.clone(), *t));
+                next.push(instance);
+            }
+        }
+        out = next;
+    }
+    Ok(out)
+}
+
+/// The MIR name of an instance: the kernel's name, then each type argument
+/// (`scale_f64`), so every instance is a distinct device symbol.
+pub fn instance_name(kernel: &str, subst: &Substitution) -> String {
+    subst
+        .iter()
+        .fold(kernel.to_string(), |name, (_, t)| format!("{name}_{t}"))
+}
+
+/// Translates a plain kernel function into MIR. `file` is recorded in the body for panic
+/// reports. Generic kernels go through [`translate_instance`].
 pub fn translate_kernel(item: &syn::ItemFn, file: &str) -> Result<Body> {
+    translate_instance(item, file, &[])
+}
+
+/// Translates one instance of a kernel: its type parameters replaced as `subst` says.
+pub fn translate_instance(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Body> {
     let sig = &item.sig;
     if let Some(c) = &sig.constness {
         return error(c, "kernels cannot be `const fn`");
@@ -162,18 +256,23 @@ pub fn translate_kernel(item: &syn::ItemFn, file: &str) -> Result<Body> {
     if let Some(v) = &sig.variadic {
         return error(v, "kernels cannot be variadic");
     }
-    if !sig.generics.params.is_empty() {
-        return error(&sig.generics, "generic kernels are not supported yet");
+    if sig.generics.params.len() != subst.len() {
+        return error(
+            &sig.generics,
+            "internal error: a generic kernel needs a type for each parameter",
+        );
     }
     if let syn::ReturnType::Type(_, ty) = &sig.output {
         return error(ty, "kernels return nothing; write results into a `Region`");
     }
+    let name = instance_name(&sig.ident.to_string(), subst);
     // Rust infers an unannotated `let x = 0;` from later uses; a single forward pass
     // cannot. So translate, learn which such locals met another integer or float type,
     // and translate again with those types, until nothing new is learned.
     let mut hints = HashMap::new();
     for _ in 0..4 {
-        let mut b = Builder::new(sig.ident.to_string(), file.to_string());
+        let mut b = Builder::new(name.clone(), file.to_string());
+        b.subst = subst.to_vec();
         b.hints = hints.clone();
         let result = b.kernel(item);
         let learned: HashMap<_, _> = b
@@ -205,7 +304,7 @@ impl Builder {
             if pat.by_ref.is_some() || pat.subpat.is_some() {
                 return error(&arg.pat, "kernel parameters must be plain names");
             }
-            let ty = match param_kind(&arg.ty)? {
+            let ty = match param_kind(&arg.ty, &b.subst)? {
                 ParamKind::Region(e, s) => Ty::Region(e, s),
                 ParamKind::Slice(e) => Ty::Slice(e),
                 ParamKind::Scalar(s) => Ty::Scalar(s),
@@ -259,6 +358,8 @@ struct Builder {
     /// Types for unannotated `let`s learned by an earlier pass, keyed by the name's
     /// position (see [`translate_kernel`]).
     hints: HashMap<(usize, usize), ScalarTy>,
+    /// The type arguments of the instance being translated.
+    subst: Vec<(String, ScalarTy)>,
     /// `let`s whose type came only from a literal's default, by local.
     flexible: HashMap<Local, (usize, usize)>,
     /// Types this pass saw flexible locals meet.
@@ -287,6 +388,7 @@ impl Builder {
             scopes: vec![HashMap::new()],
             loops: Vec::new(),
             hints: HashMap::new(),
+            subst: Vec::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
         };
@@ -441,7 +543,7 @@ impl Builder {
 
     fn let_statement(&mut self, local: &syn::Local) -> Result<()> {
         let (pat, annotated) = match &local.pat {
-            syn::Pat::Type(t) => (&*t.pat, Some(scalar_type(&t.ty)?)),
+            syn::Pat::Type(t) => (&*t.pat, Some(scalar_type(&t.ty, &self.subst)?)),
             other => (other, None),
         };
         if let Some(init) = &local.init
@@ -498,7 +600,7 @@ impl Builder {
     /// `const N: T = value;` inside a kernel: an immutable local (rustc has checked that
     /// the value is constant).
     fn const_item(&mut self, c: &syn::ItemConst) -> Result<()> {
-        let ty = scalar_type(&c.ty)?;
+        let ty = scalar_type(&c.ty, &self.subst)?;
         let (value, _) = self.scalar_expr(&c.expr, Some(ty))?;
         let l = self.declare(Ty::Scalar(ty), false, Some((&c.ident, c.ident.span())));
         self.push(Place::local(l), Rvalue::Use(value), c.span());
@@ -521,10 +623,34 @@ impl Builder {
             .map(String::as_str)
             .skip_while(|n| *n == "std" || *n == "core")
             .collect();
+        let resolve = |ty: &str| {
+            self.subst
+                .iter()
+                .find(|(p, _)| p == ty)
+                .map(|(_, t)| *t)
+                .or_else(|| ScalarTy::from_name(ty))
+        };
         let (ty, name) = match names[..] {
-            [ty, "consts", name] | [ty, name] => (ScalarTy::from_name(ty)?, name),
+            [ty, "consts", name] | [ty, name] => (resolve(ty)?, name),
             _ => return None,
         };
+        match name {
+            "ZERO" => {
+                return Some(if ty.is_float() {
+                    Const::Float(0.0, ty)
+                } else {
+                    Const::Int(0, ty)
+                });
+            }
+            "ONE" => {
+                return Some(if ty.is_float() {
+                    Const::Float(1.0, ty)
+                } else {
+                    Const::Int(1, ty)
+                });
+            }
+            _ => {}
+        }
         let float = |v32: f32, v64: f64| {
             Some(Const::Float(
                 if ty == ScalarTy::F32 { v32 as f64 } else { v64 },
@@ -578,7 +704,7 @@ impl Builder {
             syn::Expr::Lit(l) => literal_suffix_type(&l.lit),
             syn::Expr::Paren(p) => self.infer(&p.expr),
             syn::Expr::Group(g) => self.infer(&g.expr),
-            syn::Expr::Cast(c) => scalar_type(&c.ty).ok(),
+            syn::Expr::Cast(c) => scalar_type(&c.ty, &self.subst).ok(),
             syn::Expr::Path(p) if self.path_constant(&p.path).is_some() => {
                 self.path_constant(&p.path).map(|c| c.ty())
             }
@@ -742,7 +868,7 @@ impl Builder {
             },
             syn::Expr::Binary(b) => self.binary(b, expected),
             syn::Expr::Cast(c) => {
-                let to = scalar_type(&c.ty)?;
+                let to = scalar_type(&c.ty, &self.subst)?;
                 let (op, from) = self.scalar_expr(&c.expr, None)?;
                 if from == to {
                     return Ok(Some((op, to)));
