@@ -38,6 +38,10 @@ pub enum LowerError {
         stage: &'static str,
         diagnostics: String,
     },
+    #[error(
+        "`{0}` is not a kernel with its device-function calls inlined; link it first (offload_mir::inline)"
+    )]
+    Unlinked(String),
     #[error("CPU code generation failed: {0}")]
     Jit(String),
 }

@@ -553,6 +553,7 @@ impl Emitter<'_> {
         let span = t.span;
         match &t.kind {
             TerminatorKind::Goto(b) => self.line(&format!("cf.br ^bb{}", b.0), span),
+            TerminatorKind::Call { .. } => unreachable!("`emit` refuses bodies with calls"),
             TerminatorKind::Return | TerminatorKind::Unreachable => {
                 // MIR `unreachable` marks code no path reaches; returning there is sound.
                 self.line("func.return", span)

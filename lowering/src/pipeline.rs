@@ -123,6 +123,13 @@ impl Session {
 
     /// MIR → the `offload` dialect, verified, with locals promoted to SSA values.
     pub fn offload_module(&self, body: Validated<'_>) -> Result<Module<'_>, LowerError> {
+        let calls = body
+            .blocks
+            .iter()
+            .any(|b| matches!(b.terminator.kind, offload_mir::TerminatorKind::Call { .. }));
+        if body.kind != offload_mir::BodyKind::Kernel || calls {
+            return Err(LowerError::Unlinked(body.name.clone()));
+        }
         let text = crate::mir_to_offload::emit(body);
         let Some(mut module) = Module::parse(&self.context, &text) else {
             return Err(LowerError::Internal {

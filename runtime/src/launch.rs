@@ -9,35 +9,93 @@ use crate::{
 use offload_mir::{Body, ScalarTy, Strategy, Ty};
 use std::{marker::PhantomData, sync::OnceLock};
 
-/// What `#[offload_kernel]` emits for each kernel: its name and its MIR. The MIR text is
-/// the API boundary between the macro and the runtime.
+/// What `#[offload_kernel]` emits for each kernel (each instance of a generic one): its
+/// name, its MIR, and the device functions it calls. The MIR text is the API boundary
+/// between the macro and the runtime.
 pub struct KernelDescriptor {
     pub name: &'static str,
     pub mir: &'static str,
+    pub device_functions: &'static [&'static DeviceFn],
     body: OnceLock<Result<Body, String>>,
 }
 
+/// What `#[offload_device]` emits for a function kernels may call: its name, the MIR of
+/// each of its instances, and the device functions it calls in turn.
+pub struct DeviceFn {
+    pub name: &'static str,
+    pub instances: &'static [&'static str],
+    pub calls: &'static [&'static DeviceFn],
+}
+
+impl DeviceFn {
+    pub const fn new(
+        name: &'static str,
+        instances: &'static [&'static str],
+        calls: &'static [&'static DeviceFn],
+    ) -> Self {
+        DeviceFn {
+            name,
+            instances,
+            calls,
+        }
+    }
+}
+
 impl KernelDescriptor {
-    pub const fn new(name: &'static str, mir: &'static str) -> Self {
+    /// A kernel named `name` with MIR `mir`, calling `device_functions`.
+    pub const fn new(
+        name: &'static str,
+        mir: &'static str,
+        device_functions: &'static [&'static DeviceFn],
+    ) -> Self {
         KernelDescriptor {
             name,
             mir,
+            device_functions,
             body: OnceLock::new(),
         }
     }
 
-    /// The kernel's MIR, parsed and validated once.
+    /// The kernel's MIR with its device functions inlined, parsed and validated once.
     pub fn body(&self) -> Result<&Body, Error> {
-        let parsed = self.body.get_or_init(|| {
-            let body = offload_mir::parse(self.mir)
-                .map_err(|e| format!("embedded MIR does not parse: {e}"))?;
-            offload_mir::validate(&body).map_err(|e| format!("embedded MIR is invalid: {e}"))?;
-            Ok(body)
-        });
+        let parsed = self.body.get_or_init(|| self.link());
         parsed.as_ref().map_err(|message| Error::Compile {
             kernel: self.name.to_string(),
             message: message.clone(),
         })
+    }
+
+    fn link(&self) -> Result<Body, String> {
+        let kernel = offload_mir::parse(self.mir)
+            .map_err(|e| format!("embedded MIR does not parse: {e}"))?;
+        offload_mir::validate(&kernel).map_err(|e| format!("embedded MIR is invalid: {e}"))?;
+        // Every device function reachable from the kernel, each once.
+        let mut reachable: Vec<&'static DeviceFn> = Vec::new();
+        let mut stack: Vec<&'static DeviceFn> = self.device_functions.to_vec();
+        while let Some(f) = stack.pop() {
+            if !reachable.iter().any(|r| std::ptr::eq(*r, f)) {
+                reachable.push(f);
+                stack.extend(f.calls);
+            }
+        }
+        let mut bodies: Vec<Body> = Vec::new();
+        for f in &reachable {
+            for mir in f.instances {
+                let body = offload_mir::parse(mir)
+                    .map_err(|e| format!("MIR of `{}` does not parse: {e}", f.name))?;
+                offload_mir::validate(&body)
+                    .map_err(|e| format!("MIR of `{}` is invalid: {e}", f.name))?;
+                bodies.push(body);
+            }
+        }
+        let mut device: offload_mir::inline::DeviceFunctions = Default::default();
+        for body in &bodies {
+            device.entry(body.name.as_str()).or_default().push(body);
+        }
+        let linked = offload_mir::inline::inline_calls(&kernel, &device)?;
+        offload_mir::validate(&linked)
+            .map_err(|e| format!("the kernel with its device functions inlined is invalid: {e}"))?;
+        Ok(linked)
     }
 }
 

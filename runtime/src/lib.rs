@@ -42,8 +42,10 @@ mod scalar;
 
 pub use device::{Device, devices, parse_selection};
 pub use error::Error;
-pub use launch::{DEFAULT_WORKGROUP_SIZE, KernelArg, KernelDescriptor, LaunchOptions, launch};
-pub use offload_macros::{offload, offload_kernel, try_offload};
+pub use launch::{
+    DEFAULT_WORKGROUP_SIZE, DeviceFn, KernelArg, KernelDescriptor, LaunchOptions, launch,
+};
+pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;
 pub use region::{
     Chunked, IntoRegion, Linear1D, Linear2D, OneDimensional, PartitioningStrategy, Region, Shape,
@@ -55,6 +57,6 @@ pub use scalar::{Float, Int, Num, Scalar};
 pub mod prelude {
     pub use crate::{
         Chunked, Error, Float, Int, Linear1D, Linear2D, Num, Region, Stencil2D, devices, offload,
-        offload_kernel, try_offload,
+        offload_device, offload_kernel, try_offload,
     };
 }

@@ -36,6 +36,8 @@ macro_rules! for_each_case {
         $m!(stencil_reads_neighbours);
         $m!(chunk_index_past_its_end_is_reported);
         $m!(generic_kernels_instantiate_per_type);
+        $m!(device_functions_are_called_and_inlined);
+        $m!(panic_in_a_device_function_names_it);
     };
 }
 
@@ -838,4 +840,92 @@ pub fn generic_kernels_instantiate_per_type(o: LaunchOptions) -> CaseResult {
         &xf.iter().map(|x| (x * x + 1.0).sqrt()).collect::<Vec<_>>(),
         1e-6,
     )
+}
+
+#[offload_device]
+fn lerp<T: Float>(a: T, b: T, t: T) -> T {
+    a + (b - a) * t
+}
+
+#[offload_device]
+fn smooth(x: f32) -> f32 {
+    let t = x.clamp(0.0, 1.0);
+    let eased: f32 = lerp(0.0f32, 1.0, t * t * (3.0 - 2.0 * t));
+    eased
+}
+
+#[offload_device]
+fn checked_ratio(a: i32, b: i32) -> i32 {
+    if b == 0 {
+        return -1;
+    }
+    a / b
+}
+
+#[offload_kernel]
+fn shade(mut out: Region<f32, Linear1D>, mut ratios: Region<i32, Linear1D>, x: &[f32], d: &[i32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let s: f32 = smooth(x[i]);
+        let l: f32 = lerp(s, 10.0, 0.25);
+        *v = l;
+    }
+    if let Some(r) = ratios.get_mut() {
+        *r = checked_ratio(100, d[i]);
+    }
+}
+
+pub fn device_functions_are_called_and_inlined(o: LaunchOptions) -> CaseResult {
+    let n = 500usize;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 / 400.0 - 0.1).collect();
+    let d: Vec<i32> = (0..n as i32).map(|i| i % 7 - 3).collect();
+    let (mut out, mut ratios) = (vec![0f32; n], vec![0i32; n]);
+    shade(o, &mut out, &mut ratios, &x, &d).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = x.iter().map(|&x| lerp(smooth(x), 10.0, 0.25)).collect();
+    close_f32("device functions", &out, &want, 1e-6)?;
+    compare(
+        "early return",
+        &ratios,
+        &d.iter().map(|&b| checked_ratio(100, b)).collect::<Vec<_>>(),
+    )
+}
+
+#[offload_device]
+fn must_be_small(v: u32) -> u32 {
+    assert!(v < 100, "value too large");
+    v * 2
+}
+
+#[offload_kernel]
+fn double_small(mut out: Region<u32, Linear1D>) {
+    let i = out.index() as u32;
+    if let Some(v) = out.get_mut() {
+        *v = must_be_small(i);
+    }
+}
+
+pub fn panic_in_a_device_function_names_it(o: LaunchOptions) -> CaseResult {
+    let mut out = vec![0u32; 100];
+    double_small(o, &mut out).map_err(|e| e.to_string())?;
+    compare(
+        "doubled",
+        &out,
+        &(0..100).map(|i| i * 2).collect::<Vec<u32>>(),
+    )?;
+    let mut out = vec![0u32; 101];
+    let line = SOURCE
+        .lines()
+        .position(|l| l.contains("assert!(v < 100"))
+        .map_or(0, |i| i + 1);
+    match double_small(o, &mut out) {
+        Err(Error::KernelPanic { message, .. })
+            if message.starts_with("value too large (in `must_be_small` at ")
+                && message.ends_with(&format!("cases.rs:{line}:5)")) =>
+        {
+            Ok(())
+        }
+        other => Err(format!(
+            "expected a panic naming `must_be_small` at line {line}, got {other:?}"
+        )),
+    }
 }

@@ -235,3 +235,32 @@ fn every_strategy_refuses_sharing_geometry_and_bad_shapes() {
     try_offload! { kernel = fill_2d, args = (Region::new_2d(&mut data, 4)), device = cpu }.unwrap();
     assert_eq!(data, [0., 0., 0., 0., 1., 1., 1., 1., 2., 2., 2., 2.]);
 }
+
+#[offload_device]
+fn ping(x: i32) -> i32 {
+    if x > 0 { pong(x - 1) } else { 0 }
+}
+
+#[offload_device]
+fn pong(x: i32) -> i32 {
+    if x > 0 { ping(x - 1) } else { 1 }
+}
+
+#[offload_kernel]
+fn bounce(mut out: Region<i32, Linear1D>) {
+    if let Some(v) = out.get_mut() {
+        *v = ping(3);
+    }
+}
+
+#[test]
+fn recursion_through_device_functions_is_a_clear_error() {
+    let mut out = vec![0i32; 4];
+    let err =
+        try_offload! { kernel = bounce, args = (&mut out), device = offload::devices().len() - 1 }
+            .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `bounce` could not be compiled: device functions cannot recurse: ping → pong → ping"
+    );
+}

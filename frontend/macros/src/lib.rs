@@ -12,10 +12,13 @@
 //! Unsupported Rust in a kernel is a compile error at its span, produced by the MIR
 //! translator in `offload-mir`. These macros never panic on user input.
 
-use offload_mir::translate::{ParamKind, instance_name, instances, param_kind, translate_instance};
+use offload_mir::translate::{
+    ParamKind, instance_name, instances, param_kind, translate_device, translate_instance,
+};
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned};
+use syn::visit::Visit;
 use syn::{
     Expr, Ident, ItemFn, Token, parse::Parse, parse::ParseStream, parse_macro_input,
     punctuated::Punctuated, spanned::Spanned,
@@ -65,9 +68,11 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
             let types: Vec<&str> = subst.iter().map(|(_, t)| t.name()).collect();
             format!("{name_str}::<{}>", types.join(", "))
         };
+        let calls = device_calls(&item.block);
         descriptors.push(quote! {
             #[allow(non_upper_case_globals)]
-            static #ident: ::offload::KernelDescriptor = ::offload::KernelDescriptor::new(#display, #mir);
+            static #ident: ::offload::KernelDescriptor =
+                ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*]);
         });
         let variants = subst
             .iter()
@@ -148,6 +153,80 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
             ::offload::launch(__offload_descriptor, __offload_options, &mut [#(#args),*])
         }
     })
+}
+
+/// Marks a function callable from kernels. It stays an ordinary Rust function too; a
+/// hidden module of the same name carries its MIR (one body per instance for generic
+/// functions) for the kernels that call it, which inline it when they are compiled.
+#[proc_macro_attribute]
+pub fn offload_device(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let attr = TokenStream2::from(attr);
+        return syn::Error::new(attr.span(), "`#[offload_device]` takes no arguments")
+            .to_compile_error()
+            .into();
+    }
+    let item = parse_macro_input!(item as ItemFn);
+    match device_function(&item) {
+        Ok(tokens) => tokens.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
+    let to_syn = |e: offload_mir::translate::TranslateError| syn::Error::new(e.span, e.message);
+    let file = item.sig.ident.span().file();
+    let name = &item.sig.ident;
+    let mut bodies = Vec::new();
+    for subst in instances(&item.sig).map_err(to_syn)? {
+        let body = translate_device(item, &file, &subst).map_err(to_syn)?;
+        offload_mir::validate(&body).map_err(|e| {
+            syn::Error::new(
+                name.span(),
+                format!("internal error: the function's MIR is invalid: {e}"),
+            )
+        })?;
+        bodies.push(body.to_string());
+    }
+    let calls = device_calls(&item.block);
+    let vis = &item.vis;
+    let name_str = name.to_string();
+    Ok(quote! {
+        #item
+
+        #[doc(hidden)]
+        #[allow(non_snake_case)]
+        #vis mod #name {
+            #[allow(unused_imports)]
+            use super::*;
+            pub static DEVICE: ::offload::DeviceFn = ::offload::DeviceFn::new(#name_str, &[#(#bodies),*], &[#(#calls),*]);
+        }
+    })
+}
+
+/// References to the `DeviceFn` of every function a body calls, resolved where the call
+/// is written (`f(..)` → `&f::DEVICE`, `m::f(..)` → `&m::f::DEVICE`).
+fn device_calls(block: &syn::Block) -> Vec<TokenStream2> {
+    struct Calls(Vec<(String, TokenStream2)>);
+    impl<'ast> Visit<'ast> for Calls {
+        fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+            if let Expr::Path(p) = &*call.func {
+                let mut path = p.path.clone();
+                if let Some(last) = path.segments.last_mut() {
+                    last.arguments = syn::PathArguments::None;
+                }
+                let key = quote!(#path).to_string();
+                if !self.0.iter().any(|(k, _)| *k == key) {
+                    let reference = quote_spanned! {call.func.span()=> &#path::DEVICE };
+                    self.0.push((key, reference));
+                }
+            }
+            syn::visit::visit_expr_call(self, call);
+        }
+    }
+    let mut calls = Calls(Vec::new());
+    calls.visit_block(block);
+    calls.0.into_iter().map(|(_, r)| r).collect()
 }
 
 /// The element type and strategy of `Region<T, S>` (checked by `param_kind` already).

@@ -568,6 +568,14 @@ pub enum TerminatorKind {
     },
     Return,
     Unreachable,
+    /// A call of a device function: `dest = func(args)`, then `target`. Calls are
+    /// inlined (see [`crate::inline`]) before lowering.
+    Call {
+        func: String,
+        args: Vec<Operand>,
+        dest: Local,
+        target: BasicBlock,
+    },
 }
 
 impl TerminatorKind {
@@ -581,7 +589,9 @@ impl TerminatorKind {
                 .map(|(_, b)| *b)
                 .chain(std::iter::once(*otherwise))
                 .collect(),
-            TerminatorKind::Assert { target, .. } => vec![*target],
+            TerminatorKind::Assert { target, .. } | TerminatorKind::Call { target, .. } => {
+                vec![*target]
+            }
             TerminatorKind::Return | TerminatorKind::Unreachable => vec![],
         }
     }
@@ -599,9 +609,18 @@ pub struct BlockData {
     pub terminator: Terminator,
 }
 
-/// One kernel.
+/// Whether a body is a kernel (launched over threads, returns `()`) or a device function
+/// (`#[offload_device]`, called from kernels, returns a scalar in `_0`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BodyKind {
+    Kernel,
+    Device,
+}
+
+/// One kernel or device function.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Body {
+    pub kind: BodyKind,
     pub name: String,
     /// The Rust source file the kernel came from, as the user's crate names it.
     pub file: String,

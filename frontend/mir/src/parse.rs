@@ -219,7 +219,7 @@ pub fn parse_module(src: &str) -> Result<Vec<Body>, ParseError> {
     }
     let mut bodies = Vec::new();
     while p.peek().tok != Tok::Eof {
-        bodies.push(p.kernel()?);
+        bodies.push(p.body()?);
     }
     if bodies.is_empty() {
         return Err(p.error("expected `kernel`".into()));
@@ -402,9 +402,15 @@ impl Parser {
         Ok(Ty::Scalar(self.scalar_ty()?))
     }
 
-    fn kernel(&mut self) -> Result<Body, ParseError> {
-        self.expect_word("kernel")?;
-        let name = self.word("a kernel name")?;
+    fn body(&mut self) -> Result<Body, ParseError> {
+        let kind = if self.eat_word("kernel") {
+            BodyKind::Kernel
+        } else if self.eat_word("fn") {
+            BodyKind::Device
+        } else {
+            return self.unexpected("`kernel` or `fn`");
+        };
+        let name = self.word("a name")?;
         self.expect("(")?;
         let mut locals: Vec<Option<LocalDecl>> = vec![None];
         let mut arg_count = 0;
@@ -430,6 +436,13 @@ impl Parser {
             }));
             arg_count += 1;
         }
+        let ret = match kind {
+            BodyKind::Kernel => Ty::Unit,
+            BodyKind::Device => {
+                self.expect("->")?;
+                self.ty()?
+            }
+        };
         self.expect("{")?;
         self.expect_word("file")?;
         let file = self.string()?;
@@ -479,7 +492,11 @@ impl Parser {
             self.expect("{")?;
             blocks.push(self.block()?);
         }
+        if locals[0].ty != ret {
+            return Err(self.error(format!("`_0` must have the return type `{ret}`")));
+        }
         Ok(Body {
+            kind,
             name,
             file,
             locals,
@@ -502,6 +519,35 @@ impl Parser {
             }
             let place = self.place()?;
             self.expect("=")?;
+            if self.eat_word("call") {
+                if place.index.is_some() {
+                    return Err(self.error("a call's destination must be a local".into()));
+                }
+                let func = self.word("a function name")?;
+                self.expect("(")?;
+                let mut args = Vec::new();
+                while !self.eat(")") {
+                    if !args.is_empty() {
+                        self.expect(",")?;
+                    }
+                    args.push(self.operand()?);
+                }
+                self.expect("->")?;
+                let target = self.block_ref()?;
+                self.expect(";")?;
+                let span = self.span_comment()?;
+                self.expect("}")?;
+                let kind = TerminatorKind::Call {
+                    func,
+                    args,
+                    dest: place.local,
+                    target,
+                };
+                return Ok(BlockData {
+                    statements,
+                    terminator: Terminator { kind, span },
+                });
+            }
             let rvalue = self.rvalue()?;
             self.expect(";")?;
             let span = self.span_comment()?;

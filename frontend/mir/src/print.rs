@@ -88,6 +88,21 @@ impl fmt::Display for TerminatorKind {
             TerminatorKind::Assert { cond, msg, target } => {
                 write!(f, "assert({cond}, {msg}) -> {target}")
             }
+            TerminatorKind::Call {
+                func,
+                args,
+                dest,
+                target,
+            } => {
+                write!(f, "{dest} = call {func}(")?;
+                for (i, a) in args.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{a}")?;
+                }
+                write!(f, ") -> {target}")
+            }
             TerminatorKind::Return => f.write_str("return"),
             TerminatorKind::Unreachable => f.write_str("unreachable"),
         }
@@ -114,7 +129,11 @@ pub fn print_module(bodies: &[Body]) -> String {
 }
 
 fn write_kernel(f: &mut impl Write, body: &Body) -> fmt::Result {
-    write!(f, "kernel {}(", body.name)?;
+    let keyword = match body.kind {
+        BodyKind::Kernel => "kernel",
+        BodyKind::Device => "fn",
+    };
+    write!(f, "{keyword} {}(", body.name)?;
     for (i, (local, decl)) in body.args().enumerate() {
         if i > 0 {
             f.write_str(", ")?;
@@ -122,7 +141,10 @@ fn write_kernel(f: &mut impl Write, body: &Body) -> fmt::Result {
         let mutability = if decl.mutable { "mut " } else { "" };
         write!(f, "{mutability}{local}: {}", decl.ty)?;
     }
-    writeln!(f, ") {{")?;
+    match body.kind {
+        BodyKind::Kernel => writeln!(f, ") {{")?,
+        BodyKind::Device => writeln!(f, ") -> {} {{", body.locals[0].ty)?,
+    }
     writeln!(f, "    file {:?};", body.file)?;
     for (i, decl) in body.locals.iter().enumerate() {
         if (1..=body.arg_count).contains(&i) {

@@ -240,6 +240,20 @@ pub fn translate_kernel(item: &syn::ItemFn, file: &str) -> Result<Body> {
 
 /// Translates one instance of a kernel: its type parameters replaced as `subst` says.
 pub fn translate_instance(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Body> {
+    translate_body(item, file, subst, BodyKind::Kernel)
+}
+
+/// Translates one instance of an `#[offload_device]` function.
+pub fn translate_device(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Body> {
+    translate_body(item, file, subst, BodyKind::Device)
+}
+
+fn translate_body(
+    item: &syn::ItemFn,
+    file: &str,
+    subst: &Substitution,
+    kind: BodyKind,
+) -> Result<Body> {
     let sig = &item.sig;
     if let Some(c) = &sig.constness {
         return error(c, "kernels cannot be `const fn`");
@@ -262,16 +276,34 @@ pub fn translate_instance(item: &syn::ItemFn, file: &str, subst: &Substitution) 
             "internal error: a generic kernel needs a type for each parameter",
         );
     }
-    if let syn::ReturnType::Type(_, ty) = &sig.output {
-        return error(ty, "kernels return nothing; write results into a `Region`");
-    }
-    let name = instance_name(&sig.ident.to_string(), subst);
+    let ret = match (&sig.output, kind) {
+        (syn::ReturnType::Type(_, ty), BodyKind::Kernel) => {
+            return error(ty, "kernels return nothing; write results into a `Region`");
+        }
+        (syn::ReturnType::Default, BodyKind::Device) => {
+            return error(
+                &sig.ident,
+                "device functions return a scalar; kernels are the functions that return nothing",
+            );
+        }
+        (syn::ReturnType::Type(_, ty), BodyKind::Device) => Ty::Scalar(scalar_type(ty, subst)?),
+        (syn::ReturnType::Default, BodyKind::Kernel) => Ty::Unit,
+    };
+    // Device functions keep their Rust name: the linker picks an instance by argument
+    // types, and inlining leaves no symbol behind.
+    let name = match kind {
+        BodyKind::Kernel => instance_name(&sig.ident.to_string(), subst),
+        BodyKind::Device => sig.ident.to_string(),
+    };
     // Rust infers an unannotated `let x = 0;` from later uses; a single forward pass
     // cannot. So translate, learn which such locals met another integer or float type,
     // and translate again with those types, until nothing new is learned.
     let mut hints = HashMap::new();
     for _ in 0..4 {
         let mut b = Builder::new(name.clone(), file.to_string());
+        b.body.kind = kind;
+        b.body.locals[0].ty = ret;
+        b.function = sig.ident.to_string();
         b.subst = subst.to_vec();
         b.hints = hints.clone();
         let result = b.kernel(item);
@@ -304,7 +336,14 @@ impl Builder {
             if pat.by_ref.is_some() || pat.subpat.is_some() {
                 return error(&arg.pat, "kernel parameters must be plain names");
             }
-            let ty = match param_kind(&arg.ty, &b.subst)? {
+            let kind = param_kind(&arg.ty, &b.subst)?;
+            if b.body.kind == BodyKind::Device && !matches!(kind, ParamKind::Scalar(_)) {
+                return error(
+                    &arg.ty,
+                    "device functions take scalars only; pass elements, not regions or slices",
+                );
+            }
+            let ty = match kind {
                 ParamKind::Region(e, s) => Ty::Region(e, s),
                 ParamKind::Slice(e) => Ty::Slice(e),
                 ParamKind::Scalar(s) => Ty::Scalar(s),
@@ -317,10 +356,89 @@ impl Builder {
             b.body.arg_count += 1;
             b.bind(&pat.ident, Binding::Local(local));
         }
-        b.block(&item.block, None)?;
+        let ret = b.body.locals[0].ty.scalar();
+        let value = b.block(&item.block, ret)?;
         let end = item.block.brace_token.span.close();
+        if b.body.kind == BodyKind::Device
+            && let Some((op, _)) = value
+        {
+            b.push(Place::local(Local::RETURN), Rvalue::Use(op), end);
+        }
         b.terminate(TerminatorKind::Return, end);
         Ok(b.finish())
+    }
+
+    /// `f(args)` of an `#[offload_device]` function. The callee's signature is not known
+    /// here, so the result takes the type the context expects; linking checks it against
+    /// the callee's (and rustc has checked the same call in the kernel's Rust body).
+    fn call(&mut self, c: &syn::ExprCall, expected: Option<ScalarTy>) -> Result<Value> {
+        let syn::Expr::Path(p) = &*c.func else {
+            return error(
+                &c.func,
+                "only `#[offload_device]` functions can be called in kernels, by name",
+            );
+        };
+        let Some(last) = p.path.segments.last() else {
+            return error(&c.func, "a call needs a function name");
+        };
+        let func = last.ident.to_string();
+        let segments = p.path.segments.len();
+        let of_a_type = p
+            .path
+            .segments
+            .iter()
+            .take(segments - 1)
+            .any(|seg| seg.ident.to_string().starts_with(char::is_uppercase));
+        if of_a_type || func.starts_with(char::is_uppercase) {
+            let shown = p
+                .path
+                .segments
+                .iter()
+                .map(|seg| seg.ident.to_string())
+                .collect::<Vec<_>>()
+                .join("::");
+            return error(
+                &c.func,
+                format!(
+                    "`{shown}` is not supported in kernels: only `#[offload_device]` functions can be called"
+                ),
+            );
+        }
+        if func == self.function {
+            return error(
+                &c.func,
+                format!("`{func}` calls itself; recursion is not supported on devices"),
+            );
+        }
+        // Literal arguments take the type of the typed ones, or of the result: generic
+        // device functions usually share one type parameter among them.
+        let known = c.args.iter().find_map(|a| self.infer(a)).or(expected);
+        let mut args = Vec::new();
+        for arg in &c.args {
+            let ty = self.infer(arg).or(known);
+            args.push(self.scalar_expr(arg, ty)?.0);
+        }
+        let Some(ty) = expected else {
+            return error(
+                c,
+                format!(
+                    "annotate the type of `{func}(..)`'s result, e.g. `let x: f32 = {func}(..);`"
+                ),
+            );
+        };
+        let dest = self.temp(ty);
+        let target = self.new_block();
+        self.terminate(
+            TerminatorKind::Call {
+                func,
+                args,
+                dest,
+                target,
+            },
+            c.span(),
+        );
+        self.current = Some(target);
+        Ok(Some((Operand::Copy(Place::local(dest)), ty)))
     }
 }
 
@@ -358,6 +476,8 @@ struct Builder {
     /// Types for unannotated `let`s learned by an earlier pass, keyed by the name's
     /// position (see [`translate_kernel`]).
     hints: HashMap<(usize, usize), ScalarTy>,
+    /// The Rust name of the function being translated, to refuse direct recursion.
+    function: String,
     /// The type arguments of the instance being translated.
     subst: Vec<(String, ScalarTy)>,
     /// `let`s whose type came only from a literal's default, by local.
@@ -373,6 +493,7 @@ impl Builder {
     fn new(name: String, file: String) -> Builder {
         let mut b = Builder {
             body: Body {
+                kind: BodyKind::Kernel,
                 name,
                 file,
                 locals: vec![LocalDecl {
@@ -388,6 +509,7 @@ impl Builder {
             scopes: vec![HashMap::new()],
             loops: Vec::new(),
             hints: HashMap::new(),
+            function: String::new(),
             subst: Vec::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
@@ -413,6 +535,7 @@ impl Builder {
         std::mem::replace(
             &mut self.body,
             Body {
+                kind: BodyKind::Kernel,
                 name: String::new(),
                 file: String::new(),
                 locals: Vec::new(),
@@ -916,8 +1039,22 @@ impl Builder {
                 Ok(None)
             }
             syn::Expr::Return(r) => {
-                if let Some(v) = &r.expr {
-                    return error(v, "kernels return nothing; write results into a `Region`");
+                match (&r.expr, self.body.kind) {
+                    (Some(v), BodyKind::Kernel) => {
+                        return error(v, "kernels return nothing; write results into a `Region`");
+                    }
+                    (Some(v), BodyKind::Device) => {
+                        let ret = self.body.locals[0]
+                            .ty
+                            .scalar()
+                            .expect("device functions return scalars");
+                        let (op, _) = self.scalar_expr(v, Some(ret))?;
+                        self.push(Place::local(Local::RETURN), Rvalue::Use(op), span);
+                    }
+                    (None, BodyKind::Device) => {
+                        return error(e, "a device function must return a value");
+                    }
+                    (None, BodyKind::Kernel) => {}
                 }
                 self.terminate(TerminatorKind::Return, span);
                 Ok(None)
@@ -928,7 +1065,7 @@ impl Builder {
                 e,
                 "closures are not supported in kernels; use a plain loop or an `#[offload_device]` helper",
             ),
-            syn::Expr::Call(_) => error(e, "function calls are not supported in kernels yet"),
+            syn::Expr::Call(c) => self.call(c, expected),
             syn::Expr::Reference(_) => error(e, "taking references is not supported in kernels"),
             syn::Expr::ForLoop(f) => self.for_loop(f),
             syn::Expr::Match(m) => self.match_expr(m, expected),

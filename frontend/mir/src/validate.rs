@@ -67,12 +67,23 @@ impl Validator<'_> {
 
     fn signature(&self) -> Result<(), ValidationError> {
         let b = self.body;
-        if b.locals.first().map(|l| l.ty) != Some(Ty::Unit) {
-            return self.err(
-                None,
-                Span::default(),
-                "the return place `_0` must have type `()`".into(),
-            );
+        let ret = b.locals.first().map(|l| l.ty);
+        match b.kind {
+            BodyKind::Kernel if ret != Some(Ty::Unit) => {
+                return self.err(
+                    None,
+                    Span::default(),
+                    "a kernel's return place `_0` must have type `()`".into(),
+                );
+            }
+            BodyKind::Device if !matches!(ret, Some(Ty::Scalar(_))) => {
+                return self.err(
+                    None,
+                    Span::default(),
+                    "a device function returns a scalar in `_0`".into(),
+                );
+            }
+            _ => {}
         }
         if b.arg_count >= b.locals.len() {
             return self.err(None, Span::default(), "more arguments than locals".into());
@@ -81,6 +92,16 @@ impl Validator<'_> {
             let is_arg = (1..=b.arg_count).contains(&i);
             let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
             match decl.ty {
+                Ty::Region(..) | Ty::Slice(_) if b.kind == BodyKind::Device => {
+                    return self.err(
+                        None,
+                        span,
+                        format!(
+                            "`_{i}` has type `{}`; device functions take and use scalars only",
+                            decl.ty
+                        ),
+                    );
+                }
                 Ty::Region(..) | Ty::Slice(_) if !is_arg => {
                     return self.err(
                         None,
@@ -299,7 +320,7 @@ impl Validator<'_> {
                 ),
             );
         }
-        if s.place.local == Local::RETURN {
+        if s.place.local == Local::RETURN && self.body.kind == BodyKind::Kernel {
             return self.err(
                 Some(bb),
                 s.span,
@@ -364,6 +385,20 @@ impl Validator<'_> {
                     }
                 }
             }
+            TerminatorKind::Call { args, dest, .. } => {
+                for a in args {
+                    self.operand_ty(bb, t.span, a)?;
+                }
+                if !matches!(self.local_ty(bb, t.span, *dest)?, Ty::Scalar(_))
+                    || *dest == Local::RETURN && self.body.kind == BodyKind::Kernel
+                {
+                    return self.err(
+                        Some(bb),
+                        t.span,
+                        format!("call destination `{dest}` must be a scalar local"),
+                    );
+                }
+            }
             TerminatorKind::Goto(_) | TerminatorKind::Return | TerminatorKind::Unreachable => {}
         }
         Ok(())
@@ -392,6 +427,9 @@ impl Validator<'_> {
                     if s.place.index.is_none() {
                         state[s.place.local.index()] = true;
                     }
+                }
+                if let TerminatorKind::Call { dest, .. } = &block.terminator.kind {
+                    state[dest.index()] = true;
                 }
                 for succ in block.terminator.kind.successors() {
                     for (t, s) in ins[succ.index()].iter_mut().zip(&state) {
@@ -455,6 +493,14 @@ impl Validator<'_> {
             let t = &block.terminator;
             match &t.kind {
                 TerminatorKind::SwitchInt { discr, .. } => check(&state, discr, t.span)?,
+                TerminatorKind::Call { args, .. } => {
+                    for a in args {
+                        check(&state, a, t.span)?;
+                    }
+                }
+                TerminatorKind::Return if b.kind == BodyKind::Device => {
+                    check(&state, &Operand::Copy(Place::local(Local::RETURN)), t.span)?;
+                }
                 TerminatorKind::Assert { cond, msg, .. } => {
                     check(&state, cond, t.span)?;
                     if let AssertMessage::BoundsCheck { len, index } = msg {

@@ -4,7 +4,7 @@
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
 use offload_lowering::{GpuTarget, Stage};
-use offload_mir::{Body, print_module, translate, validate};
+use offload_mir::{Body, BodyKind, print_module, translate, validate};
 use std::{path::PathBuf, process::ExitCode};
 
 #[derive(Parser)]
@@ -71,6 +71,20 @@ fn run(cli: Cli) -> Result<()> {
         print!("{}", print_module(&bodies));
         return Ok(());
     }
+    // Kernels are lowered with the file's device functions inlined.
+    let mut device: offload_mir::inline::DeviceFunctions = Default::default();
+    for body in bodies.iter().filter(|b| b.kind == BodyKind::Device) {
+        device.entry(body.name.as_str()).or_default().push(body);
+    }
+    let kernels = bodies
+        .iter()
+        .filter(|b| b.kind == BodyKind::Kernel)
+        .map(|k| {
+            offload_mir::inline::inline_calls(k, &device)
+                .map_err(|e| anyhow::anyhow!("{display}: kernel `{}`: {e}", k.name))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let bodies = kernels;
     let target = GpuTarget {
         chip: cli.chip.clone(),
         libdevice: cli.libdevice.clone(),
@@ -125,7 +139,7 @@ fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
                 .map_err(|e| anyhow::anyhow!("{display}:{e}"))?,
         );
     }
-    if bodies.is_empty() {
+    if !bodies.iter().any(|b| b.kind == BodyKind::Kernel) {
         bail!("{display}: no `#[offload_kernel]` functions found");
     }
     Ok(bodies)

@@ -1,0 +1,8 @@
+use offload::prelude::*;
+
+#[offload_device]
+fn first(x: &[f32]) -> f32 {
+    x[0]
+}
+
+fn main() {}
