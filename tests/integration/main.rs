@@ -15,24 +15,35 @@ mod stages;
 
 use offload_mir::Body;
 
-/// Translates the `#[offload_kernel]` functions of a file under `tests/kernels/`.
+/// The kernels of a file under `tests/kernels/`, every instance of generic ones, with the
+/// file's `#[offload_device]` functions inlined.
 pub fn kernels(file: &str) -> Vec<Body> {
+    use offload_mir::translate::{instances, translate_device, translate_instance};
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
     let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let parsed = syn::parse_file(&source).expect("test kernels parse");
-    parsed
-        .items
-        .iter()
-        .filter_map(|item| match item {
-            syn::Item::Fn(f) if f.attrs.iter().any(|a| a.path().is_ident("offload_kernel")) => {
-                Some(f)
+    let shown = format!("tests/kernels/{file}");
+    let (mut kernels, mut device) = (Vec::new(), Vec::new());
+    for item in &parsed.items {
+        let syn::Item::Fn(f) = item else { continue };
+        for subst in instances(&f.sig).expect("test kernels have valid generics") {
+            if f.attrs.iter().any(|a| a.path().is_ident("offload_kernel")) {
+                kernels
+                    .push(translate_instance(f, &shown, &subst).expect("test kernels translate"));
+            } else if f.attrs.iter().any(|a| a.path().is_ident("offload_device")) {
+                device.push(
+                    translate_device(f, &shown, &subst).expect("test device functions translate"),
+                );
             }
-            _ => None,
-        })
-        .map(|f| {
-            offload_mir::translate::translate_kernel(f, &format!("tests/kernels/{file}"))
-                .expect("test kernels translate")
-        })
+        }
+    }
+    let mut by_name: offload_mir::inline::DeviceFunctions = Default::default();
+    for body in &device {
+        by_name.entry(body.name.as_str()).or_default().push(body);
+    }
+    kernels
+        .iter()
+        .map(|k| offload_mir::inline::inline_calls(k, &by_name).expect("test kernels link"))
         .collect()
 }
 

@@ -51,3 +51,31 @@ fn saxpy_cpu_stage() {
     let (name, text) = all.last().expect("the cpu stage");
     insta::assert_snapshot!(name.clone(), text);
 }
+
+/// MIR and the offload dialect for one kernel per language feature and strategy.
+#[test]
+fn feature_kernels_mir_and_offload() {
+    for (name, text) in stages("features.rs", Stage::Offload) {
+        insta::assert_snapshot!(format!("features.{name}"), text);
+    }
+}
+
+/// The feature kernels also go all the way to PTX and to the CPU backend's code.
+#[test]
+fn feature_kernels_reach_ptx_and_cpu() {
+    for body in crate::kernels("features.rs") {
+        let valid = validate(&body).expect("feature kernels are valid");
+        let ptx = emit(valid, Stage::Ptx, &GpuTarget::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", body.name));
+        assert!(
+            ptx.last()
+                .unwrap()
+                .1
+                .contains(&format!(".entry {}(", body.name)),
+            "{}",
+            body.name
+        );
+        emit(valid, Stage::Cpu, &GpuTarget::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", body.name));
+    }
+}

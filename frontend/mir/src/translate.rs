@@ -1159,6 +1159,11 @@ impl Builder {
         };
         if compound {
             let (place, ty) = self.assignable_place(&b.left)?;
+            if !op.is_shift()
+                && let Some(rty) = self.infer(&b.right)
+            {
+                self.learn(&Operand::Copy(place), ty, rty);
+            }
             let rhs_ty = if op.is_shift() {
                 self.infer(&b.right)
             } else {

@@ -117,7 +117,8 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
-/// Translates every `#[offload_kernel]` function of a Rust source file.
+/// Translates every `#[offload_kernel]` and `#[offload_device]` function of a Rust source
+/// file, every instance of generic ones.
 fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
     let file = syn::parse_file(source).map_err(|e| {
         let at = e.span().start();
@@ -126,18 +127,24 @@ fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
     let mut bodies = Vec::new();
     for item in &file.items {
         let syn::Item::Fn(f) = item else { continue };
-        if !f.attrs.iter().any(|a| {
-            a.path()
-                .segments
-                .last()
-                .is_some_and(|s| s.ident == "offload_kernel")
-        }) {
+        let marked = |name: &str| {
+            f.attrs
+                .iter()
+                .any(|a| a.path().segments.last().is_some_and(|s| s.ident == name))
+        };
+        let located = |e: translate::TranslateError| anyhow::anyhow!("{display}:{e}");
+        let (kernel, device) = (marked("offload_kernel"), marked("offload_device"));
+        if !kernel && !device {
             continue;
         }
-        bodies.push(
-            translate::translate_kernel(f, display)
-                .map_err(|e| anyhow::anyhow!("{display}:{e}"))?,
-        );
+        for subst in translate::instances(&f.sig).map_err(located)? {
+            let body = if kernel {
+                translate::translate_instance(f, display, &subst)
+            } else {
+                translate::translate_device(f, display, &subst)
+            };
+            bodies.push(body.map_err(located)?);
+        }
     }
     if !bodies.iter().any(|b| b.kind == BodyKind::Kernel) {
         bail!("{display}: no `#[offload_kernel]` functions found");

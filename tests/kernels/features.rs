@@ -1,0 +1,93 @@
+// One small kernel per language feature and strategy, for MIR and offload-dialect
+// snapshots (tests/integration/stages.rs).
+use offload::prelude::*;
+
+#[offload_kernel]
+fn control_flow(mut y: Region<i32, Linear1D>, limit: i32) {
+    let i = y.index() as i32;
+    if let Some(v) = y.get_mut() {
+        let mut acc = 0;
+        let mut k = 0;
+        while k < i {
+            k += 1;
+            if k % 2 == 0 {
+                continue;
+            }
+            if acc > limit {
+                break;
+            }
+            acc += k;
+        }
+        *v = if acc > 10 { acc } else { -acc };
+    }
+}
+
+#[offload_kernel]
+fn loops_and_match(mut y: Region<u32, Linear1D>) {
+    let i = y.index() as u32;
+    if let Some(v) = y.get_mut() {
+        let mut acc = 0;
+        for k in (0..i).step_by(3) {
+            acc += k;
+        }
+        *v = match acc % 10 {
+            0 => 1,
+            1..=4 => 2,
+            _ => 3,
+        };
+    }
+}
+
+#[offload_kernel]
+fn math_and_casts(mut y: Region<f32, Linear1D>, x: &[f64]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        let a = x[i] as f32;
+        *v = a.sqrt().mul_add(2.0, a.sin()) + (a as i32).count_ones() as f32 + f32::consts::PI;
+    }
+}
+
+#[offload_kernel]
+fn checked(mut y: Region<i64, Linear1D>, d: &[i64]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        assert!(d[i] != 7, "seven is not allowed");
+        *v = 1000 / d[i];
+    }
+}
+
+#[offload_kernel]
+fn grid(mut y: Region<f32, Linear2D>, img: Region<f32, Stencil2D<1>>) {
+    let up = img.get_clamped(-1, 0);
+    if let Some(v) = y.get_mut() {
+        *v = up + y.row() as f32;
+    }
+}
+
+#[offload_kernel]
+fn chunks(mut y: Region<u8, Chunked<4>>) {
+    if let Some(c) = y.get_mut() {
+        for k in 0..c.len() {
+            c[k] = k as u8;
+        }
+    }
+}
+
+#[offload_kernel]
+fn generic_scale<T: Float>(mut y: Region<T, Linear1D>, a: T) {
+    if let Some(v) = y.get_mut() {
+        *v = *v * a + T::ONE;
+    }
+}
+
+#[offload_device]
+fn square(x: f32) -> f32 {
+    x * x
+}
+
+#[offload_kernel]
+fn calls_device(mut y: Region<f32, Linear1D>) {
+    if let Some(v) = y.get_mut() {
+        *v = square(*v) + 1.0;
+    }
+}
