@@ -215,6 +215,21 @@ impl Emitter<'_> {
     fn rvalue(&mut self, rv: &Rvalue, span: Span) -> (String, ScalarTy) {
         match rv {
             Rvalue::Use(op) => self.operand(op, span),
+            Rvalue::Position(p, d) => {
+                let op = match p {
+                    Position::Thread => "offload.thread_id",
+                    Position::Workgroup => "offload.workgroup_id",
+                    Position::WorkgroupSize => "offload.workgroup_dim",
+                };
+                let i = self.fresh();
+                self.line(
+                    &format!("{i} = \"{op}\"() {{dim = {d} : i64}} : () -> index"),
+                    span,
+                );
+                let v = self.fresh();
+                self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
+                (v, ScalarTy::Usize)
+            }
             Rvalue::Intrinsic(i, args) => {
                 let args: Vec<(String, ScalarTy)> =
                     args.iter().map(|a| self.operand(a, span)).collect();

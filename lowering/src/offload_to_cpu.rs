@@ -13,11 +13,8 @@
 //! The runtime splits the launch's workgroups among host threads and calls this once per
 //! share.
 
-use crate::{kernel_abi, offload_to_gpu::split_types, rewrite};
-use melior::{
-    Context,
-    ir::{OperationRef, operation::OperationLike},
-};
+use crate::{kernel_abi, rewrite};
+use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::ops;
 
@@ -34,25 +31,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
         unsafe {
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
-            let name = func_ref
-                .attribute("sym_name")
-                .map_err(|e| e.to_string())?
-                .to_string();
-            let name = name.trim_matches('"').to_string();
-            let fty = func_ref
-                .attribute("function_type")
-                .map_err(|e| e.to_string())?
-                .to_string();
-            let inputs = fty
-                .trim_start_matches('(')
-                .rsplit_once(") ->")
-                .map(|(i, _)| i)
-                .unwrap_or("");
-            let args: Vec<String> = split_types(inputs)
-                .iter()
-                .enumerate()
-                .map(|(i, t)| format!("%a{i}: {t}"))
-                .collect();
+            let (name, args) = kernel_abi::signature(func_ref)?;
             let skeleton = format!(
                 "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %size_x: index, %size_y: index, {}) {{
   %c0 = arith.constant 0 : index
@@ -72,14 +51,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
 }}",
                 args.join(", ")
             );
-            let source = melior::StringRef::new(&skeleton);
-            let origin = melior::StringRef::new(NAME);
-            let host = mlirOperationCreateParse(context.to_raw(), source.to_raw(), origin.to_raw());
-            if host.ptr.is_null() {
-                return Err(format!(
-                    "internal: the CPU entry skeleton does not parse:\n{skeleton}"
-                ));
-            }
+            let host = rewrite::parse_operation(context, &skeleton, NAME)?;
             let host_ref = OperationRef::from_raw(host);
             let host_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(host, 0));
             let fors = rewrite::collect(host_ref, "scf.for");

@@ -4,10 +4,7 @@
 
 use crate::{kernel_abi, rewrite};
 use melior::ir::attribute::AttributeLike;
-use melior::{
-    Context,
-    ir::{OperationRef, operation::OperationLike},
-};
+use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::ops;
 
@@ -42,38 +39,12 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                 rewrite::replace(ret, &[]);
             }
 
-            let name = func_ref
-                .attribute("sym_name")
-                .map_err(|e| e.to_string())?
-                .to_string();
-            let name = name.trim_matches('"');
-            let fty = func_ref
-                .attribute("function_type")
-                .map_err(|e| e.to_string())?
-                .to_string();
-            let inputs = fty
-                .trim_start_matches('(')
-                .rsplit_once(") ->")
-                .map(|(i, _)| i)
-                .unwrap_or("");
-            let args: Vec<String> = split_types(inputs)
-                .iter()
-                .enumerate()
-                .map(|(i, t)| format!("%a{i}: {t}"))
-                .collect();
+            let (name, args) = kernel_abi::signature(func_ref)?;
             let skeleton = format!(
                 "gpu.module @{name}_module {{\n  gpu.func @{name}({}) kernel {{\n    gpu.return\n  }}\n}}",
                 args.join(", ")
             );
-            let source = melior::StringRef::new(&skeleton);
-            let origin = melior::StringRef::new(NAME);
-            let module =
-                mlirOperationCreateParse(context.to_raw(), source.to_raw(), origin.to_raw());
-            if module.ptr.is_null() {
-                return Err(format!(
-                    "internal: the gpu.module skeleton does not parse:\n{skeleton}"
-                ));
-            }
+            let module = rewrite::parse_operation(context, &skeleton, NAME)?;
             let gpu_func = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(
                 mlirOperationGetRegion(module, 0),
             ));
@@ -90,25 +61,4 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
     // SAFETY: `root` is the live module operation.
     unsafe { mlirOperationSetAttributeByName(root.to_raw(), name.to_raw(), unit.to_raw()) };
     Ok(())
-}
-
-/// Splits a printed list of types at top-level commas (`memref<?xf32>, f32`).
-pub fn split_types(list: &str) -> Vec<String> {
-    let (mut depth, mut start, mut out) = (0i32, 0usize, Vec::new());
-    for (i, c) in list.char_indices() {
-        match c {
-            '<' | '(' | '[' | '{' => depth += 1,
-            '>' | ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(list[start..i].trim().to_string());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    let last = list[start..].trim();
-    if !last.is_empty() {
-        out.push(last.to_string());
-    }
-    out
 }

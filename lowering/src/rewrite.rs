@@ -171,3 +171,23 @@ pub unsafe fn int_attribute(op: MlirOperation, name: &str) -> Option<i64> {
         Some(mlirIntegerAttrGetValueInt(a))
     }
 }
+
+/// Parses one operation from `text` (a skeleton a conversion builds), unattached.
+pub fn parse_operation(
+    context: &Context,
+    text: &str,
+    origin: &str,
+) -> Result<MlirOperation, String> {
+    let source = melior::StringRef::new(text);
+    let origin_name = melior::StringRef::new(origin);
+    // SAFETY: the context is live; a parse failure is reported as a null operation.
+    let op = unsafe {
+        mlirOperationCreateParse(context.to_raw(), source.to_raw(), origin_name.to_raw())
+    };
+    if op.ptr.is_null() {
+        return Err(format!(
+            "internal: {origin}'s skeleton does not parse:\n{text}"
+        ));
+    }
+    Ok(op)
+}

@@ -33,6 +33,31 @@ impl<T, S> Region<T, S> {
     }
 }
 
+/// Row and column queries of the 2-D strategies.
+macro_rules! coordinates {
+    () => {
+        /// This thread's row.
+        pub fn row(&self) -> usize {
+            unreachable!("{NEVER}")
+        }
+
+        /// This thread's column.
+        pub fn col(&self) -> usize {
+            unreachable!("{NEVER}")
+        }
+
+        /// Elements per row.
+        pub fn width(&self) -> usize {
+            unreachable!("{NEVER}")
+        }
+
+        /// Rows.
+        pub fn height(&self) -> usize {
+            unreachable!("{NEVER}")
+        }
+    };
+}
+
 impl<T> Region<T, Linear1D> {
     /// This thread's element, or `None` for threads past the end of the region.
     pub fn get_mut(&mut self) -> Option<&mut T> {
@@ -53,25 +78,7 @@ impl<T> Region<T, Linear2D> {
         unreachable!("{NEVER}")
     }
 
-    /// This thread's row.
-    pub fn row(&self) -> usize {
-        unreachable!("{NEVER}")
-    }
-
-    /// This thread's column.
-    pub fn col(&self) -> usize {
-        unreachable!("{NEVER}")
-    }
-
-    /// Elements per row.
-    pub fn width(&self) -> usize {
-        unreachable!("{NEVER}")
-    }
-
-    /// Rows.
-    pub fn height(&self) -> usize {
-        unreachable!("{NEVER}")
-    }
+    coordinates!();
 }
 
 impl<T, const R: usize> Region<T, Stencil2D<R>> {
@@ -88,23 +95,24 @@ impl<T, const R: usize> Region<T, Stencil2D<R>> {
         unreachable!("{NEVER}")
     }
 
-    /// This thread's row.
-    pub fn row(&self) -> usize {
-        unreachable!("{NEVER}")
-    }
+    coordinates!();
+}
 
-    /// This thread's column.
-    pub fn col(&self) -> usize {
-        unreachable!("{NEVER}")
-    }
+/// This thread's index in its workgroup along `dim` (0: x, 1: y, 2: z); CUDA's
+/// `threadIdx`. In kernels only; `dim` must be a constant.
+pub fn thread_idx(dim: usize) -> usize {
+    let _ = dim;
+    unreachable!("{NEVER}")
+}
 
-    /// Elements per row.
-    pub fn width(&self) -> usize {
-        unreachable!("{NEVER}")
-    }
+/// This thread's workgroup's index in the launch along `dim`; CUDA's `blockIdx`.
+pub fn workgroup_idx(dim: usize) -> usize {
+    let _ = dim;
+    unreachable!("{NEVER}")
+}
 
-    /// Rows.
-    pub fn height(&self) -> usize {
-        unreachable!("{NEVER}")
-    }
+/// Threads per workgroup along `dim`; CUDA's `blockDim`.
+pub fn workgroup_dim(dim: usize) -> usize {
+    let _ = dim;
+    unreachable!("{NEVER}")
 }

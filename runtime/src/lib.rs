@@ -55,6 +55,7 @@ pub use scalar::{Float, Int, Num, Scalar};
 
 /// What a kernel file needs: `use offload::prelude::*;`.
 pub mod prelude {
+    pub use crate::kernel_view::{thread_idx, workgroup_dim, workgroup_idx};
     pub use crate::{
         Chunked, Error, Float, Int, Linear1D, Linear2D, Num, Region, Stencil2D, devices, offload,
         offload_device, offload_kernel, try_offload,

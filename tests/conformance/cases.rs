@@ -38,6 +38,7 @@ macro_rules! for_each_case {
         $m!(generic_kernels_instantiate_per_type);
         $m!(device_functions_are_called_and_inlined);
         $m!(panic_in_a_device_function_names_it);
+        $m!(thread_position_queries);
     };
 }
 
@@ -928,4 +929,31 @@ pub fn panic_in_a_device_function_names_it(o: LaunchOptions) -> CaseResult {
             "expected a panic naming `must_be_small` at line {line}, got {other:?}"
         )),
     }
+}
+
+#[offload_kernel]
+fn positions(mut out: Region<usize, Linear1D>) {
+    let t = thread_idx(0);
+    let g = workgroup_idx(0);
+    let size = workgroup_dim(0);
+    if let Some(v) = out.get_mut() {
+        *v = t + g * 1000 + size * 1_000_000 + workgroup_idx(1) + thread_idx(1);
+    }
+}
+
+pub fn thread_position_queries(o: LaunchOptions) -> CaseResult {
+    let mut out = vec![0usize; 128];
+    let o = LaunchOptions {
+        workgroup_dim: Some([4, 1, 1]),
+        thread_dim: Some([32, 1, 1]),
+        ..o
+    };
+    positions(o, &mut out).map_err(|e| e.to_string())?;
+    compare(
+        "positions",
+        &out,
+        &(0..128)
+            .map(|i| i % 32 + (i / 32) * 1000 + 32_000_000)
+            .collect::<Vec<_>>(),
+    )
 }

@@ -216,7 +216,13 @@ fn device_calls(block: &syn::Block) -> Vec<TokenStream2> {
                     last.arguments = syn::PathArguments::None;
                 }
                 let key = quote!(#path).to_string();
-                if !self.0.iter().any(|(k, _)| *k == key) {
+                // Thread-position queries are built in, not device functions.
+                let builtin = path.segments.last().is_some_and(|s| {
+                    offload_mir::Position::ALL
+                        .iter()
+                        .any(|p| s.ident == p.name())
+                });
+                if !builtin && !self.0.iter().any(|(k, _)| *k == key) {
                     let reference = quote_spanned! {call.func.span()=> &#path::DEVICE };
                     self.0.push((key, reference));
                 }

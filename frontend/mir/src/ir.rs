@@ -523,8 +523,38 @@ impl Intrinsic {
     }
 }
 
+/// A thread-position query.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Position {
+    /// The thread's index in its workgroup (CUDA's `threadIdx`).
+    Thread,
+    /// The workgroup's index in the launch (`blockIdx`).
+    Workgroup,
+    /// Threads per workgroup (`blockDim`).
+    WorkgroupSize,
+}
+
+impl Position {
+    pub const ALL: [Position; 3] = [
+        Position::Thread,
+        Position::Workgroup,
+        Position::WorkgroupSize,
+    ];
+
+    /// The text name, which is also the kernel-side function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            Position::Thread => "thread_idx",
+            Position::Workgroup => "workgroup_idx",
+            Position::WorkgroupSize => "workgroup_dim",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rvalue {
+    /// The thread's position along a dimension (0: x, 1: y, 2: z), a `usize`.
+    Position(Position, u8),
     Use(Operand),
     /// A built-in function of scalars.
     Intrinsic(Intrinsic, Vec<Operand>),

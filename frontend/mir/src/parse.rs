@@ -692,6 +692,12 @@ impl Parser {
                     self.expect(")")?;
                     return Ok(Rvalue::UnaryOp(op, a));
                 }
+                if let Some(position) = Position::ALL.into_iter().find(|p| p.name() == w) {
+                    self.pos += 2;
+                    let d: u8 = self.number("a dimension (0, 1 or 2)")?;
+                    self.expect(")")?;
+                    return Ok(Rvalue::Position(position, d));
+                }
                 if let Some(intrinsic) = Intrinsic::from_name(&w) {
                     self.pos += 2;
                     let mut args = vec![self.operand()?];

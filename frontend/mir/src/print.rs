@@ -38,6 +38,7 @@ impl fmt::Display for Rvalue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Rvalue::Use(op) => write!(f, "{op}"),
+            Rvalue::Position(p, d) => write!(f, "{}({d})", p.name()),
             Rvalue::Intrinsic(i, args) => {
                 write!(f, "{}(", i.name())?;
                 for (n, a) in args.iter().enumerate() {

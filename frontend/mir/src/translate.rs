@@ -382,6 +382,22 @@ impl Builder {
             return error(&c.func, "a call needs a function name");
         };
         let func = last.ident.to_string();
+        if let Some(position) = Position::ALL.into_iter().find(|p| p.name() == func) {
+            let dim = match c.args.first() {
+                Some(syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(i),
+                    ..
+                })) if c.args.len() == 1 => i.base10_parse::<u8>().ok().filter(|d| *d <= 2),
+                _ => None,
+            };
+            let Some(dim) = dim else {
+                return error(c, format!("`{func}` takes a constant dimension: 0, 1 or 2"));
+            };
+            return Ok(Some((
+                self.assign_temp(ScalarTy::Usize, Rvalue::Position(position, dim), c.span()),
+                ScalarTy::Usize,
+            )));
+        }
         let segments = p.path.segments.len();
         let of_a_type = p
             .path
@@ -902,6 +918,9 @@ impl Builder {
                 self.infer(&m.receiver)
             }
             syn::Expr::Match(m) => m.arms.iter().find_map(|arm| self.infer(&arm.body)),
+            syn::Expr::Call(c) if matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| Position::ALL.iter().any(|q| s.ident == q.name()))) => {
+                Some(ScalarTy::Usize)
+            }
             syn::Expr::MethodCall(m) if m.method == "index" || m.method == "len" => {
                 Some(ScalarTy::Usize)
             }
@@ -1339,16 +1358,31 @@ impl Builder {
         let (cond, _) = self.scalar_expr(&w.cond, Some(ScalarTy::Bool))?;
         self.switch_bool(cond, body, exit, span);
         self.current = Some(body);
-        self.loops.push(LoopTarget {
-            label: w.label.as_ref().map(|l| l.name.ident.to_string()),
-            break_to: exit,
-            continue_to: head,
-        });
-        self.block(&w.body, None)?;
-        self.loops.pop();
-        self.goto(head, span);
+        self.loop_body(w.label.as_ref(), &w.body, exit, head, span)?;
         self.current = Some(exit);
         Ok(None)
+    }
+
+    /// Translates a loop's body, with `break` going to `break_to` and `continue` (and the
+    /// end of the body) to `continue_to`.
+    fn loop_body(
+        &mut self,
+        label: Option<&syn::Label>,
+        body: &syn::Block,
+        break_to: BasicBlock,
+        continue_to: BasicBlock,
+        span: SynSpan,
+    ) -> Result<()> {
+        self.loops.push(LoopTarget {
+            label: label.map(|l| l.name.ident.to_string()),
+            break_to,
+            continue_to,
+        });
+        let translated = self.block(body, None);
+        self.loops.pop();
+        translated?;
+        self.goto(continue_to, span);
+        Ok(())
     }
 
     fn loop_expr(&mut self, l: &syn::ExprLoop) -> Result<Value> {
@@ -1356,14 +1390,7 @@ impl Builder {
         let (body, exit) = (self.new_block(), self.new_block());
         self.goto(body, span);
         self.current = Some(body);
-        self.loops.push(LoopTarget {
-            label: l.label.as_ref().map(|l| l.name.ident.to_string()),
-            break_to: exit,
-            continue_to: body,
-        });
-        self.block(&l.body, None)?;
-        self.loops.pop();
-        self.goto(body, span);
+        self.loop_body(l.label.as_ref(), &l.body, exit, body, span)?;
         self.current = Some(exit);
         Ok(None)
     }
@@ -2073,15 +2100,8 @@ impl Builder {
             syn::Pat::Wild(_) => {}
             other => return error(other, "`for` loops bind a plain name or `_`"),
         }
-        self.loops.push(LoopTarget {
-            label: f.label.as_ref().map(|l| l.name.ident.to_string()),
-            break_to: exit,
-            continue_to: latch,
-        });
-        self.block(&f.body, None)?;
-        self.loops.pop();
+        self.loop_body(f.label.as_ref(), &f.body, exit, latch, span)?;
         self.scopes.pop();
-        self.goto(latch, span);
 
         // latch: left = end - counter (as unsigned); stop if the step would reach or pass
         // the end, else advance.

@@ -197,6 +197,12 @@ impl Validator<'_> {
     ) -> Result<ScalarTy, ValidationError> {
         match rv {
             Rvalue::Use(op) => self.operand_ty(bb, span, op),
+            Rvalue::Position(_, d) if *d <= 2 => Ok(ScalarTy::Usize),
+            Rvalue::Position(p, d) => self.err(
+                Some(bb),
+                span,
+                format!("`{}({d})`: dimensions are 0, 1 and 2", p.name()),
+            ),
             Rvalue::Intrinsic(i, args) => {
                 let types = args
                     .iter()
@@ -484,7 +490,8 @@ impl Validator<'_> {
                     Rvalue::Len(_)
                     | Rvalue::RegionIndex(_)
                     | Rvalue::RegionCoord(..)
-                    | Rvalue::RegionExtent(..) => {}
+                    | Rvalue::RegionExtent(..)
+                    | Rvalue::Position(..) => {}
                 }
                 if s.place.index.is_none() {
                     state[s.place.local.index()] = true;
