@@ -8,6 +8,7 @@
 //! |---|---|
 //! | `!offload.region<T, "Strategy">` | a mutable region shared out among threads by a partitioning strategy |
 //! | `!offload.slice<T>` | a read-only slice |
+//! | `!offload.atomic<T>` | data every thread may update atomically |
 //!
 //! | operation | meaning |
 //! |---|---|
@@ -17,6 +18,8 @@
 //! | `offload.len(region or slice) -> index` | element count |
 //! | `offload.load(container, index) -> T` | read one element (index already checked in MIR) |
 //! | `offload.store(value, region, index)` | write one element |
+//! | `offload.atomic_rmw(atomic, index, value) {kind}` | atomic read-modify-write; returns the previous value |
+//! | `offload.atomic_cas(atomic, index, current, new)` | atomic compare-and-swap; returns the previous value |
 //! | `offload.panic(values...) {site}` | stop this thread, reporting panic site `site` |
 //! | `offload.thread_id`, `offload.workgroup_id`, `offload.workgroup_dim` `{dim}` | thread position |
 //!
@@ -40,6 +43,8 @@ pub mod ops {
     pub const LEN: &str = "offload.len";
     pub const LOAD: &str = "offload.load";
     pub const STORE: &str = "offload.store";
+    pub const ATOMIC_RMW: &str = "offload.atomic_rmw";
+    pub const ATOMIC_CAS: &str = "offload.atomic_cas";
     pub const PANIC: &str = "offload.panic";
     pub const THREAD_ID: &str = "offload.thread_id";
     pub const WORKGROUP_ID: &str = "offload.workgroup_id";
@@ -66,6 +71,7 @@ pub fn load(context: &Context) -> Result<(), String> {
 pub enum ContainerType {
     Region { elem: String, strategy: String },
     Slice { elem: String },
+    Atomic { elem: String },
 }
 
 /// Reads `!offload.region<T, "S">` or `!offload.slice<T>` from a type's text. IRDL types
@@ -81,6 +87,14 @@ pub fn parse_container_type(text: &str) -> Option<ContainerType> {
         return Some(ContainerType::Region {
             elem: elem.trim().to_string(),
             strategy: strategy.to_string(),
+        });
+    }
+    if let Some(elem) = text
+        .strip_prefix("!offload.atomic<")
+        .and_then(|t| t.strip_suffix('>'))
+    {
+        return Some(ContainerType::Atomic {
+            elem: elem.trim().to_string(),
         });
     }
     let elem = text.strip_prefix("!offload.slice<")?.strip_suffix('>')?;

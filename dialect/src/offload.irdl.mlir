@@ -24,6 +24,35 @@ irdl.dialect @offload {
     irdl.results(index: %index)
   }
 
+  // Data every thread may update atomically, e.g. `!offload.atomic<u32>`.
+  irdl.type @atomic {
+    %elem = irdl.any
+    irdl.parameters(elem: %elem)
+  }
+
+  // Atomically combines one element with a value (`kind` as in `memref.atomic_rmw`:
+  // 0 addf, 1 addi, 2 andi, 3 assign, 5 maxnumf, 6 maxs, 7 maxu, 9 minnumf, 10 mins,
+  // 11 minu, 14 ori, 15 xori); the result is the previous value.
+  irdl.operation @atomic_rmw {
+    %elem = irdl.any
+    %atomic = irdl.parametric @offload::@atomic<%elem>
+    %index = irdl.is index
+    %kind = irdl.base "#builtin.integer"
+    irdl.attributes { "kind" = %kind }
+    irdl.operands(atomic: %atomic, index: %index, value: %elem)
+    irdl.results(previous: %elem)
+  }
+
+  // Atomically replaces one element with `new` if it equals `current`; the result is
+  // the previous value.
+  irdl.operation @atomic_cas {
+    %elem = irdl.any
+    %atomic = irdl.parametric @offload::@atomic<%elem>
+    %index = irdl.is index
+    irdl.operands(atomic: %atomic, index: %index, current: %elem, new: %elem)
+    irdl.results(previous: %elem)
+  }
+
   // The thread's coordinate in a region along `dim` (0: column, 1: row).
   irdl.operation @region_coord {
     %region = irdl.base @offload::@region
@@ -48,7 +77,8 @@ irdl.dialect @offload {
   irdl.operation @len {
     %region = irdl.base @offload::@region
     %slice = irdl.base @offload::@slice
-    %container = irdl.any_of(%region, %slice)
+    %atomic = irdl.base @offload::@atomic
+    %container = irdl.any_of(%region, %slice, %atomic)
     %index = irdl.is index
     irdl.operands(container: %container)
     irdl.results(len: %index)

@@ -40,7 +40,9 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                         offload_mir::Strategy::from_name(&strategy).is_some_and(|s| s.is_2d());
                     (elem, two_d)
                 }
-                Some(ContainerType::Slice { elem }) => (elem, false),
+                Some(ContainerType::Slice { elem } | ContainerType::Atomic { elem }) => {
+                    (elem, false)
+                }
                 None => continue,
             };
             let shape = if two_d { "?x?x" } else { "?x" };
@@ -128,6 +130,31 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             );
             b.op("memref.store", &[value, flat_view(region), index], &[], &[]);
             rewrite::replace(op, &[]);
+        }
+        for op in rewrite::collect(root, ops::ATOMIC_RMW) {
+            let kind =
+                rewrite::int_attribute(op, "kind").ok_or("`offload.atomic_rmw` needs a `kind`")?;
+            let b = Builder::before(context, op);
+            let ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let (atomic, index, value) = (
+                rewrite::operand(op, 0),
+                rewrite::operand(op, 1),
+                rewrite::operand(op, 2),
+            );
+            let v = b.op(
+                "memref.atomic_rmw",
+                &[value, atomic, index],
+                &[ty],
+                &[("kind", b.attr(&format!("{kind} : i64")))],
+            );
+            rewrite::replace(op, &v);
+        }
+        for op in rewrite::collect(root, ops::ATOMIC_CAS) {
+            let b = Builder::before(context, op);
+            let ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let operands = rewrite::operands(op);
+            let v = b.compare_and_swap(operands[0], operands[1], operands[2], operands[3], ty);
+            rewrite::replace(op, &[v]);
         }
         for op in rewrite::collect(root, ops::PANIC) {
             let site = rewrite::int_attribute(op, "site")

@@ -31,6 +31,7 @@ pub fn mlir_type(t: Ty) -> String {
         Ty::Scalar(s) => mlir_scalar(s).into(),
         Ty::Region(e, s) => format!("!offload.region<{}, \"{s}\">", mlir_scalar(e)),
         Ty::Slice(e) => format!("!offload.slice<{}>", mlir_scalar(e)),
+        Ty::Atomic(e) => format!("!offload.atomic<{}>", mlir_scalar(e)),
     }
 }
 
@@ -215,6 +216,49 @@ impl Emitter<'_> {
     fn rvalue(&mut self, rv: &Rvalue, span: Span) -> (String, ScalarTy) {
         match rv {
             Rvalue::Use(op) => self.operand(op, span),
+            Rvalue::AtomicRmw(op, place, value) => {
+                let (value, ty) = self.operand(value, span);
+                let kind = match (op, ty.is_float(), ty.is_signed()) {
+                    (AtomicOp::Add, true, _) => 0,
+                    (AtomicOp::Add, false, _) => 1,
+                    (AtomicOp::And, ..) => 2,
+                    (AtomicOp::Exchange, ..) => 3,
+                    (AtomicOp::Max, _, true) => 6,
+                    (AtomicOp::Max, _, false) => 7,
+                    (AtomicOp::Min, _, true) => 10,
+                    (AtomicOp::Min, _, false) => 11,
+                    (AtomicOp::Or, ..) => 14,
+                    (AtomicOp::Xor, ..) => 15,
+                };
+                let index = self.index_value(
+                    place.index.expect("validated: atomic places are indexed"),
+                    span,
+                );
+                let atomic = mlir_type(self.body.locals[place.local.index()].ty);
+                let t = mlir_scalar(ty);
+                let v = self.fresh();
+                self.line(
+                    &format!("{v} = \"offload.atomic_rmw\"(%arg{}, {index}, {value}) {{kind = {kind} : i64}} : ({atomic}, index, {t}) -> {t}", place.local.0),
+                    span,
+                );
+                (v, ty)
+            }
+            Rvalue::AtomicCas(place, current, new) => {
+                let (current, ty) = self.operand(current, span);
+                let (new, _) = self.operand(new, span);
+                let index = self.index_value(
+                    place.index.expect("validated: atomic places are indexed"),
+                    span,
+                );
+                let atomic = mlir_type(self.body.locals[place.local.index()].ty);
+                let t = mlir_scalar(ty);
+                let v = self.fresh();
+                self.line(
+                    &format!("{v} = \"offload.atomic_cas\"(%arg{}, {index}, {current}, {new}) : ({atomic}, index, {t}, {t}) -> {t}", place.local.0),
+                    span,
+                );
+                (v, ty)
+            }
             Rvalue::Position(p, d) => {
                 let op = match p {
                     Position::Thread => "offload.thread_id",

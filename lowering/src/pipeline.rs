@@ -217,7 +217,7 @@ impl Session {
             &[PARTITION, TO_CPU],
             "builtin.module(canonicalize, cse, convert-math-to-funcs, convert-math-to-llvm, \
              convert-math-to-libm, convert-scf-to-cf, expand-strided-metadata, lower-affine, \
-             finalize-memref-to-llvm, convert-arith-to-llvm, convert-cf-to-llvm, \
+             convert-arith-to-llvm, finalize-memref-to-llvm, convert-cf-to-llvm, \
              convert-func-to-llvm, reconcile-unrealized-casts)",
         )
     }

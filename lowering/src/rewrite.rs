@@ -93,6 +93,72 @@ impl<'c> Builder<'c> {
         }
     }
 
+    /// `memref.generic_atomic_rmw` that stores `new` where the element equals `current`;
+    /// returns the previous element.
+    pub fn compare_and_swap(
+        &self,
+        memref: MlirValue,
+        index: MlirValue,
+        current: MlirValue,
+        new: MlirValue,
+        ty: Type<'c>,
+    ) -> MlirValue {
+        use melior::ir::{Block, BlockLike, Region, RegionLike};
+        let block = Block::new(&[(ty, self.location)]);
+        let previous = block.argument(0).expect("the block has one argument");
+        use melior::ir::r#type::TypeLike;
+        // `eq` is 0 among `arith.cmpi` predicates, `oeq` 1 among `arith.cmpf` ones.
+        let (predicate, eq) = if ty.is_float() {
+            ("arith.cmpf", self.attr("1 : i64"))
+        } else {
+            ("arith.cmpi", self.attr("0 : i64"))
+        };
+        let same = block.append_operation(
+            OperationBuilder::new(predicate, self.location)
+                .add_operands(&[previous.into(), unsafe { Value::from_raw(current) }])
+                .add_results(&[self.ty("i1")])
+                .add_attributes(&[(Identifier::new(self.context, "predicate"), eq)])
+                .build()
+                .expect("a comparison is well formed"),
+        );
+        let chosen = block.append_operation(
+            OperationBuilder::new("arith.select", self.location)
+                .add_operands(&[
+                    same.result(0).expect("one result").into(),
+                    unsafe { Value::from_raw(new) },
+                    previous.into(),
+                ])
+                .add_results(&[ty])
+                .build()
+                .expect("a select is well formed"),
+        );
+        block.append_operation(
+            OperationBuilder::new("memref.atomic_yield", self.location)
+                .add_operands(&[chosen.result(0).expect("one result").into()])
+                .build()
+                .expect("a yield is well formed"),
+        );
+        let region = Region::new();
+        region.append_block(block);
+        let op: Operation = OperationBuilder::new("memref.generic_atomic_rmw", self.location)
+            .add_operands(&[unsafe { Value::from_raw(memref) }, unsafe {
+                Value::from_raw(index)
+            }])
+            .add_results(&[ty])
+            .add_regions([region])
+            .build()
+            .expect("an atomic update is well formed");
+        let raw = op.into_raw();
+        unsafe {
+            mlirBlockInsertOwnedOperationBefore(
+                mlirOperationGetBlock(self.anchor),
+                self.anchor,
+                raw,
+            );
+            mlirOperationGetResult(raw, 0)
+        }
+    }
+
     /// `arith.constant` of an `index`.
     pub fn index_constant(&self, v: i64) -> MlirValue {
         let index = self.ty("index");

@@ -102,12 +102,9 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
         return Err(error);
     }
-    let regions = launch
-        .args
-        .iter()
-        .filter(|a| matches!(a.kind, ArgKind::Region { .. }));
-    for (arg, copy) in regions.zip(&scratch) {
-        let (data, bytes) = arg.kind.bytes().expect("regions have data");
+    let written = launch.args.iter().filter(|a| a.kind.copied_back());
+    for (arg, copy) in written.zip(&scratch) {
+        let (data, bytes) = arg.kind.bytes().expect("written arguments have data");
         // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes.
         unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr().cast::<u8>(), data, bytes) };
     }

@@ -158,13 +158,14 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
         return Err(error);
     }
-    for (arg, buffer) in launch
-        .args
-        .iter()
+    // `buffers` holds one buffer per argument with data, in order; copy back those the
+    // kernel may have written.
+    let with_data = launch.args.iter().filter(|a| a.kind.bytes().is_some());
+    for (arg, buffer) in with_data
         .zip(&buffers)
-        .filter(|(a, _)| matches!(a.kind, ArgKind::Region { .. }))
+        .filter(|(a, _)| a.kind.copied_back())
     {
-        let (data, bytes) = arg.kind.bytes().expect("regions have data");
+        let (data, bytes) = arg.kind.bytes().expect("arguments with buffers have data");
         if bytes == 0 {
             continue;
         }

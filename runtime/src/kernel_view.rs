@@ -116,3 +116,41 @@ pub fn workgroup_dim(dim: usize) -> usize {
     let _ = dim;
     unreachable!("{NEVER}")
 }
+
+/// A kernel's view of an `Atomic<T>` parameter: every thread may update any element with
+/// these operations, which are atomic on the device. Each returns the element's previous
+/// value; indices are bounds-checked. Integers (`i32`, `u32`, `i64`, `u64`) have them all;
+/// `f32` and `f64` have `fetch_add` and `fetch_sub`.
+pub struct Atomic<T> {
+    _element: PhantomData<T>,
+}
+
+macro_rules! atomic_ops {
+    ($($(#[$doc:meta])* $name:ident),*) => {$(
+        $(#[$doc])*
+        pub fn $name(&self, index: usize, value: T) -> T {
+            let _ = (index, value);
+            unreachable!("{NEVER}")
+        }
+    )*};
+}
+
+impl<T> Atomic<T> {
+    atomic_ops!(
+        fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, fetch_xor, swap
+    );
+
+    /// Stores `new` if the element equals `current`; returns the previous value either way.
+    pub fn compare_and_swap(&self, index: usize, current: T, new: T) -> T {
+        let _ = (index, current, new);
+        unreachable!("{NEVER}")
+    }
+
+    pub fn len(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    pub fn is_empty(&self) -> bool {
+        unreachable!("{NEVER}")
+    }
+}

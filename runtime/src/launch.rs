@@ -3,7 +3,7 @@
 
 use crate::{
     Device, Error,
-    region::{IntoRegion, PartitioningStrategy, Shape},
+    region::{IntoAtomic, IntoRegion, PartitioningStrategy, Shape},
     scalar::Scalar,
 };
 use offload_mir::{Body, ScalarTy, Strategy, Ty};
@@ -150,6 +150,11 @@ pub(crate) enum ArgKind {
         len: usize,
         elem: ScalarTy,
     },
+    Atomic {
+        data: *mut u8,
+        len: usize,
+        elem: ScalarTy,
+    },
     Scalar {
         bits: u64,
         ty: ScalarTy,
@@ -183,6 +188,18 @@ impl<'a> KernelArg<'a> {
         }
     }
 
+    pub fn atomic<T: Scalar>(data: impl IntoAtomic<'a, T>) -> Self {
+        let data = data.into_atomic();
+        KernelArg {
+            kind: ArgKind::Atomic {
+                data: data.as_mut_ptr().cast(),
+                len: data.len(),
+                elem: T::TY,
+            },
+            _borrow: PhantomData,
+        }
+    }
+
     pub fn scalar<T: Scalar>(value: T) -> Self {
         KernelArg {
             kind: ArgKind::Scalar {
@@ -202,13 +219,18 @@ impl ArgKind {
                 data, shape, elem, ..
             } => Some((data, shape.len * elem.size_bytes())),
             ArgKind::Slice { data, len, elem } => Some((data as *mut u8, len * elem.size_bytes())),
+            ArgKind::Atomic { data, len, elem } => Some((data, len * elem.size_bytes())),
             ArgKind::Scalar { .. } => None,
         }
     }
 
     /// Whether the kernel may write this argument, so that it is copied back.
     pub(crate) fn copied_back(&self) -> bool {
-        matches!(self, ArgKind::Region { strategy, .. } if strategy.is_writable())
+        match self {
+            ArgKind::Region { strategy, .. } => strategy.is_writable(),
+            ArgKind::Atomic { .. } => true,
+            ArgKind::Slice { .. } | ArgKind::Scalar { .. } => false,
+        }
     }
 
     /// The argument's memref descriptor words in the kernel ABI (allocated pointer,
@@ -231,7 +253,9 @@ impl ArgKind {
                 ])
             }
             ArgKind::Region { shape, .. } => Some(vec![ptr, ptr, 0, shape.len as u64, 1]),
-            ArgKind::Slice { len, .. } => Some(vec![ptr, ptr, 0, len as u64, 1]),
+            ArgKind::Slice { len, .. } | ArgKind::Atomic { len, .. } => {
+                Some(vec![ptr, ptr, 0, len as u64, 1])
+            }
             ArgKind::Scalar { .. } => None,
         }
     }
@@ -295,6 +319,7 @@ fn check_signature(body: &Body, args: &[KernelArg<'_>]) -> Result<(), Error> {
                 e == *elem && s == *strategy
             }
             (Ty::Slice(e), ArgKind::Slice { elem, .. }) => e == *elem,
+            (Ty::Atomic(e), ArgKind::Atomic { elem, .. }) => e == *elem,
             (Ty::Scalar(t), ArgKind::Scalar { ty, .. }) => t == *ty,
             _ => false,
         };

@@ -42,14 +42,15 @@ mod scalar;
 
 pub use device::{Device, devices, parse_selection};
 pub use error::Error;
+pub use kernel_view::Atomic;
 pub use launch::{
     DEFAULT_WORKGROUP_SIZE, DeviceFn, KernelArg, KernelDescriptor, LaunchOptions, launch,
 };
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;
 pub use region::{
-    Chunked, IntoRegion, Linear1D, Linear2D, OneDimensional, PartitioningStrategy, Region, Shape,
-    Stencil2D,
+    Chunked, IntoAtomic, IntoRegion, Linear1D, Linear2D, OneDimensional, PartitioningStrategy,
+    Region, Shape, Stencil2D,
 };
 pub use scalar::{Float, Int, Num, Scalar};
 
@@ -57,7 +58,7 @@ pub use scalar::{Float, Int, Num, Scalar};
 pub mod prelude {
     pub use crate::kernel_view::{thread_idx, workgroup_dim, workgroup_idx};
     pub use crate::{
-        Chunked, Error, Float, Int, Linear1D, Linear2D, Num, Region, Stencil2D, devices, offload,
-        offload_device, offload_kernel, try_offload,
+        Atomic, Chunked, Error, Float, Int, Linear1D, Linear2D, Num, Region, Stencil2D, devices,
+        offload, offload_device, offload_kernel, try_offload,
     };
 }

@@ -275,3 +275,27 @@ impl<'a, T: Scalar, S: OneDimensional, const N: usize> IntoRegion<'a, T, S> for 
         Region::new(self.as_mut_slice())
     }
 }
+
+/// What an `Atomic<T>` parameter of a launch accepts: data every thread may update with
+/// atomic operations, copied to the device and back like a region.
+pub trait IntoAtomic<'a, T> {
+    fn into_atomic(self) -> &'a mut [T];
+}
+
+impl<'a, T: Scalar> IntoAtomic<'a, T> for &'a mut [T] {
+    fn into_atomic(self) -> &'a mut [T] {
+        self
+    }
+}
+
+impl<'a, T: Scalar> IntoAtomic<'a, T> for &'a mut Vec<T> {
+    fn into_atomic(self) -> &'a mut [T] {
+        self.as_mut_slice()
+    }
+}
+
+impl<'a, T: Scalar, const N: usize> IntoAtomic<'a, T> for &'a mut [T; N] {
+    fn into_atomic(self) -> &'a mut [T] {
+        self.as_mut_slice()
+    }
+}

@@ -39,6 +39,10 @@ macro_rules! for_each_case {
         $m!(device_functions_are_called_and_inlined);
         $m!(panic_in_a_device_function_names_it);
         $m!(thread_position_queries);
+        $m!(histogram_with_atomics);
+        $m!(dot_product_with_float_atomics);
+        $m!(every_atomic_operation);
+        $m!(scalars_before_regions_keep_their_places);
     };
 }
 
@@ -956,4 +960,120 @@ pub fn thread_position_queries(o: LaunchOptions) -> CaseResult {
             .map(|i| i % 32 + (i / 32) * 1000 + 32_000_000)
             .collect::<Vec<_>>(),
     )
+}
+
+#[offload_kernel]
+fn histogram(bins: Atomic<u32>, x: &[u32], mut seen: Region<u8, Linear1D>) {
+    let i = seen.index();
+    if let Some(s) = seen.get_mut() {
+        bins.fetch_add((x[i] % 16) as usize, 1);
+        *s = 1;
+    }
+}
+
+pub fn histogram_with_atomics(o: LaunchOptions) -> CaseResult {
+    let n = 100_000usize;
+    let x: Vec<u32> = (0..n as u32)
+        .map(|i| i.wrapping_mul(2654435761) >> 7)
+        .collect();
+    let mut bins = vec![0u32; 16];
+    let mut seen = vec![0u8; n];
+    histogram(o, &mut bins, &x, &mut seen).map_err(|e| e.to_string())?;
+    let mut want = vec![0u32; 16];
+    for v in &x {
+        want[(v % 16) as usize] += 1;
+    }
+    compare("histogram", &bins, &want)
+}
+
+#[offload_kernel]
+fn dot(sum: Atomic<f64>, x: &[f64], y: &[f64], mut done: Region<u8, Linear1D>) {
+    let i = done.index();
+    if let Some(d) = done.get_mut() {
+        sum.fetch_add(0, x[i] * y[i]);
+        *d = 1;
+    }
+}
+
+pub fn dot_product_with_float_atomics(o: LaunchOptions) -> CaseResult {
+    let n = 20_000usize;
+    let x: Vec<f64> = (0..n).map(|i| (i % 97) as f64 * 0.5).collect();
+    let y: Vec<f64> = (0..n).map(|i| (i % 13) as f64 - 6.0).collect();
+    let mut sum = vec![0.0f64];
+    let mut done = vec![0u8; n];
+    dot(o, &mut sum, &x, &y, &mut done).map_err(|e| e.to_string())?;
+    let want: f64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+    close_f64("dot", &sum, &[want], 1e-12)
+}
+
+#[offload_kernel]
+fn atomic_ops(acc: Atomic<i64>, x: &[i64], mut won: Region<u8, Linear1D>) {
+    let i = won.index();
+    if let Some(w) = won.get_mut() {
+        let v = x[i];
+        acc.fetch_min(0, v);
+        acc.fetch_max(1, v);
+        acc.fetch_or(2, v & 255);
+        acc.fetch_and(3, v | 1);
+        acc.fetch_xor(4, v);
+        acc.fetch_sub(5, v);
+        let previous = acc.compare_and_swap(6, 0, i as i64 + 1);
+        acc.swap(7, 42);
+        *w = (previous == 0) as u8;
+    }
+}
+
+pub fn every_atomic_operation(o: LaunchOptions) -> CaseResult {
+    let n = 5000usize;
+    let x: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 10007 - 5000).collect();
+    let mut acc = vec![i64::MAX, i64::MIN, 0, -1, 0, 1000, 0, 0];
+    let mut won = vec![0u8; n];
+    atomic_ops(o, &mut acc, &x, &mut won).map_err(|e| e.to_string())?;
+    let want = [
+        *x.iter().min().unwrap(),
+        *x.iter().max().unwrap(),
+        x.iter().fold(0, |a, v| a | (v & 255)),
+        x.iter().fold(-1, |a, v| a & (v | 1)),
+        x.iter().fold(0, |a, v| a ^ v),
+        x.iter().fold(1000i64, |a, v| a.wrapping_sub(*v)),
+    ];
+    compare("min max or and xor sub", &acc[..6], &want)?;
+    let winners = won.iter().filter(|&&w| w == 1).count();
+    if winners != 1 || acc[6] < 1 || acc[6] > n as i64 {
+        return Err(format!(
+            "compare_and_swap: {winners} threads saw 0, slot holds {}",
+            acc[6]
+        ));
+    }
+    compare("swap", &acc[7..], &[42])
+}
+
+#[offload_kernel]
+fn scaled_copy(
+    a: f32,
+    x: &[f32],
+    n: u32,
+    mut y: Region<f32, Linear1D>,
+    img: Region<f32, Stencil2D<0>>,
+) {
+    let i = y.index();
+    let centre = img.get_clamped(0, 0);
+    if let Some(v) = y.get_mut() {
+        *v = a * x[i] + n as f32 + centre * 0.0;
+    }
+}
+
+/// Scalars and read-only arguments before a region: the region still gets its own data
+/// back, and the read-only ones are never written.
+pub fn scalars_before_regions_keep_their_places(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = (0..64).map(|i| i as f32).collect();
+    let img = vec![5.0f32; 64];
+    let mut y = vec![0f32; 64];
+    scaled_copy(o, 2.0, &x, 7, &mut y, Region::stencil(&img, 8)).map_err(|e| e.to_string())?;
+    compare(
+        "y",
+        &y,
+        &x.iter().map(|x| 2.0 * x + 7.0).collect::<Vec<_>>(),
+    )?;
+    compare("stencil input", &img, &vec![5.0f32; 64])
 }

@@ -120,6 +120,12 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
                 host_params.push(quote_spanned! {ty.span()=> #ident: impl ::offload::IntoRegion<'__offload, #elem, #strategy> });
                 args.push(quote! { ::offload::KernelArg::region(#ident) });
             }
+            ParamKind::Atomic(_) => {
+                let elem = atomic_element(ty);
+                check_params.push(quote_spanned! {ty.span()=> #mutability #ident: ::offload::kernel_view::Atomic<#elem> });
+                host_params.push(quote_spanned! {ty.span()=> #ident: impl ::offload::IntoAtomic<'__offload, #elem> });
+                args.push(quote! { ::offload::KernelArg::atomic(#ident) });
+            }
             ParamKind::Slice(_) => {
                 let syn::Type::Reference(r) = &**ty else {
                     unreachable!("slices are references")
@@ -233,6 +239,21 @@ fn device_calls(block: &syn::Block) -> Vec<TokenStream2> {
     let mut calls = Calls(Vec::new());
     calls.visit_block(block);
     calls.0.into_iter().map(|(_, r)| r).collect()
+}
+
+/// The element type of `Atomic<T>` (checked by `param_kind` already).
+fn atomic_element(ty: &syn::Type) -> syn::Type {
+    let syn::Type::Path(p) = ty else {
+        unreachable!("atomics are paths")
+    };
+    let last = p.path.segments.last().expect("a path has a segment");
+    let syn::PathArguments::AngleBracketed(a) = &last.arguments else {
+        unreachable!("atomics have an argument")
+    };
+    match a.args.first() {
+        Some(syn::GenericArgument::Type(t)) => t.clone(),
+        _ => unreachable!("atomics have a type argument"),
+    }
 }
 
 /// The element type and strategy of `Region<T, S>` (checked by `param_kind` already).

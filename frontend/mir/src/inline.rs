@@ -235,6 +235,8 @@ fn remap_rvalue(rv: &Rvalue, local: &impl Fn(Local) -> Local) -> Rvalue {
     let op = |o: &Operand| remap_operand(o, local);
     match rv {
         Rvalue::Use(a) => Rvalue::Use(op(a)),
+        Rvalue::AtomicRmw(o, p, v) => Rvalue::AtomicRmw(*o, remap_place(*p, local), op(v)),
+        Rvalue::AtomicCas(p, c, n) => Rvalue::AtomicCas(remap_place(*p, local), op(c), op(n)),
         Rvalue::Position(p, d) => Rvalue::Position(*p, *d),
         Rvalue::Intrinsic(i, args) => Rvalue::Intrinsic(*i, args.iter().map(op).collect()),
         Rvalue::BinaryOp(o, a, b) => Rvalue::BinaryOp(*o, op(a), op(b)),

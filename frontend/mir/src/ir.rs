@@ -209,6 +209,8 @@ pub enum Ty {
     Scalar(ScalarTy),
     Region(ScalarTy, Strategy),
     Slice(ScalarTy),
+    /// Host data every thread may update with atomic operations.
+    Atomic(ScalarTy),
 }
 
 impl Ty {
@@ -222,7 +224,7 @@ impl Ty {
     /// The element type of a region or slice.
     pub fn element(self) -> Option<ScalarTy> {
         match self {
-            Ty::Region(e, _) | Ty::Slice(e) => Some(e),
+            Ty::Region(e, _) | Ty::Slice(e) | Ty::Atomic(e) => Some(e),
             _ => None,
         }
     }
@@ -235,6 +237,7 @@ impl fmt::Display for Ty {
             Ty::Scalar(s) => write!(f, "{s}"),
             Ty::Region(e, s) => write!(f, "Region<{e}, {s}>"),
             Ty::Slice(e) => write!(f, "&[{e}]"),
+            Ty::Atomic(e) => write!(f, "Atomic<{e}>"),
         }
     }
 }
@@ -551,8 +554,57 @@ impl Position {
     }
 }
 
+/// An atomic read-modify-write operation.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum AtomicOp {
+    Add,
+    Min,
+    Max,
+    And,
+    Or,
+    Xor,
+    Exchange,
+}
+
+impl AtomicOp {
+    pub const ALL: [AtomicOp; 7] = [
+        AtomicOp::Add,
+        AtomicOp::Min,
+        AtomicOp::Max,
+        AtomicOp::And,
+        AtomicOp::Or,
+        AtomicOp::Xor,
+        AtomicOp::Exchange,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            AtomicOp::Add => "Add",
+            AtomicOp::Min => "Min",
+            AtomicOp::Max => "Max",
+            AtomicOp::And => "And",
+            AtomicOp::Or => "Or",
+            AtomicOp::Xor => "Xor",
+            AtomicOp::Exchange => "Exchange",
+        }
+    }
+
+    /// Whether the operation is defined on elements of type `t`: every operation on
+    /// `i32`, `u32`, `i64`, `u64`; `Add` also on `f32` and `f64`.
+    pub fn supports(self, t: ScalarTy) -> bool {
+        use ScalarTy::*;
+        matches!(t, I32 | U32 | I64 | U64) || (self == AtomicOp::Add && t.is_float())
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rvalue {
+    /// `AtomicRmw(Op, _a[_i], value)`: atomically combine element `_i` of atomic `_a`
+    /// with `value`; the result is the element's previous value. The index is unchecked.
+    AtomicRmw(AtomicOp, Place, Operand),
+    /// `AtomicCas(_a[_i], current, new)`: atomically replace the element with `new` if it
+    /// equals `current`; the result is the previous value either way.
+    AtomicCas(Place, Operand, Operand),
     /// The thread's position along a dimension (0: x, 1: y, 2: z), a `usize`.
     Position(Position, u8),
     Use(Operand),

@@ -380,6 +380,12 @@ impl Parser {
             self.expect("]")?;
             return Ok(Ty::Slice(e));
         }
+        if self.eat_word("Atomic") {
+            self.expect("<")?;
+            let e = self.scalar_ty()?;
+            self.expect(">")?;
+            return Ok(Ty::Atomic(e));
+        }
         if self.eat_word("Region") {
             self.expect("<")?;
             let e = self.scalar_ty()?;
@@ -706,6 +712,31 @@ impl Parser {
                     }
                     self.expect(")")?;
                     return Ok(Rvalue::Intrinsic(intrinsic, args));
+                }
+                if w == "AtomicRmw" {
+                    self.pos += 2;
+                    let save = self.pos;
+                    let name = self.word("an atomic operation")?;
+                    let Some(op) = AtomicOp::ALL.into_iter().find(|o| o.name() == name) else {
+                        self.pos = save;
+                        return Err(self.error(format!("unknown atomic operation `{name}`")));
+                    };
+                    self.expect(",")?;
+                    let place = self.place()?;
+                    self.expect(",")?;
+                    let value = self.operand()?;
+                    self.expect(")")?;
+                    return Ok(Rvalue::AtomicRmw(op, place, value));
+                }
+                if w == "AtomicCas" {
+                    self.pos += 2;
+                    let place = self.place()?;
+                    self.expect(",")?;
+                    let current = self.operand()?;
+                    self.expect(",")?;
+                    let new = self.operand()?;
+                    self.expect(")")?;
+                    return Ok(Rvalue::AtomicCas(place, current, new));
                 }
                 if w == "RegionCoord" || w == "RegionExtent" {
                     self.pos += 2;

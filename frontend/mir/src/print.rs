@@ -38,6 +38,8 @@ impl fmt::Display for Rvalue {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Rvalue::Use(op) => write!(f, "{op}"),
+            Rvalue::AtomicRmw(op, p, v) => write!(f, "AtomicRmw({}, {p}, {v})", op.name()),
+            Rvalue::AtomicCas(p, current, new) => write!(f, "AtomicCas({p}, {current}, {new})"),
             Rvalue::Position(p, d) => write!(f, "{}({d})", p.name()),
             Rvalue::Intrinsic(i, args) => {
                 write!(f, "{}(", i.name())?;

@@ -54,6 +54,7 @@ fn span_of(s: SynSpan) -> Span {
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum ParamKind {
     Region(ScalarTy, Strategy),
+    Atomic(ScalarTy),
     Slice(ScalarTy),
     Scalar(ScalarTy),
 }
@@ -76,6 +77,26 @@ pub fn param_kind(ty: &syn::Type, subst: &Substitution) -> Result<ParamKind> {
         }
         syn::Type::Path(p) if p.qself.is_none() => {
             let last = p.path.segments.last().expect("a path has a segment");
+            if last.ident == "Atomic" {
+                let elem = match &last.arguments {
+                    syn::PathArguments::AngleBracketed(a) => match a.args.first() {
+                        Some(syn::GenericArgument::Type(t)) if a.args.len() == 1 => {
+                            scalar_type(t, subst)?
+                        }
+                        _ => return error(ty, "`Atomic` needs an element type: `Atomic<u32>`"),
+                    },
+                    _ => return error(ty, "`Atomic` needs an element type: `Atomic<u32>`"),
+                };
+                if !AtomicOp::Exchange.supports(elem) && !AtomicOp::Add.supports(elem) {
+                    return error(
+                        ty,
+                        format!(
+                            "`Atomic<{elem}>` is not supported; atomics are `i32`, `u32`, `i64`, `u64`, `f32`, `f64`"
+                        ),
+                    );
+                }
+                return Ok(ParamKind::Atomic(elem));
+            }
             if last.ident == "Region" {
                 let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
                     return error(
@@ -345,6 +366,7 @@ impl Builder {
             }
             let ty = match kind {
                 ParamKind::Region(e, s) => Ty::Region(e, s),
+                ParamKind::Atomic(e) => Ty::Atomic(e),
                 ParamKind::Slice(e) => Ty::Slice(e),
                 ParamKind::Scalar(s) => Ty::Scalar(s),
             };
@@ -913,6 +935,16 @@ impl Builder {
                 ) =>
             {
                 Some(ScalarTy::U32)
+            }
+            syn::Expr::MethodCall(m) if self.atomic_receiver(&m.receiver).is_some() => {
+                let atomic = self
+                    .atomic_receiver(&m.receiver)
+                    .expect("checked by the guard");
+                if m.method == "len" {
+                    Some(ScalarTy::Usize)
+                } else {
+                    self.body.locals[atomic.index()].ty.element()
+                }
             }
             syn::Expr::MethodCall(m) if m.method != "index" && m.method != "len" => {
                 self.infer(&m.receiver)
@@ -1731,6 +1763,9 @@ impl Builder {
         if let Some(t) = &m.turbofish {
             return error(t, "turbofish is not supported on kernel methods");
         }
+        if let Some(atomic) = self.atomic_receiver(&m.receiver) {
+            return self.atomic_call(m, atomic);
+        }
         match name.as_str() {
             "index" if m.args.is_empty() => {
                 let region = self.region_receiver(&m.receiver)?;
@@ -1958,6 +1993,113 @@ impl Builder {
         self.goto(head, span);
         self.current = Some(exit);
         copy(acc)
+    }
+
+    fn atomic_receiver(&self, e: &syn::Expr) -> Option<Local> {
+        let syn::Expr::Path(p) = e else { return None };
+        match self.lookup(p.path.get_ident()?)? {
+            Binding::Local(l) if matches!(self.body.locals[l.index()].ty, Ty::Atomic(_)) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// `a.fetch_add(i, v)` and the other atomic operations on an `Atomic<T>` parameter:
+    /// the index is bounds-checked, the result is the element's previous value.
+    fn atomic_call(&mut self, m: &syn::ExprMethodCall, atomic: Local) -> Result<Value> {
+        let span = m.method.span();
+        let name = m.method.to_string();
+        let elem = self.body.locals[atomic.index()]
+            .ty
+            .element()
+            .expect("atomics have elements");
+        if name == "len" && m.args.is_empty() {
+            return Ok(Some((
+                self.assign_temp(ScalarTy::Usize, Rvalue::Len(atomic), span),
+                ScalarTy::Usize,
+            )));
+        }
+        let op = match name.as_str() {
+            "fetch_add" | "fetch_sub" => Some(AtomicOp::Add),
+            "fetch_min" => Some(AtomicOp::Min),
+            "fetch_max" => Some(AtomicOp::Max),
+            "fetch_and" => Some(AtomicOp::And),
+            "fetch_or" => Some(AtomicOp::Or),
+            "fetch_xor" => Some(AtomicOp::Xor),
+            "swap" => Some(AtomicOp::Exchange),
+            "compare_and_swap" => None,
+            _ => {
+                return error(
+                    &m.method,
+                    format!(
+                        "`{name}` is not an atomic operation; supported: fetch_add fetch_sub fetch_min fetch_max fetch_and fetch_or fetch_xor swap compare_and_swap len"
+                    ),
+                );
+            }
+        };
+        let arity = if op.is_some() { 2 } else { 3 };
+        if m.args.len() != arity {
+            return error(
+                m,
+                format!(
+                    "`{name}` takes {arity} arguments: the index, then the value{}",
+                    if arity == 3 { "s" } else { "" }
+                ),
+            );
+        }
+        if let Some(op) = op
+            && !op.supports(elem)
+        {
+            return error(
+                &m.method,
+                format!(
+                    "`{name}` is not defined on `Atomic<{elem}>`; floats support `fetch_add` and `fetch_sub`"
+                ),
+            );
+        }
+        let (index, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::Usize))?;
+        let index = self.as_local(index, ScalarTy::Usize, span);
+        let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(atomic), span);
+        let ok = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
+            span,
+        );
+        let next = self.new_block();
+        self.terminate(
+            TerminatorKind::Assert {
+                cond: ok,
+                msg: AssertMessage::BoundsCheck {
+                    len,
+                    index: Operand::Copy(Place::local(index)),
+                },
+                target: next,
+            },
+            m.span(),
+        );
+        self.current = Some(next);
+        let place = Place::element(atomic, index);
+        let (value, _) = self.scalar_expr(&m.args[1], Some(elem))?;
+        let rvalue = match op {
+            Some(op) => {
+                // `fetch_sub(v)` is `fetch_add(-v)`: wrapping for integers, exact for floats.
+                let value = if name == "fetch_sub" {
+                    let negated = if elem.is_float() {
+                        Rvalue::UnaryOp(UnOp::Neg, value)
+                    } else {
+                        Rvalue::BinaryOp(BinOp::Sub, Operand::Const(Const::Int(0, elem)), value)
+                    };
+                    self.assign_temp(elem, negated, span)
+                } else {
+                    value
+                };
+                Rvalue::AtomicRmw(op, place, value)
+            }
+            None => {
+                let (new, _) = self.scalar_expr(&m.args[2], Some(elem))?;
+                Rvalue::AtomicCas(place, value, new)
+            }
+        };
+        Ok(Some((self.assign_temp(elem, rvalue, span), elem)))
     }
 
     /// Evaluates an intrinsic into a temporary, checking its operand types.

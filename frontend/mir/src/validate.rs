@@ -92,7 +92,7 @@ impl Validator<'_> {
             let is_arg = (1..=b.arg_count).contains(&i);
             let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
             match decl.ty {
-                Ty::Region(..) | Ty::Slice(_) if b.kind == BodyKind::Device => {
+                Ty::Region(..) | Ty::Slice(_) | Ty::Atomic(_) if b.kind == BodyKind::Device => {
                     return self.err(
                         None,
                         span,
@@ -102,7 +102,7 @@ impl Validator<'_> {
                         ),
                     );
                 }
-                Ty::Region(..) | Ty::Slice(_) if !is_arg => {
+                Ty::Region(..) | Ty::Slice(_) | Ty::Atomic(_) if !is_arg => {
                     return self.err(
                         None,
                         span,
@@ -157,6 +157,16 @@ impl Validator<'_> {
                 ),
             },
             Some(index) => {
+                if let Ty::Atomic(_) = ty {
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!(
+                            "`{}` is atomic: read and write it with atomic operations only",
+                            place.local
+                        ),
+                    );
+                }
                 let Some(elem) = ty.element() else {
                     return self.err(
                         Some(bb),
@@ -174,6 +184,29 @@ impl Validator<'_> {
                 }
                 Ok(elem)
             }
+        }
+    }
+
+    /// The element type of an atomic place `_a[_i]`.
+    fn atomic_element(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        place: Place,
+    ) -> Result<ScalarTy, ValidationError> {
+        match (self.local_ty(bb, span, place.local)?, place.index) {
+            (Ty::Atomic(e), Some(i))
+                if self.local_ty(bb, span, i)? == Ty::Scalar(ScalarTy::Usize) =>
+            {
+                Ok(e)
+            }
+            (ty, _) => self.err(
+                Some(bb),
+                span,
+                format!(
+                    "atomic operations need an element of an `Atomic`, found `{place}` of `{ty}`"
+                ),
+            ),
         }
     }
 
@@ -197,6 +230,46 @@ impl Validator<'_> {
     ) -> Result<ScalarTy, ValidationError> {
         match rv {
             Rvalue::Use(op) => self.operand_ty(bb, span, op),
+            Rvalue::AtomicRmw(op, place, value) => {
+                let elem = self.atomic_element(bb, span, *place)?;
+                if !op.supports(elem) {
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("atomic `{}` is not defined on `{elem}`", op.name()),
+                    );
+                }
+                let vt = self.operand_ty(bb, span, value)?;
+                if vt != elem {
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("atomic operand has type `{vt}`, the element `{elem}`"),
+                    );
+                }
+                Ok(elem)
+            }
+            Rvalue::AtomicCas(place, current, new) => {
+                let elem = self.atomic_element(bb, span, *place)?;
+                if !AtomicOp::Exchange.supports(elem) {
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("atomic compare-and-swap is not defined on `{elem}`"),
+                    );
+                }
+                for op in [current, new] {
+                    let t = self.operand_ty(bb, span, op)?;
+                    if t != elem {
+                        return self.err(
+                            Some(bb),
+                            span,
+                            format!("atomic operand has type `{t}`, the element `{elem}`"),
+                        );
+                    }
+                }
+                Ok(elem)
+            }
             Rvalue::Position(_, d) if *d <= 2 => Ok(ScalarTy::Usize),
             Rvalue::Position(p, d) => self.err(
                 Some(bb),
@@ -269,7 +342,7 @@ impl Validator<'_> {
                 Ok(*to)
             }
             Rvalue::Len(l) => match self.local_ty(bb, span, *l)? {
-                Ty::Region(..) | Ty::Slice(_) => Ok(ScalarTy::Usize),
+                Ty::Region(..) | Ty::Slice(_) | Ty::Atomic(_) => Ok(ScalarTy::Usize),
                 t => self.err(
                     Some(bb),
                     span,
@@ -486,6 +559,23 @@ impl Validator<'_> {
                         for a in args {
                             check(&state, a, s.span)?;
                         }
+                    }
+                    Rvalue::AtomicRmw(_, place, value) => {
+                        check(
+                            &state,
+                            &Operand::Copy(Place::local(place.index.expect("validated"))),
+                            s.span,
+                        )?;
+                        check(&state, value, s.span)?;
+                    }
+                    Rvalue::AtomicCas(place, current, new) => {
+                        check(
+                            &state,
+                            &Operand::Copy(Place::local(place.index.expect("validated"))),
+                            s.span,
+                        )?;
+                        check(&state, current, s.span)?;
+                        check(&state, new, s.span)?;
                     }
                     Rvalue::Len(_)
                     | Rvalue::RegionIndex(_)
