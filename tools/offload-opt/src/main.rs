@@ -68,7 +68,7 @@ fn run(cli: Cli) -> Result<()> {
         validate(body)?;
     }
     if cli.emit == Emit::Mir {
-        print!("{}", print_module(&bodies));
+        out(&print_module(&bodies))?;
         return Ok(());
     }
     // Kernels are lowered with the file's device functions inlined.
@@ -101,20 +101,29 @@ fn run(cli: Cli) -> Result<()> {
     for body in &bodies {
         let stages = offload_lowering::emit(validate(body)?, last, &target)?;
         if cli.emit == Emit::All {
-            println!("// ===== {} :: mir =====\n{body}", body.name);
+            out(&format!("// ===== {} :: mir =====\n{body}\n", body.name))?;
             for (stage, text) in stages {
-                println!(
-                    "// ===== {} :: {} =====\n{}",
+                out(&format!(
+                    "// ===== {} :: {} =====\n{}\n",
                     body.name,
                     stage.name(),
                     text.trim_end()
-                );
+                ))?;
             }
         } else if let Some((_, text)) = stages.last() {
-            println!("{}", text.trim_end());
+            out(&format!("{}\n", text.trim_end()))?;
         }
     }
     Ok(())
+}
+
+/// Writes to stdout; a closed pipe (`offload-opt ... | head`) ends the output quietly.
+fn out(text: &str) -> Result<()> {
+    use std::io::Write;
+    match std::io::stdout().lock().write_all(text.as_bytes()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
+        other => Ok(other?),
+    }
 }
 
 /// Translates every `#[offload_kernel]` and `#[offload_device]` function of a Rust source
