@@ -39,6 +39,15 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     // The kernel ABI's arguments as 64-bit words; memrefs expand to their descriptors.
     let mut words: Vec<u64> = Vec::new();
     for arg in launch.args.iter() {
+        if let Some(resident) = arg.kind.resident() {
+            // Checked by `launch`: CPU buffers are host memory used in place.
+            words.extend(
+                arg.kind
+                    .memref_words(resident.address)
+                    .expect("resident data is a memref"),
+            );
+            continue;
+        }
         match arg.kind.bytes() {
             Some((data, bytes)) => {
                 let ptr = if arg.kind.copied_back() {

@@ -44,6 +44,11 @@ pub(crate) fn devices() -> Vec<Device> {
         .clone()
 }
 
+/// The stream launches and buffer copies on a device are ordered on.
+pub(crate) fn stream(ordinal: usize) -> Result<Arc<cudarc::driver::CudaStream>, Error> {
+    Ok(context(ordinal)?.default_stream())
+}
+
 fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
     static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
     let mut map = CONTEXTS
@@ -99,6 +104,15 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
     let mut words: Vec<u64> = Vec::new();
     for arg in launch.args.iter() {
+        if let Some(resident) = arg.kind.resident() {
+            // Checked by `launch`: the buffer lives on this device.
+            words.extend(
+                arg.kind
+                    .memref_words(resident.address)
+                    .expect("resident data is a memref"),
+            );
+            continue;
+        }
         match arg.kind.bytes() {
             Some((data, bytes)) => {
                 // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.

@@ -38,8 +38,9 @@ pub fn devices() -> Vec<Device> {
 }
 
 /// The device a launch runs on: `device = N` if given, else `OFFLOAD_DEVICE`
-/// (`cpu` or `cuda:N`), else the first GPU, else the CPU.
-pub fn select(index: Option<usize>) -> Result<Device, Error> {
+/// (`cpu` or `cuda:N`), else the device of its device-resident buffers, else the first GPU,
+/// else the CPU.
+pub fn select(index: Option<usize>, resident: Option<Device>) -> Result<Device, Error> {
     let all = devices();
     if let Some(index) = index {
         return all.get(index).cloned().ok_or(Error::NoSuchDevice {
@@ -49,6 +50,9 @@ pub fn select(index: Option<usize>) -> Result<Device, Error> {
     }
     if let Ok(value) = std::env::var("OFFLOAD_DEVICE") {
         return parse_selection(&value, &all);
+    }
+    if let Some(device) = resident {
+        return Ok(device);
     }
     Ok(all.into_iter().next().expect("the CPU is always listed"))
 }

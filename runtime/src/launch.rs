@@ -3,7 +3,8 @@
 
 use crate::{
     Device, Error,
-    region::{IntoAtomic, IntoRegion, PartitioningStrategy, Shape},
+    buffer::Resident,
+    region::{IntoAtomic, IntoRegion, IntoSlice, PartitioningStrategy, Shape, SliceData},
     scalar::Scalar,
 };
 use offload_mir::{Body, ScalarTy, Strategy, Ty};
@@ -144,11 +145,13 @@ pub(crate) enum ArgKind {
         strategy: Strategy,
         check: fn(Shape, [u32; 3], [u32; 3]) -> Result<(), Error>,
         default_geometry: fn(Shape, Option<[u32; 3]>) -> Result<([u32; 3], [u32; 3]), Error>,
+        resident: Option<Resident>,
     },
     Slice {
         data: *const u8,
         len: usize,
         elem: ScalarTy,
+        resident: Option<Resident>,
     },
     Atomic {
         data: *mut u8,
@@ -172,17 +175,20 @@ impl<'a> KernelArg<'a> {
                 strategy: S::KIND,
                 check: S::check_launch,
                 default_geometry: S::default_geometry,
+                resident: region.resident,
             },
             _borrow: PhantomData,
         }
     }
 
-    pub fn slice<T: Scalar>(slice: &'a [T]) -> Self {
+    pub fn slice<T: Scalar>(slice: impl IntoSlice<'a, T>) -> Self {
+        let SliceData { host, resident } = slice.into_slice();
         KernelArg {
             kind: ArgKind::Slice {
-                data: slice.as_ptr().cast(),
-                len: slice.len(),
+                data: host.as_ptr().cast(),
+                len: resident.as_ref().map_or(host.len(), |r| r.len),
                 elem: T::TY,
+                resident,
             },
             _borrow: PhantomData,
         }
@@ -212,13 +218,27 @@ impl<'a> KernelArg<'a> {
 }
 
 impl ArgKind {
-    /// The bytes of a region's or slice's data.
+    /// Where a device-resident argument lives.
+    pub(crate) fn resident(&self) -> Option<&Resident> {
+        match self {
+            ArgKind::Region { resident, .. } | ArgKind::Slice { resident, .. } => resident.as_ref(),
+            ArgKind::Atomic { .. } | ArgKind::Scalar { .. } => None,
+        }
+    }
+
+    /// The bytes of a host region's, slice's or atomic's data; `None` for scalars and
+    /// device-resident data.
     pub(crate) fn bytes(&self) -> Option<(*mut u8, usize)> {
+        if self.resident().is_some() {
+            return None;
+        }
         match *self {
             ArgKind::Region {
                 data, shape, elem, ..
             } => Some((data, shape.len * elem.size_bytes())),
-            ArgKind::Slice { data, len, elem } => Some((data as *mut u8, len * elem.size_bytes())),
+            ArgKind::Slice {
+                data, len, elem, ..
+            } => Some((data as *mut u8, len * elem.size_bytes())),
             ArgKind::Atomic { data, len, elem } => Some((data, len * elem.size_bytes())),
             ArgKind::Scalar { .. } => None,
         }
@@ -286,7 +306,22 @@ pub fn launch(
             check(shape, grid, block)?;
         }
     }
-    let device = crate::device::select(options.device)?;
+    let resident = args
+        .iter()
+        .find_map(|a| a.kind.resident())
+        .map(|r| r.device.clone());
+    let device = crate::device::select(options.device, resident)?;
+    for (i, arg) in args.iter().enumerate() {
+        if let Some(r) = arg.kind.resident()
+            && r.device != device
+        {
+            return Err(Error::InvalidLaunch(format!(
+                "argument {} is a buffer on {}, but the launch runs on {device}",
+                i + 1,
+                r.device
+            )));
+        }
+    }
     tracing::debug!(kernel = body.name, %device, ?grid, ?block, "launch");
     let launch = Launch {
         body,

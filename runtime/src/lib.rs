@@ -29,6 +29,7 @@
 //! by zero), the launch returns [`Error::KernelPanic`] naming the first panic's source
 //! line and **no region is copied back**: the caller's data is exactly as it was.
 
+mod buffer;
 mod compile;
 mod cpu;
 mod cuda;
@@ -40,6 +41,7 @@ mod panic;
 mod region;
 mod scalar;
 
+pub use buffer::DeviceBuffer;
 pub use device::{Device, devices, parse_selection};
 pub use error::Error;
 pub use kernel_view::Atomic;
@@ -49,8 +51,8 @@ pub use launch::{
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;
 pub use region::{
-    Chunked, IntoAtomic, IntoRegion, Linear1D, Linear2D, OneDimensional, PartitioningStrategy,
-    Region, Shape, Stencil2D,
+    Chunked, IntoAtomic, IntoRegion, IntoSlice, Linear1D, Linear2D, OneDimensional,
+    PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
 };
 pub use scalar::{Float, Int, Num, Scalar};
 
@@ -58,7 +60,7 @@ pub use scalar::{Float, Int, Num, Scalar};
 pub mod prelude {
     pub use crate::kernel_view::{thread_idx, workgroup_dim, workgroup_idx};
     pub use crate::{
-        Atomic, Chunked, Error, Float, Int, Linear1D, Linear2D, Num, Region, Stencil2D, devices,
-        offload, offload_device, offload_kernel, try_offload,
+        Atomic, Chunked, DeviceBuffer, Error, Float, Int, Linear1D, Linear2D, Num, Region,
+        Stencil2D, devices, offload, offload_device, offload_kernel, try_offload,
     };
 }

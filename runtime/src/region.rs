@@ -1,7 +1,7 @@
 //! `Region<T, S>`: data a kernel works on, shared out among threads by a partitioning
 //! strategy so that no two threads can reach the same element.
 
-use crate::{Error, scalar::Scalar};
+use crate::{DeviceBuffer, Error, buffer::Resident, scalar::Scalar};
 use offload_mir::Strategy;
 use std::{marker::PhantomData, ptr::NonNull};
 
@@ -180,6 +180,8 @@ impl<const R: usize> PartitioningStrategy for Stencil2D<R> {
 pub struct Region<'a, T, S> {
     pub(crate) data: NonNull<T>,
     pub(crate) shape: Shape,
+    /// Set when the data is a device-resident buffer, which launches use in place.
+    pub(crate) resident: Option<Resident>,
     _borrow: PhantomData<&'a mut [T]>,
     _strategy: PhantomData<S>,
 }
@@ -212,6 +214,7 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
         Region {
             data: data.cast(),
             shape,
+            resident: None,
             _borrow: PhantomData,
             _strategy: PhantomData,
         }
@@ -226,7 +229,46 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
     }
 }
 
+impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
+    /// A region over a device-resident buffer, used where it lives.
+    pub fn on_device(buffer: &'a mut DeviceBuffer<T>) -> Self {
+        Self::resident(buffer, None)
+    }
+
+    /// A 2-D region over a device-resident buffer in rows of `row_len` elements.
+    pub fn on_device_2d(buffer: &'a mut DeviceBuffer<T>, row_len: usize) -> Self {
+        Self::resident(buffer, Some(row_len))
+    }
+
+    fn resident(buffer: &DeviceBuffer<T>, row_len: Option<usize>) -> Self {
+        Region {
+            data: NonNull::dangling(),
+            shape: Shape {
+                len: buffer.len(),
+                row_len,
+            },
+            resident: Some(buffer.resident()),
+            _borrow: PhantomData,
+            _strategy: PhantomData,
+        }
+    }
+}
+
 impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
+    /// A read-only stencil region over a device-resident buffer.
+    pub fn stencil_on_device(buffer: &'a DeviceBuffer<T>, row_len: usize) -> Self {
+        Region {
+            data: NonNull::dangling(),
+            shape: Shape {
+                len: buffer.len(),
+                row_len: Some(row_len),
+            },
+            resident: Some(buffer.resident()),
+            _borrow: PhantomData,
+            _strategy: PhantomData,
+        }
+    }
+
     /// A read-only stencil region over `data` in rows of `row_len` elements.
     pub fn stencil(data: &'a [T], row_len: usize) -> Self {
         // The pointer is never written through: `Stencil2D` regions are not writable in
@@ -270,6 +312,12 @@ impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut Vec<T> {
     }
 }
 
+impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut DeviceBuffer<T> {
+    fn into_region(self) -> Region<'a, T, S> {
+        Region::on_device(self)
+    }
+}
+
 impl<'a, T: Scalar, S: OneDimensional, const N: usize> IntoRegion<'a, T, S> for &'a mut [T; N] {
     fn into_region(self) -> Region<'a, T, S> {
         Region::new(self.as_mut_slice())
@@ -297,5 +345,54 @@ impl<'a, T: Scalar> IntoAtomic<'a, T> for &'a mut Vec<T> {
 impl<'a, T: Scalar, const N: usize> IntoAtomic<'a, T> for &'a mut [T; N] {
     fn into_atomic(self) -> &'a mut [T] {
         self.as_mut_slice()
+    }
+}
+
+/// The data behind a slice argument: host memory, or a device-resident buffer.
+pub struct SliceData<'a, T> {
+    pub(crate) host: &'a [T],
+    pub(crate) resident: Option<Resident>,
+}
+
+/// What a slice (`&[T]`) parameter of a launch accepts: `&[T]`, `&Vec<T>`, `&[T; N]`, or
+/// a `&DeviceBuffer<T>` used where it lives.
+pub trait IntoSlice<'a, T> {
+    fn into_slice(self) -> SliceData<'a, T>;
+}
+
+impl<'a, T: Scalar> IntoSlice<'a, T> for &'a [T] {
+    fn into_slice(self) -> SliceData<'a, T> {
+        SliceData {
+            host: self,
+            resident: None,
+        }
+    }
+}
+
+impl<'a, T: Scalar> IntoSlice<'a, T> for &'a Vec<T> {
+    fn into_slice(self) -> SliceData<'a, T> {
+        SliceData {
+            host: self.as_slice(),
+            resident: None,
+        }
+    }
+}
+
+impl<'a, T: Scalar, const N: usize> IntoSlice<'a, T> for &'a [T; N] {
+    fn into_slice(self) -> SliceData<'a, T> {
+        SliceData {
+            host: self.as_slice(),
+            resident: None,
+        }
+    }
+}
+
+impl<'a, T: Scalar> IntoSlice<'a, T> for &'a DeviceBuffer<T> {
+    fn into_slice(self) -> SliceData<'a, T> {
+        // The host slice is never read for resident data; the length is the buffer's.
+        SliceData {
+            host: &[],
+            resident: Some(self.resident()),
+        }
     }
 }

@@ -43,6 +43,8 @@ macro_rules! for_each_case {
         $m!(dot_product_with_float_atomics);
         $m!(every_atomic_operation);
         $m!(scalars_before_regions_keep_their_places);
+        $m!(device_buffers_stay_on_the_device);
+        $m!(stencil_over_device_buffers_100_steps);
     };
 }
 
@@ -1076,4 +1078,104 @@ pub fn scalars_before_regions_keep_their_places(o: LaunchOptions) -> CaseResult 
         &x.iter().map(|x| 2.0 * x + 7.0).collect::<Vec<_>>(),
     )?;
     compare("stencil input", &img, &vec![5.0f32; 64])
+}
+
+/// The device a case's launches run on.
+fn device_of(o: LaunchOptions) -> offload::Device {
+    let all = offload::devices();
+    o.device.map_or_else(|| all[0].clone(), |i| all[i].clone())
+}
+
+pub fn device_buffers_stay_on_the_device(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let n = 10_000usize;
+    let x: Vec<f32> = (0..n).map(|i| (i % 17) as f32).collect();
+    let dx = offload::DeviceBuffer::from_slice(&device, &x).map_err(|e| e.to_string())?;
+    let mut dy =
+        offload::DeviceBuffer::from_slice(&device, &vec![1.0f32; n]).map_err(|e| e.to_string())?;
+    // Ten launches on device data, one of them with a host slice for x.
+    for step in 0..10 {
+        if step == 5 {
+            saxpy(o, &mut dy, &x, 0.5).map_err(|e| e.to_string())?;
+        } else {
+            saxpy(o, &mut dy, &dx, 0.5).map_err(|e| e.to_string())?;
+        }
+    }
+    let mut want = vec![1.0f32; n];
+    for _ in 0..10 {
+        for i in 0..n {
+            want[i] += 0.5 * x[i];
+        }
+    }
+    compare(
+        "saxpy on device buffers",
+        &dy.to_vec().map_err(|e| e.to_string())?,
+        &want,
+    )?;
+    if let offload::Device::Cuda { .. } = device {
+        // A buffer that lives elsewhere is refused, not used.
+        let mut on_cpu = offload::DeviceBuffer::from_slice(&offload::Device::Cpu, &vec![0.0f32; n])
+            .map_err(|e| e.to_string())?;
+        match saxpy(o, &mut on_cpu, &x, 1.0) {
+            Err(Error::InvalidLaunch(m)) if m.starts_with("argument 1 is a buffer on cpu") => {}
+            other => return Err(format!("a CPU buffer in a GPU launch: {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+pub fn stencil_over_device_buffers_100_steps(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let (w, h) = (40usize, 30usize);
+    let start: Vec<f32> = (0..w * h).map(|i| ((i * 31) % 7) as f32).collect();
+    let mut a = offload::DeviceBuffer::from_slice(&device, &start).map_err(|e| e.to_string())?;
+    let mut b = offload::DeviceBuffer::from_slice(&device, &vec![0f32; w * h])
+        .map_err(|e| e.to_string())?;
+    for _ in 0..50 {
+        blur(
+            o,
+            Region::on_device_2d(&mut b, w),
+            Region::stencil_on_device(&a, w),
+        )
+        .map_err(|e| e.to_string())?;
+        blur(
+            o,
+            Region::on_device_2d(&mut a, w),
+            Region::stencil_on_device(&b, w),
+        )
+        .map_err(|e| e.to_string())?;
+    }
+    // The same 100 steps on the host.
+    let mut host = start;
+    for _ in 0..100 {
+        let at = |g: &[f32], r: isize, c: isize| g[r as usize * w + c as usize];
+        let next: Vec<f32> = (0..w * h)
+            .map(|i| {
+                let (r, c) = ((i / w) as isize, (i % w) as isize);
+                let (mut sum, mut count) = (0f32, 0f32);
+                for dr in -1..=1 {
+                    for dc in -1..=1 {
+                        let (rr, cc) = (r + dr, c + dc);
+                        if rr >= 0 && rr < h as isize && cc >= 0 && cc < w as isize {
+                            sum += at(&host, rr, cc);
+                            count += 1.0;
+                        }
+                    }
+                }
+                let corner = at(
+                    &host,
+                    (r - 1).clamp(0, h as isize - 1),
+                    (c + 1).clamp(0, w as isize - 1),
+                );
+                sum / count + corner * 0.5
+            })
+            .collect();
+        host = next;
+    }
+    close_f32(
+        "100 stencil steps",
+        &a.to_vec().map_err(|e| e.to_string())?,
+        &host,
+        1e-4,
+    )
 }

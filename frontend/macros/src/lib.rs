@@ -132,7 +132,11 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
                 };
                 let elem = &r.elem;
                 check_params.push(quote! { #mutability #ident: #ty });
-                host_params.push(quote_spanned! {ty.span()=> #ident: &'__offload #elem });
+                let syn::Type::Slice(element) = &**elem else {
+                    unreachable!("slice parameters are `&[T]`")
+                };
+                let element = &element.elem;
+                host_params.push(quote_spanned! {ty.span()=> #ident: impl ::offload::IntoSlice<'__offload, #element> });
                 args.push(quote! { ::offload::KernelArg::slice(#ident) });
             }
             ParamKind::Scalar(_) => {

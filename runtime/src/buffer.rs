@@ -1,0 +1,162 @@
+//! Device-resident buffers: data that stays on a device across launches.
+//!
+//! A `DeviceBuffer<T>` is passed to `offload!` in place of host data (`&mut buf` for a
+//! `Region` parameter, `&buf` for a slice), and the launch uses it where it lives, with no
+//! copy. The host reaches its contents only through `to_vec` and `copy_from_slice`, which
+//! wait for the device, so safe code cannot read a buffer while a kernel writes it.
+//!
+//! On the CPU backend a buffer is host memory that kernels run on in place. On any
+//! device, a launch that panics may leave a device buffer partly written: unlike host
+//! regions, buffers are not copied, so there is no original to keep.
+
+use crate::{Device, Error, scalar::Scalar};
+use std::marker::PhantomData;
+
+/// Where a buffer's data lives, as a launch needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Resident {
+    pub device: Device,
+    /// Elements in the buffer.
+    pub len: usize,
+    /// The device address (CUDA) or host address (CPU) of the first element.
+    pub address: u64,
+}
+
+enum Storage {
+    Cuda(cudarc::driver::CudaSlice<u8>),
+    /// 8-byte aligned for any element type.
+    Cpu(Vec<u64>),
+}
+
+/// `len` elements of `T` on one device.
+pub struct DeviceBuffer<T> {
+    device: Device,
+    len: usize,
+    storage: Storage,
+    _element: PhantomData<T>,
+}
+
+fn bytes_of<T: Scalar>(data: &[T]) -> &[u8] {
+    // SAFETY: scalars are plain values without padding; their bytes are initialised.
+    unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), std::mem::size_of_val(data)) }
+}
+
+impl<T: Scalar> DeviceBuffer<T> {
+    /// A buffer on `device` holding a copy of `data`.
+    pub fn from_slice(device: &Device, data: &[T]) -> Result<Self, Error> {
+        let storage = match device {
+            Device::Cuda { ordinal, .. } => {
+                let stream = crate::cuda::stream(*ordinal)?;
+                let bytes = bytes_of(data);
+                let slice = if bytes.is_empty() {
+                    // A zero-length allocation is refused by the driver; one byte stands in.
+                    stream.alloc_zeros::<u8>(1)
+                } else {
+                    stream.clone_htod(bytes)
+                }
+                .map_err(Error::cuda("copying a buffer to the device"))?;
+                Storage::Cuda(slice)
+            }
+            Device::Cpu => {
+                let bytes = bytes_of(data);
+                let mut words = vec![0u64; bytes.len().div_ceil(8)];
+                // SAFETY: `words` has room for `bytes`.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr(),
+                        words.as_mut_ptr().cast::<u8>(),
+                        bytes.len(),
+                    )
+                };
+                Storage::Cpu(words)
+            }
+        };
+        Ok(DeviceBuffer {
+            device: device.clone(),
+            len: data.len(),
+            storage,
+            _element: PhantomData,
+        })
+    }
+
+    /// Replaces the buffer's contents with `data`, which must have the buffer's length.
+    pub fn copy_from_slice(&mut self, data: &[T]) -> Result<(), Error> {
+        if data.len() != self.len {
+            return Err(Error::InvalidLaunch(format!(
+                "cannot copy {} elements into a buffer of {}",
+                data.len(),
+                self.len
+            )));
+        }
+        *self = DeviceBuffer::from_slice(&self.device, data)?;
+        Ok(())
+    }
+
+    /// The buffer's contents, after every launch that uses it has finished.
+    pub fn to_vec(&self) -> Result<Vec<T>, Error> {
+        let mut out: Vec<T> = Vec::with_capacity(self.len);
+        let bytes = self.len * T::TY.size_bytes();
+        match &self.storage {
+            Storage::Cuda(slice) => {
+                let Device::Cuda { ordinal, .. } = self.device else {
+                    unreachable!("CUDA storage is on a CUDA device")
+                };
+                let stream = crate::cuda::stream(ordinal)?;
+                let host = stream
+                    .clone_dtoh(slice)
+                    .map_err(Error::cuda("copying a buffer from the device"))?;
+                // SAFETY: `out` has capacity for `bytes`, which the device held as `len`
+                // valid elements.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        host.as_ptr(),
+                        out.as_mut_ptr().cast::<u8>(),
+                        bytes,
+                    );
+                    out.set_len(self.len);
+                }
+            }
+            Storage::Cpu(words) => unsafe {
+                // SAFETY: as above, from host memory.
+                std::ptr::copy_nonoverlapping(
+                    words.as_ptr().cast::<u8>(),
+                    out.as_mut_ptr().cast::<u8>(),
+                    bytes,
+                );
+                out.set_len(self.len);
+            },
+        }
+        Ok(out)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    pub(crate) fn resident(&self) -> Resident {
+        let address = match &self.storage {
+            Storage::Cuda(slice) => {
+                let Device::Cuda { ordinal, .. } = self.device else {
+                    unreachable!("CUDA storage is on a CUDA device")
+                };
+                let stream = crate::cuda::stream(ordinal).expect("the buffer's context exists");
+                let (ptr, _guard) = cudarc::driver::DevicePtr::device_ptr(slice, &stream);
+                ptr
+            }
+            Storage::Cpu(words) => words.as_ptr() as u64,
+        };
+        Resident {
+            device: self.device.clone(),
+            len: self.len,
+            address,
+        }
+    }
+}
