@@ -37,6 +37,13 @@ pub fn devices() -> Vec<Device> {
     all
 }
 
+/// The device a launch without `device = N` and without device buffers runs on:
+/// `OFFLOAD_DEVICE` if set, else the first GPU, else the CPU. The natural place for a
+/// program's `DeviceBuffer`s.
+pub fn default_device() -> Result<Device, Error> {
+    select(None, None)
+}
+
 /// The device a launch runs on: `device = N` if given, else `OFFLOAD_DEVICE`
 /// (`cpu` or `cuda:N`), else the device of its device-resident buffers, else the first GPU,
 /// else the CPU.

@@ -42,7 +42,7 @@ mod region;
 mod scalar;
 
 pub use buffer::DeviceBuffer;
-pub use device::{Device, devices, parse_selection};
+pub use device::{Device, default_device, devices, parse_selection};
 pub use error::Error;
 pub use kernel_view::Atomic;
 pub use launch::{

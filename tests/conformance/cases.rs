@@ -1082,8 +1082,10 @@ pub fn scalars_before_regions_keep_their_places(o: LaunchOptions) -> CaseResult 
 
 /// The device a case's launches run on.
 fn device_of(o: LaunchOptions) -> offload::Device {
-    let all = offload::devices();
-    o.device.map_or_else(|| all[0].clone(), |i| all[i].clone())
+    match o.device {
+        Some(i) => offload::devices()[i].clone(),
+        None => offload::default_device().expect("a default device"),
+    }
 }
 
 pub fn device_buffers_stay_on_the_device(o: LaunchOptions) -> CaseResult {
@@ -1112,11 +1114,15 @@ pub fn device_buffers_stay_on_the_device(o: LaunchOptions) -> CaseResult {
         &dy.to_vec().map_err(|e| e.to_string())?,
         &want,
     )?;
-    if let offload::Device::Cuda { .. } = device {
-        // A buffer that lives elsewhere is refused, not used.
+    if let offload::Device::Cuda { ordinal, .. } = device {
+        // A launch on the GPU refuses a buffer that lives on the CPU, rather than use it.
         let mut on_cpu = offload::DeviceBuffer::from_slice(&offload::Device::Cpu, &vec![0.0f32; n])
             .map_err(|e| e.to_string())?;
-        match saxpy(o, &mut on_cpu, &x, 1.0) {
+        let on_gpu = LaunchOptions {
+            device: Some(ordinal),
+            ..o
+        };
+        match saxpy(on_gpu, &mut on_cpu, &x, 1.0) {
             Err(Error::InvalidLaunch(m)) if m.starts_with("argument 1 is a buffer on cpu") => {}
             other => return Err(format!("a CPU buffer in a GPU launch: {other:?}")),
         }
