@@ -1,9 +1,10 @@
 //! `convert-offload-to-gpu`: moves each kernel into its own `gpu.module` as a `gpu.func`
-//! with the [`kernel_abi`](crate::kernel_abi) signature, and maps thread positions to
-//! `gpu.thread_id`, `gpu.block_id` and `gpu.block_dim`.
+//! with the [`kernel_abi`](crate::kernel_abi) signature plus a last `index` argument, the
+//! first workgroup's x index (0 unless a launch is split across devices), and maps thread
+//! positions to `gpu.thread_id`, `gpu.block_id` (+ that base in x) and `gpu.block_dim`.
 
 use crate::{kernel_abi, rewrite};
-use melior::ir::attribute::AttributeLike;
+use melior::ir::{attribute::AttributeLike, r#type::TypeLike};
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::ops;
@@ -17,6 +18,13 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
         unsafe {
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
+            // A hidden last argument offsets workgroup x: a launch split across devices
+            // runs each device's share of the workgroups with the share's first index.
+            let entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+            let index = melior::ir::Type::index(context);
+            let group_base =
+                mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
+            kernel_abi::set_function_type(func, entry);
             for (name, gpu) in [
                 (ops::THREAD_ID, "gpu.thread_id"),
                 (ops::WORKGROUP_ID, "gpu.block_id"),
@@ -30,7 +38,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                         .ok_or("`dim` must be 0, 1 or 2")?;
                     let b = rewrite::Builder::before(context, op);
                     let attr = b.attr(&format!("#gpu<dim {axis}>"));
-                    let v = b.op(gpu, &[], &[b.ty("index")], &[("dimension", attr)]);
+                    let mut v = b.op(gpu, &[], &[b.ty("index")], &[("dimension", attr)]);
+                    if name == ops::WORKGROUP_ID && dim == 0 {
+                        v = b.op("arith.addi", &[v[0], group_base], &[b.ty("index")], &[]);
+                    }
                     rewrite::replace(op, &v);
                 }
             }

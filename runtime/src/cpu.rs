@@ -85,10 +85,16 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     let words = &words;
     std::thread::scope(|scope| {
         for t in 0..threads {
-            let (begin, end) = (groups * t / threads, groups * (t + 1) / threads);
+            // A split launch's share starts at `group_base` (one-dimensional, so the
+            // workgroup's x index is its number: `groups_x` only has to exceed it).
+            let base = launch.group_base as u64;
+            let (begin, end) = (
+                base + groups * t / threads,
+                base + groups * (t + 1) / threads,
+            );
             let kernel = &kernel;
             let (groups_x, size_x, size_y) = (
-                launch.grid[0] as u64,
+                launch.grid[0] as u64 + base,
                 launch.block[0] as u64,
                 launch.block[1] as u64,
             );

@@ -145,6 +145,7 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         .map_err(Error::cuda("allocating the panic buffer"))?;
     let p = device_address(&panic_buffer, &stream);
     words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
+    words.push(launch.group_base as u64);
 
     let mut builder = stream.launch_builder(&func);
     // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many bytes

@@ -111,6 +111,9 @@ pub struct LaunchOptions {
     pub dyn_cache: u32,
     /// Index into [`devices()`](crate::devices); `None` selects as `OFFLOAD_DEVICE` says.
     pub device: Option<usize>,
+    /// `device = all`: split the launch's workgroups into one contiguous share per GPU
+    /// (two shares on the CPU when there is no GPU). See [`crate::split`].
+    pub all_devices: bool,
 }
 
 impl LaunchOptions {
@@ -119,6 +122,7 @@ impl LaunchOptions {
         thread_dim: None,
         dyn_cache: 0,
         device: None,
+        all_devices: false,
     };
 }
 
@@ -137,6 +141,17 @@ pub struct KernelArg<'a> {
     _borrow: PhantomData<&'a mut [u8]>,
 }
 
+impl KernelArg<'_> {
+    /// An argument with the same meaning over other data (a split launch's scratch).
+    pub(crate) fn with_kind<'b>(kind: ArgKind) -> KernelArg<'b> {
+        KernelArg {
+            kind,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+#[derive(Clone)]
 pub(crate) enum ArgKind {
     Region {
         data: *mut u8,
@@ -289,6 +304,8 @@ pub(crate) struct Launch<'b, 'a> {
     pub grid: [u32; 3],
     pub block: [u32; 3],
     pub dyn_cache: u32,
+    /// The first workgroup's x index: 0, or a share's start in a split launch.
+    pub group_base: u32,
 }
 
 /// Runs a kernel. What the `offload!` and `try_offload!` macros expand to; call it
@@ -305,6 +322,9 @@ pub fn launch(
         if let ArgKind::Region { shape, check, .. } = arg.kind {
             check(shape, grid, block)?;
         }
+    }
+    if options.all_devices {
+        return crate::split::run(body, descriptor, args, grid, block, options.dyn_cache);
     }
     let resident = args
         .iter()
@@ -330,6 +350,7 @@ pub fn launch(
         grid,
         block,
         dyn_cache: options.dyn_cache,
+        group_base: 0,
     };
     match device {
         Device::Cuda { ordinal, .. } => crate::cuda::run(launch, ordinal),

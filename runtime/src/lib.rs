@@ -40,6 +40,7 @@ mod launch;
 mod panic;
 mod region;
 mod scalar;
+mod split;
 
 pub use buffer::DeviceBuffer;
 pub use device::{Device, default_device, devices, parse_selection};

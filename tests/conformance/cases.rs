@@ -45,6 +45,7 @@ macro_rules! for_each_case {
         $m!(scalars_before_regions_keep_their_places);
         $m!(device_buffers_stay_on_the_device);
         $m!(stencil_over_device_buffers_100_steps);
+        $m!(launches_split_across_all_devices);
     };
 }
 
@@ -1184,4 +1185,54 @@ pub fn stencil_over_device_buffers_100_steps(o: LaunchOptions) -> CaseResult {
         &host,
         1e-4,
     )
+}
+
+/// `device = all`: one share of the workgroups per GPU (two CPU shares without one).
+pub fn launches_split_across_all_devices(o: LaunchOptions) -> CaseResult {
+    let all = LaunchOptions {
+        all_devices: true,
+        ..o
+    };
+    let n = 100_003usize;
+    let x: Vec<f32> = (0..n).map(|i| (i % 101) as f32).collect();
+    let mut y = vec![2.0f32; n];
+    offload! { kernel = saxpy, args = (&mut y, &x, 3.0f32), device = all };
+    compare(
+        "split saxpy",
+        &y,
+        &x.iter().map(|x| 3.0 * x + 2.0).collect::<Vec<_>>(),
+    )?;
+
+    let xs: Vec<u32> = (0..n as u32).map(|i| i % 13 + 1).collect();
+    let mut out = vec![0u32; n];
+    prefix_in_chunks(all, &mut out, &xs).map_err(|e| e.to_string())?;
+    let mut want = vec![0u32; n];
+    for chunk in (0..n).step_by(8) {
+        let mut acc = 0;
+        for k in chunk..(chunk + 8).min(n) {
+            acc += xs[k];
+            want[k] = acc;
+        }
+    }
+    compare("split chunks", &out, &want)?;
+
+    // A panic in any share fails the launch and leaves the data as it was.
+    let mut data = vec![0i32; 1000];
+    expect_panic(
+        panics_at(all, &mut data, 999),
+        "thread hit the bad element",
+        "panic!(\"thread hit the bad element\")",
+    )?;
+    compare("data after a failed split launch", &data, &vec![0i32; 1000])?;
+
+    let mut bins = vec![0u32; 16];
+    let mut seen = vec![0u8; 100];
+    match histogram(all, &mut bins, &xs[..100], &mut seen) {
+        Err(Error::InvalidLaunch(m))
+            if m.contains("`device = all` splits launches over host data") =>
+        {
+            Ok(())
+        }
+        other => Err(format!("a split launch with atomics: {other:?}")),
+    }
 }

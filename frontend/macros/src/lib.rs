@@ -391,6 +391,10 @@ impl LaunchInput {
             .options
             .iter()
             .map(|(name, value)| match name.to_string().as_str() {
+                // `device = all` splits the launch across every GPU.
+                "device" if matches!(value, Expr::Path(p) if p.path.is_ident("all")) => {
+                    quote_spanned! {value.span()=> all_devices: true }
+                }
                 "workgroup_dim" | "thread_dim" | "device" => {
                     quote_spanned! {value.span()=> #name: ::core::option::Option::Some(#value) }
                 }

@@ -177,8 +177,9 @@ fn main() -> Result<()> {
     let (px, py) = (addr(&dx), addr(&dy));
     let pp = cudarc::driver::DevicePtr::device_ptr(&panic, &stream).0;
     let a_bits = a.to_bits() as u64;
-    let words: [u64; 16] = [
-        py, py, 0, n as u64, 1, px, px, 0, n as u64, 1, a_bits, pp, pp, 0, 7, 1,
+    // The kernel ABI: two memrefs, the scalar, the panic buffer, the workgroup base.
+    let words: [u64; 17] = [
+        py, py, 0, n as u64, 1, px, px, 0, n as u64, 1, a_bits, pp, pp, 0, 7, 1, 0,
     ];
     let grid = (n as u32).div_ceil(BLOCK);
     let cfg = LaunchConfig {
