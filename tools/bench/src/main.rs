@@ -51,7 +51,7 @@ fn conformance() -> Result<()> {
             }
         };
     }
-    println!("device: {}", offload::devices()[0]);
+    println!("device: {}", offload::default_device()?);
     for_each_case!(run_case);
     println!("{passed} passed, {failed} failed");
     if failed > 0 {
@@ -138,6 +138,27 @@ fn main() -> Result<()> {
     if wrong != 0 {
         bail!("saxpy result differs from the host reference");
     }
+    // The same launch split across every GPU (`device = all`), end to end.
+    let mut y3 = y0.clone();
+    try_offload! { kernel = saxpy, args = (&mut y3, &x, a), device = all }?;
+    let t = std::time::Instant::now();
+    try_offload! { kernel = saxpy, args = (&mut y3, &x, a), device = all }?;
+    let split = t.elapsed();
+    let wrong = (0..n)
+        .filter(|&i| y3[i] != a * x[i] + (a * x[i] + y0[i]))
+        .count();
+    if wrong != 0 {
+        bail!("split saxpy differs from the host reference in {wrong} elements");
+    }
+    let gpus = offload::devices()
+        .iter()
+        .filter(|d| matches!(d, offload::Device::Cuda { .. }))
+        .count();
+    println!(
+        "split: offload! saxpy n={n} with device = all over {gpus} GPU(s): {:.1} ms end to end (single device, cached: {:.1} ms)",
+        split.as_secs_f64() * 1e3,
+        second.as_secs_f64() * 1e3
+    );
 
     // 2. Kernel time with device-resident data.
     let chip = match offload::devices().first() {
