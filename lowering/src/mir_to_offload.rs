@@ -265,14 +265,10 @@ impl Emitter<'_> {
                     Position::Workgroup => "offload.workgroup_id",
                     Position::WorkgroupSize => "offload.workgroup_dim",
                 };
-                let i = self.fresh();
-                self.line(
-                    &format!("{i} = \"{op}\"() {{dim = {d} : i64}} : () -> index"),
+                self.index_query(
+                    &format!("\"{op}\"() {{dim = {d} : i64}} : () -> index"),
                     span,
-                );
-                let v = self.fresh();
-                self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
-                (v, ScalarTy::Usize)
+                )
             }
             Rvalue::Intrinsic(i, args) => {
                 let args: Vec<(String, ScalarTy)> =
@@ -312,17 +308,10 @@ impl Emitter<'_> {
             }
             Rvalue::Len(l) => {
                 let container = mlir_type(self.body.locals[l.index()].ty);
-                let n = self.fresh();
-                self.line(
-                    &format!(
-                        "{n} = \"offload.len\"(%arg{}) : ({container}) -> index",
-                        l.0
-                    ),
+                self.index_query(
+                    &format!("\"offload.len\"(%arg{}) : ({container}) -> index", l.0),
                     span,
-                );
-                let v = self.fresh();
-                self.line(&format!("{v} = arith.index_cast {n} : index to i64"), span);
-                (v, ScalarTy::Usize)
+                )
             }
             Rvalue::RegionCoord(l, d) | Rvalue::RegionExtent(l, d) => {
                 let op = if matches!(rv, Rvalue::RegionCoord(..)) {
@@ -331,33 +320,34 @@ impl Emitter<'_> {
                     "offload.extent"
                 };
                 let region = mlir_type(self.body.locals[l.index()].ty);
-                let i = self.fresh();
-                self.line(
+                self.index_query(
                     &format!(
-                        "{i} = \"{op}\"(%arg{}) {{dim = {d} : i64}} : ({region}) -> index",
+                        "\"{op}\"(%arg{}) {{dim = {d} : i64}} : ({region}) -> index",
                         l.0
                     ),
                     span,
-                );
-                let v = self.fresh();
-                self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
-                (v, ScalarTy::Usize)
+                )
             }
             Rvalue::RegionIndex(l) => {
                 let region = mlir_type(self.body.locals[l.index()].ty);
-                let i = self.fresh();
-                self.line(
+                self.index_query(
                     &format!(
-                        "{i} = \"offload.region_index\"(%arg{}) : ({region}) -> index",
+                        "\"offload.region_index\"(%arg{}) : ({region}) -> index",
                         l.0
                     ),
                     span,
-                );
-                let v = self.fresh();
-                self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
-                (v, ScalarTy::Usize)
+                )
             }
         }
+    }
+
+    /// An op yielding an `index` (`op` is its text after `=`), as a `usize`.
+    fn index_query(&mut self, op: &str, span: Span) -> (String, ScalarTy) {
+        let i = self.fresh();
+        self.line(&format!("{i} = {op}"), span);
+        let v = self.fresh();
+        self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
+        (v, ScalarTy::Usize)
     }
 
     fn intrinsic(

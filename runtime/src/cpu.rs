@@ -7,7 +7,7 @@
 
 use crate::{
     Error,
-    launch::{ArgKind, Launch},
+    launch::Launch,
     panic::{PANIC_BUFFER_WORDS, PanicWords},
 };
 use std::ffi::c_void;
@@ -36,46 +36,17 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
 
     // Scratch copies of writable regions, 8-byte aligned for any element type.
     let mut scratch: Vec<Vec<u64>> = Vec::new();
-    // The kernel ABI's arguments as 64-bit words; memrefs expand to their descriptors.
-    let mut words: Vec<u64> = Vec::new();
-    for arg in launch.args.iter() {
-        if let Some(resident) = arg.kind.resident() {
-            // Checked by `launch`: CPU buffers are host memory used in place.
-            words.extend(
-                arg.kind
-                    .memref_words(resident.address)
-                    .expect("resident data is a memref"),
-            );
-            continue;
+    let mut words = crate::launch::abi_words(launch.args, |kind, data, bytes| {
+        if !kind.copied_back() {
+            return Ok(data as u64);
         }
-        match arg.kind.bytes() {
-            Some((data, bytes)) => {
-                let ptr = if arg.kind.copied_back() {
-                    let mut copy = vec![0u64; bytes.div_ceil(8)];
-                    // SAFETY: `data` is the region's borrowed slice of `bytes` bytes.
-                    unsafe {
-                        std::ptr::copy_nonoverlapping(data, copy.as_mut_ptr().cast::<u8>(), bytes)
-                    };
-                    let p = copy.as_mut_ptr() as u64;
-                    scratch.push(copy);
-                    p
-                } else {
-                    data as u64
-                };
-                words.extend(
-                    arg.kind
-                        .memref_words(ptr)
-                        .expect("regions and slices are memrefs"),
-                );
-            }
-            None => {
-                let ArgKind::Scalar { bits, .. } = arg.kind else {
-                    unreachable!("only scalars have no data")
-                };
-                words.push(bits);
-            }
-        }
-    }
+        let mut copy = vec![0u64; bytes.div_ceil(8)];
+        // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
+        unsafe { std::ptr::copy_nonoverlapping(data, copy.as_mut_ptr().cast::<u8>(), bytes) };
+        let address = copy.as_mut_ptr() as u64;
+        scratch.push(copy);
+        Ok(address)
+    })?;
     let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
     let p = panic.as_mut_ptr() as u64;
     words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);

@@ -4,7 +4,7 @@
 
 use crate::{
     Device, Error,
-    launch::{ArgKind, Launch},
+    launch::Launch,
     panic::{PANIC_BUFFER_WORDS, PanicWords},
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
@@ -102,44 +102,20 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let stream = ctx.default_stream();
 
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
-    let mut words: Vec<u64> = Vec::new();
-    for arg in launch.args.iter() {
-        if let Some(resident) = arg.kind.resident() {
-            // Checked by `launch`: the buffer lives on this device.
-            words.extend(
-                arg.kind
-                    .memref_words(resident.address)
-                    .expect("resident data is a memref"),
-            );
-            continue;
+    let mut words = crate::launch::abi_words(launch.args, |_, data, bytes| {
+        // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
+        let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
+        // A zero-length allocation is refused by the driver; one byte stands in.
+        let buffer = if bytes == 0 {
+            stream.alloc_zeros::<u8>(1)
+        } else {
+            stream.clone_htod(host)
         }
-        match arg.kind.bytes() {
-            Some((data, bytes)) => {
-                // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
-                let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
-                // A zero-length allocation is refused by the driver; one byte stands in.
-                let buffer = if bytes == 0 {
-                    stream.alloc_zeros::<u8>(1)
-                } else {
-                    stream.clone_htod(host)
-                }
-                .map_err(Error::cuda("copying an argument to the device"))?;
-                let ptr = device_address(&buffer, &stream);
-                words.extend(
-                    arg.kind
-                        .memref_words(ptr)
-                        .expect("regions and slices are memrefs"),
-                );
-                buffers.push(buffer);
-            }
-            None => {
-                let ArgKind::Scalar { bits, .. } = arg.kind else {
-                    unreachable!("only scalars have no data")
-                };
-                words.push(bits);
-            }
-        }
-    }
+        .map_err(Error::cuda("copying an argument to the device"))?;
+        let address = device_address(&buffer, &stream);
+        buffers.push(buffer);
+        Ok(address)
+    })?;
     let panic_buffer = stream
         .alloc_zeros::<i64>(PANIC_BUFFER_WORDS)
         .map_err(Error::cuda("allocating the panic buffer"))?;

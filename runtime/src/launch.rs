@@ -296,6 +296,34 @@ impl ArgKind {
     }
 }
 
+/// The kernel ABI's argument words for `args`, memrefs expanded into their descriptors.
+/// `place` puts each argument with host data (its pointer and byte count) where the kernel
+/// will read it and returns that address; device-resident data is used where it lives
+/// (`launch` has checked its device) and scalars are passed by value.
+pub(crate) fn abi_words(
+    args: &[KernelArg<'_>],
+    mut place: impl FnMut(&ArgKind, *mut u8, usize) -> Result<u64, Error>,
+) -> Result<Vec<u64>, Error> {
+    let mut words = Vec::new();
+    for arg in args {
+        let address = match (arg.kind.resident(), arg.kind.bytes(), &arg.kind) {
+            (Some(resident), _, _) => resident.address,
+            (None, Some((data, bytes)), kind) => place(kind, data, bytes)?,
+            (None, None, ArgKind::Scalar { bits, .. }) => {
+                words.push(*bits);
+                continue;
+            }
+            (None, None, _) => unreachable!("only scalars have neither host nor device data"),
+        };
+        words.extend(
+            arg.kind
+                .memref_words(address)
+                .expect("arguments with data are memrefs"),
+        );
+    }
+    Ok(words)
+}
+
 /// A checked launch, ready for a backend.
 pub(crate) struct Launch<'b, 'a> {
     pub body: &'b Body,
