@@ -60,6 +60,61 @@ fn conformance() -> Result<()> {
     Ok(())
 }
 
+/// `offload-bench cpu [N]`: saxpy on the CPU backend next to the same loop with rayon,
+/// median of 20 runs each, and a launch on 256 elements for the fixed cost of a launch.
+fn cpu(n: usize) -> Result<()> {
+    use rayon::prelude::*;
+    let cpu = offload::devices().len() - 1;
+    let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let mut y = vec![1.0f32; n];
+    let median = |mut t: Vec<f64>| {
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    try_offload! { kernel = saxpy, args = (&mut y, &x, 0.5f32), device = cpu }?;
+    let mut offload_ms = Vec::new();
+    for _ in 0..20 {
+        let t = std::time::Instant::now();
+        try_offload! { kernel = saxpy, args = (&mut y, &x, 0.5f32), device = cpu }?;
+        offload_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    // The same launch on CPU device buffers, which kernels update in place: no scratch
+    // copies for the all-or-nothing rule.
+    let dx = offload::DeviceBuffer::from_slice(&offload::Device::Cpu, &x)?;
+    let mut dy = offload::DeviceBuffer::from_slice(&offload::Device::Cpu, &y)?;
+    let mut in_place_ms = Vec::new();
+    for _ in 0..20 {
+        let t = std::time::Instant::now();
+        try_offload! { kernel = saxpy, args = (&mut dy, &dx, 0.5f32), device = cpu }?;
+        in_place_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let mut rayon_ms = Vec::new();
+    for _ in 0..20 {
+        let t = std::time::Instant::now();
+        y.par_iter_mut()
+            .zip(&x)
+            .for_each(|(y, x)| *y = 0.5 * x + *y);
+        rayon_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let (small_x, mut small_y) = (vec![1.0f32; 256], vec![1.0f32; 256]);
+    let mut small_ms = Vec::new();
+    for _ in 0..200 {
+        let t = std::time::Instant::now();
+        try_offload! { kernel = saxpy, args = (&mut small_y, &small_x, 0.5f32), device = cpu }?;
+        small_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let (o, d, r) = (median(offload_ms), median(in_place_ms), median(rayon_ms));
+    println!(
+        "cpu saxpy n={n} on {} threads: rayon {r:.3} ms; offload on host data {o:.3} ms ({:.2}x), \
+         on device buffers {d:.3} ms ({:.2}x); a launch on 256 elements: {:.3} ms",
+        rayon::current_num_threads(),
+        o / r,
+        d / r,
+        median(small_ms)
+    );
+    Ok(())
+}
+
 /// `offload-bench check`: saxpy at awkward sizes and a device panic, on the default device.
 fn check() -> Result<()> {
     for n in [1usize, 255, 256, 257, 1_000_003] {
@@ -93,7 +148,14 @@ fn main() -> Result<()> {
         "saxpy" => {}
         "check" => return check(),
         "conformance" => return conformance(),
-        _ => bail!("unknown benchmark `{which}`; available: saxpy, check, conformance"),
+        "cpu" => {
+            return cpu(args
+                .next()
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(1 << 24));
+        }
+        _ => bail!("unknown benchmark `{which}`; available: saxpy, check, conformance, cpu"),
     }
     let n: usize = args
         .next()
