@@ -2,8 +2,10 @@
 //!
 //! A `DeviceBuffer<T>` is passed to `offload!` in place of host data (`&mut buf` for a
 //! `Region` parameter, `&buf` for a slice), and the launch uses it where it lives, with no
-//! copy. The host reaches its contents only through `to_vec` and `copy_from_slice`, which
-//! wait for the device, so safe code cannot read a buffer while a kernel writes it.
+//! copy. On a GPU, a launch that writes only device buffers returns without waiting; the
+//! host reaches a buffer's contents only through `to_vec`, which waits for the device and
+//! reports a panic of any launch since, so safe code cannot read a buffer while a kernel
+//! writes it.
 //!
 //! On the CPU backend a buffer is host memory that kernels run on in place. On any
 //! device, a launch that panics may leave a device buffer partly written: unlike host
@@ -101,6 +103,8 @@ impl<T: Scalar> DeviceBuffer<T> {
                 let Device::Cuda { ordinal, .. } = self.device else {
                     unreachable!("CUDA storage is on a CUDA device")
                 };
+                // Waits for the launches that may write the buffer, and reports their panics.
+                crate::cuda::synchronize(ordinal)?;
                 let stream = crate::cuda::stream(ordinal)?;
                 let host = stream
                     .clone_dtoh(slice)

@@ -135,13 +135,27 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         shared_mem_bytes: launch.dyn_cache,
     };
     // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
-    // against the MIR signature), and every buffer they point to lives until the stream
-    // is synchronised below.
+    // against the MIR signature), and every buffer they point to lives until the kernel
+    // has finished: below, or in the pending record of an asynchronous launch.
     unsafe { builder.launch(config) }.map_err(Error::cuda("launching the kernel"))?;
-    stream
-        .synchronize()
-        .map_err(Error::cuda("running the kernel"))?;
 
+    // With nothing to copy back to the host, the launch is asynchronous: the host goes on,
+    // and a panic surfaces at the next synchronisation of this device (a buffer's
+    // `to_vec`, `offload::synchronize`, or a synchronous launch).
+    let writes_host = launch
+        .args
+        .iter()
+        .any(|a| a.kind.copied_back() && a.kind.bytes().is_some());
+    if !writes_host {
+        pending().entry(ordinal).or_default().push(Pending {
+            kernel: launch.descriptor.name,
+            body: launch.body.clone(),
+            panic_buffer,
+            _inputs: buffers,
+        });
+        return Ok(());
+    }
+    synchronize(ordinal)?;
     let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
     stream
         .memcpy_dtoh(&panic_buffer, &mut panic[..])
@@ -169,6 +183,44 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     stream
         .synchronize()
         .map_err(Error::cuda("copying results back"))?;
+    Ok(())
+}
+
+/// An asynchronous launch whose panic buffer has not been read yet, with the device
+/// copies of its host inputs, kept alive until it has run.
+struct Pending {
+    kernel: &'static str,
+    body: offload_mir::Body,
+    panic_buffer: CudaSlice<i64>,
+    _inputs: Vec<CudaSlice<u8>>,
+}
+
+/// The asynchronous launches of each device not yet synchronised.
+fn pending() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<Pending>>> {
+    static PENDING: OnceLock<Mutex<HashMap<usize, Vec<Pending>>>> = OnceLock::new();
+    PENDING
+        .get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+/// Waits for everything launched on a device, then reports the first panic of its
+/// asynchronous launches, if any.
+pub(crate) fn synchronize(ordinal: usize) -> Result<(), Error> {
+    let stream = stream(ordinal)?;
+    stream
+        .synchronize()
+        .map_err(Error::cuda("running the kernel"))?;
+    let finished: Vec<Pending> = pending().remove(&ordinal).unwrap_or_default();
+    for launch in finished {
+        let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
+        stream
+            .memcpy_dtoh(&launch.panic_buffer, &mut panic[..])
+            .map_err(Error::cuda("reading the panic buffer"))?;
+        if let Some(error) = crate::panic::decode(launch.kernel, &launch.body, &panic) {
+            return Err(error);
+        }
+    }
     Ok(())
 }
 

@@ -95,3 +95,15 @@ pub fn parse_selection(value: &str, all: &[Device]) -> Result<Device, Error> {
             fail(format!("no CUDA device {n}; this machine has {gpus}"))
         })
 }
+
+/// Waits for every launch on every device, and reports the first panic of an
+/// asynchronous launch (one on device buffers only) that has not been reported yet.
+/// Reading a buffer back (`DeviceBuffer::to_vec`) does the same for its device.
+pub fn synchronize() -> Result<(), Error> {
+    for device in devices() {
+        if let Device::Cuda { ordinal, .. } = device {
+            crate::cuda::synchronize(ordinal)?;
+        }
+    }
+    Ok(())
+}

@@ -43,7 +43,7 @@ mod scalar;
 mod split;
 
 pub use buffer::DeviceBuffer;
-pub use device::{Device, default_device, devices, parse_selection};
+pub use device::{Device, default_device, devices, parse_selection, synchronize};
 pub use error::Error;
 pub use kernel_view::Atomic;
 pub use launch::{

@@ -46,6 +46,7 @@ macro_rules! for_each_case {
         $m!(device_buffers_stay_on_the_device);
         $m!(stencil_over_device_buffers_100_steps);
         $m!(launches_split_across_all_devices);
+        $m!(panic_on_device_buffers_surfaces_by_the_next_read);
     };
 }
 
@@ -1235,4 +1236,28 @@ pub fn launches_split_across_all_devices(o: LaunchOptions) -> CaseResult {
         }
         other => Err(format!("a split launch with atomics: {other:?}")),
     }
+}
+
+/// On a GPU, a launch that writes only device buffers does not wait for the device, so its
+/// panic is reported by the next synchronisation (here, reading the buffer back); on the
+/// CPU, by the launch itself. Either way it is reported, once.
+pub fn panic_on_device_buffers_surfaces_by_the_next_read(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let mut out =
+        offload::DeviceBuffer::from_slice(&device, &vec![0i32; 1000]).map_err(|e| e.to_string())?;
+    let launched = panics_at(o, &mut out, 321);
+    let reported = launched.and_then(|()| out.to_vec().map(|_| ()));
+    expect_panic(
+        reported,
+        "thread hit the bad element",
+        "panic!(\"thread hit the bad element\")",
+    )?;
+    // Reported once: the device is usable again.
+    offload::synchronize().map_err(|e| e.to_string())?;
+    panics_at(o, &mut out, 5000).map_err(|e| e.to_string())?;
+    compare(
+        "after a reported panic",
+        &out.to_vec().map_err(|e| e.to_string())?,
+        &vec![1i32; 1000],
+    )
 }

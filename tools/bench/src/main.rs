@@ -322,5 +322,67 @@ fn main() -> Result<()> {
         "ratio: offload saxpy kernel / d2d copy of the same bytes = {:.3}",
         kernel_ms / copy_ms
     );
+
+    // Launch overhead with device-resident data: many small launches through `offload!`
+    // (asynchronous on device buffers) against raw launches of the same PTX.
+    let small = 1024usize;
+    let device = offload::default_device()?;
+    let sx = offload::DeviceBuffer::from_slice(&device, &vec![1.0f32; small])?;
+    let mut sy = offload::DeviceBuffer::from_slice(&device, &vec![0.0f32; small])?;
+    let launches = 5000;
+    try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
+    offload::synchronize()?;
+    let t = std::time::Instant::now();
+    for _ in 0..launches {
+        try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
+    }
+    offload::synchronize()?;
+    let ours = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
+    let rx = stream.clone_htod(&vec![1.0f32; small])?;
+    let ry = stream.clone_htod(&vec![0.0f32; small])?;
+    let (rxp, ryp) = (addr(&rx), addr(&ry));
+    let small_words: [u64; 17] = [
+        ryp,
+        ryp,
+        0,
+        small as u64,
+        1,
+        rxp,
+        rxp,
+        0,
+        small as u64,
+        1,
+        1f32.to_bits() as u64,
+        pp,
+        pp,
+        0,
+        7,
+        1,
+        0,
+    ];
+    let small_cfg = LaunchConfig {
+        grid_dim: ((small as u32).div_ceil(BLOCK), 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    stream.synchronize()?;
+    let t = std::time::Instant::now();
+    for _ in 0..launches {
+        let mut b = stream.launch_builder(&func);
+        for w in &small_words {
+            b.arg(w);
+        }
+        unsafe { b.launch(small_cfg) }?;
+    }
+    stream.synchronize()?;
+    let raw = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
+    let values = sy.to_vec()?;
+    if values.iter().any(|&v| v != (launches + 1) as f32) {
+        bail!("the small launches did not all run: {}", values[0]);
+    }
+    println!(
+        "launch overhead: offload! on device buffers {ours:.2} us per launch, raw cuLaunchKernel {raw:.2} us, ratio {:.2} ({launches} launches of n={small})",
+        ours / raw
+    );
     Ok(())
 }
