@@ -3,7 +3,7 @@
 //! reads the panic buffer, and copies regions back only if no thread panicked.
 
 use crate::{
-    Device, Error,
+    Device, Error, KernelDescriptor,
     launch::Launch,
     panic::{PANIC_BUFFER_WORDS, PanicWords},
 };
@@ -116,10 +116,28 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         buffers.push(buffer);
         Ok(address)
     })?;
-    let panic_buffer = stream
-        .alloc_zeros::<i64>(PANIC_BUFFER_WORDS)
-        .map_err(Error::cuda("allocating the panic buffer"))?;
-    let p = device_address(&panic_buffer, &stream);
+    let writes_host = launch
+        .args
+        .iter()
+        .any(|a| a.kind.copied_back() && a.kind.bytes().is_some());
+    // Asynchronous launches of one kernel share a panic buffer until the next
+    // synchronisation: only the first panic is reported, and its site is the kernel's.
+    // Held from choosing the shared buffer to recording the launch, so a concurrent
+    // synchronisation cannot recycle the buffer in between.
+    let mut pending_launches = (!writes_host).then(pending);
+    let shared = pending_launches.as_ref().and_then(|all| {
+        all.get(&ordinal)?
+            .iter()
+            .find(|p| std::ptr::eq(p.descriptor, launch.descriptor))
+            .map(|p| p.panic_buffer.address)
+    });
+    let (p, own_buffer) = match shared {
+        Some(address) => (address, None),
+        None => {
+            let buffer = panic_buffer(ordinal, &stream)?;
+            (buffer.address, Some(buffer))
+        }
+    };
     words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
     words.push(launch.group_base as u64);
 
@@ -142,27 +160,30 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     // With nothing to copy back to the host, the launch is asynchronous: the host goes on,
     // and a panic surfaces at the next synchronisation of this device (a buffer's
     // `to_vec`, `offload::synchronize`, or a synchronous launch).
-    let writes_host = launch
-        .args
-        .iter()
-        .any(|a| a.kind.copied_back() && a.kind.bytes().is_some());
-    if !writes_host {
-        pending().entry(ordinal).or_default().push(Pending {
-            kernel: launch.descriptor.name,
-            body: launch.body.clone(),
-            panic_buffer,
-            _inputs: buffers,
-        });
+    if let Some(all) = pending_launches.as_mut() {
+        let list = all.entry(ordinal).or_default();
+        match (
+            list.iter_mut()
+                .find(|p| std::ptr::eq(p.descriptor, launch.descriptor)),
+            own_buffer,
+        ) {
+            (Some(p), _) => p.inputs.extend(buffers),
+            (None, Some(panic_buffer)) => list.push(Pending {
+                descriptor: launch.descriptor,
+                panic_buffer,
+                inputs: buffers,
+            }),
+            (None, None) => unreachable!("a shared panic buffer belongs to a pending launch"),
+        }
         return Ok(());
     }
     synchronize(ordinal)?;
-    let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
-    stream
-        .memcpy_dtoh(&panic_buffer, &mut panic[..])
-        .map_err(Error::cuda("reading the panic buffer"))?;
-    if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
-        return Err(error);
-    }
+    check_panics(
+        ordinal,
+        &stream,
+        launch.descriptor,
+        own_buffer.expect("synchronous launches own their buffer"),
+    )?;
     // `buffers` holds one buffer per argument with data, in order; copy back those the
     // kernel may have written.
     let with_data = launch.args.iter().filter(|a| a.kind.bytes().is_some());
@@ -186,16 +207,64 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     Ok(())
 }
 
-/// An asynchronous launch whose panic buffer has not been read yet, with the device
-/// copies of its host inputs, kept alive until it has run.
-struct Pending {
-    kernel: &'static str,
-    body: offload_mir::Body,
-    panic_buffer: CudaSlice<i64>,
-    _inputs: Vec<CudaSlice<u8>>,
+/// A zeroed panic buffer on a device, and its address.
+struct PanicBuffer {
+    slice: CudaSlice<i64>,
+    address: u64,
 }
 
-/// The asynchronous launches of each device not yet synchronised.
+/// Panic buffers that were read back as zero, kept per device for reuse: a launch then
+/// needs no allocation and no memset.
+fn panic_buffer_pool() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<PanicBuffer>>> {
+    static POOL: OnceLock<Mutex<HashMap<usize, Vec<PanicBuffer>>>> = OnceLock::new();
+    POOL.get_or_init(Default::default)
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+}
+
+fn panic_buffer(
+    ordinal: usize,
+    stream: &Arc<cudarc::driver::CudaStream>,
+) -> Result<PanicBuffer, Error> {
+    if let Some(buffer) = panic_buffer_pool().get_mut(&ordinal).and_then(Vec::pop) {
+        return Ok(buffer);
+    }
+    let slice = stream
+        .alloc_zeros::<i64>(PANIC_BUFFER_WORDS)
+        .map_err(Error::cuda("allocating the panic buffer"))?;
+    let address = device_address(&slice, stream);
+    Ok(PanicBuffer { slice, address })
+}
+
+/// Reads a finished launch's panic buffer: the panic it reports, or the buffer goes back
+/// to the pool.
+fn check_panics(
+    ordinal: usize,
+    stream: &Arc<cudarc::driver::CudaStream>,
+    descriptor: &'static KernelDescriptor,
+    buffer: PanicBuffer,
+) -> Result<(), Error> {
+    let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
+    stream
+        .memcpy_dtoh(&buffer.slice, &mut panic[..])
+        .map_err(Error::cuda("reading the panic buffer"))?;
+    if let Some(error) = crate::panic::decode(descriptor.name, descriptor.body()?, &panic) {
+        return Err(error);
+    }
+    panic_buffer_pool().entry(ordinal).or_default().push(buffer);
+    Ok(())
+}
+
+/// The asynchronous launches of one kernel on a device since its last synchronisation:
+/// their shared panic buffer, and the device copies of their host inputs, kept alive until
+/// they have run.
+struct Pending {
+    descriptor: &'static KernelDescriptor,
+    panic_buffer: PanicBuffer,
+    inputs: Vec<CudaSlice<u8>>,
+}
+
+/// The pending asynchronous launches of each device.
 fn pending() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<Pending>>> {
     static PENDING: OnceLock<Mutex<HashMap<usize, Vec<Pending>>>> = OnceLock::new();
     PENDING
@@ -212,16 +281,13 @@ pub(crate) fn synchronize(ordinal: usize) -> Result<(), Error> {
         .synchronize()
         .map_err(Error::cuda("running the kernel"))?;
     let finished: Vec<Pending> = pending().remove(&ordinal).unwrap_or_default();
+    let mut first_error = None;
     for launch in finished {
-        let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
-        stream
-            .memcpy_dtoh(&launch.panic_buffer, &mut panic[..])
-            .map_err(Error::cuda("reading the panic buffer"))?;
-        if let Some(error) = crate::panic::decode(launch.kernel, &launch.body, &panic) {
-            return Err(error);
+        if let Err(e) = check_panics(ordinal, &stream, launch.descriptor, launch.panic_buffer) {
+            first_error.get_or_insert(e);
         }
     }
-    Ok(())
+    first_error.map_or(Ok(()), Err)
 }
 
 /// A buffer's device address. The stream is synchronised before any buffer is read or
