@@ -70,7 +70,9 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
                 launch.block[1] as u64,
             );
             scope.spawn(move || {
+                // The CPU entry point's leading arguments, in `offload_to_cpu`'s order.
                 let mut own: Vec<u64> = vec![begin, end, groups_x, size_x, size_y];
+                debug_assert_eq!(own.len(), offload_lowering::CPU_LEADING_ARGS);
                 own.extend_from_slice(words);
                 let mut pointers: Vec<*mut c_void> =
                     own.iter_mut().map(|w| (w as *mut u64).cast()).collect();

@@ -253,13 +253,9 @@ pub fn instance_name(kernel: &str, subst: &Substitution) -> String {
         .fold(kernel.to_string(), |name, (_, t)| format!("{name}_{t}"))
 }
 
-/// Translates a plain kernel function into MIR. `file` is recorded in the body for panic
-/// reports. Generic kernels go through [`translate_instance`].
-pub fn translate_kernel(item: &syn::ItemFn, file: &str) -> Result<Body> {
-    translate_instance(item, file, &[])
-}
-
-/// Translates one instance of a kernel: its type parameters replaced as `subst` says.
+/// Translates one instance of a kernel (of a plain kernel, the only one, with an empty
+/// `subst`): its type parameters replaced as `subst` says. `file` is recorded in the body
+/// for panic reports.
 pub fn translate_instance(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Body> {
     translate_body(item, file, subst, BodyKind::Kernel)
 }
@@ -512,7 +508,7 @@ struct Builder {
     scopes: Vec<HashMap<String, Binding>>,
     loops: Vec<LoopTarget>,
     /// Types for unannotated `let`s learned by an earlier pass, keyed by the name's
-    /// position (see [`translate_kernel`]).
+    /// position (see `translate_body`).
     hints: HashMap<(usize, usize), ScalarTy>,
     /// The Rust name of the function being translated, to refuse direct recursion.
     function: String,
