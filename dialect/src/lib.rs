@@ -1,7 +1,7 @@
 //! The `offload` MLIR dialect.
 //!
 //! The dialect is defined in IRDL (`offload.irdl.mlir` beside this file) and loaded at run
-//! time into a melior [`Context`], so it needs no C++ and no TableGen. It has two types
+//! time into a melior [`Context`], so it needs no C++ and no TableGen. It has four types
 //! and a handful of operations:
 //!
 //! | type | meaning |
@@ -9,6 +9,7 @@
 //! | `!offload.region<T, "Strategy">` | a mutable region shared out among threads by a partitioning strategy |
 //! | `!offload.slice<T>` | a read-only slice |
 //! | `!offload.atomic<T>` | data every thread may update atomically |
+//! | `!offload.shared<T>` | workgroup (shared) memory |
 //!
 //! | operation | meaning |
 //! |---|---|
@@ -22,6 +23,12 @@
 //! | `offload.atomic_cas(atomic, index, current, new)` | atomic compare-and-swap; returns the previous value |
 //! | `offload.panic(values...) {site}` | stop this thread, reporting panic site `site` |
 //! | `offload.thread_id`, `offload.workgroup_id`, `offload.workgroup_dim` `{dim}` | thread position |
+//! | `offload.alloc_shared {len, offset}` | a kernel's shared array (`len` -1: dynamic shared memory) |
+//! | `offload.barrier` | workgroup barrier |
+//! | `offload.subgroup_size`, `offload.subgroup_lane` | subgroup width and this thread's lane |
+//! | `offload.shuffle(value, lane) {mode}` | a value from another lane (`mode` 0: that lane, 1: own ^ lane) |
+//! | `offload.subgroup_reduce(value) {combine}` | a value combined over the subgroup |
+//! | `offload.ballot(i1) -> i64` | the lanes whose predicate is true |
 //!
 //! The ops print in MLIR's generic form (`"offload.len"(%0) : (...) -> index`), since
 //! IRDL gives them no custom syntax.
@@ -49,6 +56,13 @@ pub mod ops {
     pub const THREAD_ID: &str = "offload.thread_id";
     pub const WORKGROUP_ID: &str = "offload.workgroup_id";
     pub const WORKGROUP_DIM: &str = "offload.workgroup_dim";
+    pub const ALLOC_SHARED: &str = "offload.alloc_shared";
+    pub const BARRIER: &str = "offload.barrier";
+    pub const SUBGROUP_SIZE: &str = "offload.subgroup_size";
+    pub const SUBGROUP_LANE: &str = "offload.subgroup_lane";
+    pub const SHUFFLE: &str = "offload.shuffle";
+    pub const SUBGROUP_REDUCE: &str = "offload.subgroup_reduce";
+    pub const BALLOT: &str = "offload.ballot";
 }
 
 /// The attribute that marks a `func.func` as a kernel in the offload dialect stage.
@@ -72,6 +86,7 @@ pub enum ContainerType {
     Region { elem: String, strategy: String },
     Slice { elem: String },
     Atomic { elem: String },
+    Shared { elem: String },
 }
 
 /// Reads `!offload.region<T, "S">` or `!offload.slice<T>` from a type's text. IRDL types
@@ -94,6 +109,14 @@ pub fn parse_container_type(text: &str) -> Option<ContainerType> {
         .and_then(|t| t.strip_suffix('>'))
     {
         return Some(ContainerType::Atomic {
+            elem: elem.trim().to_string(),
+        });
+    }
+    if let Some(elem) = text
+        .strip_prefix("!offload.shared<")
+        .and_then(|t| t.strip_suffix('>'))
+    {
+        return Some(ContainerType::Shared {
             elem: elem.trim().to_string(),
         });
     }

@@ -16,6 +16,67 @@ irdl.dialect @offload {
     irdl.parameters(elem: %elem)
   }
 
+  // Workgroup (shared) memory of elements, e.g. `!offload.shared<f32>`.
+  irdl.type @shared {
+    %elem = irdl.any
+    irdl.parameters(elem: %elem)
+  }
+
+  // Declares a kernel's shared array of `len` elements (-1: the launch's dynamic shared
+  // memory) at byte `offset` of the workgroup's static shared memory (for targets that
+  // lay it out themselves).
+  irdl.operation @alloc_shared {
+    %elem = irdl.any
+    %shared = irdl.parametric @offload::@shared<%elem>
+    %len = irdl.base "#builtin.integer"
+    %offset = irdl.base "#builtin.integer"
+    irdl.attributes { "len" = %len, "offset" = %offset }
+    irdl.results(memory: %shared)
+  }
+
+  // Waits for every thread of the workgroup that has not returned.
+  irdl.operation @barrier {
+  }
+
+  // Threads per subgroup, and this thread's index in its subgroup.
+  irdl.operation @subgroup_size {
+    %index = irdl.is index
+    irdl.results(size: %index)
+  }
+  irdl.operation @subgroup_lane {
+    %index = irdl.is index
+    irdl.results(lane: %index)
+  }
+
+  // `value` from another lane of the subgroup: lane `lane` (`mode` 0) or `own ^ lane`
+  // (`mode` 1); a lane outside the subgroup gives the caller's own value.
+  irdl.operation @shuffle {
+    %value = irdl.any
+    %lane = irdl.is i32
+    %mode = irdl.base "#builtin.integer"
+    irdl.attributes { "mode" = %mode }
+    irdl.operands(value: %value, lane: %lane)
+    irdl.results(result: %value)
+  }
+
+  // Combines `value` over the subgroup with the arith op named by `combine` (e.g.
+  // "arith.addf"); every lane gets the result.
+  irdl.operation @subgroup_reduce {
+    %value = irdl.any
+    %combine = irdl.base "#builtin.string"
+    irdl.attributes { "combine" = %combine }
+    irdl.operands(value: %value)
+    irdl.results(result: %value)
+  }
+
+  // A mask with bit `l` set where lane `l`'s predicate is true.
+  irdl.operation @ballot {
+    %pred = irdl.is i1
+    %mask = irdl.is i64
+    irdl.operands(predicate: %pred)
+    irdl.results(mask: %mask)
+  }
+
   // The element index this thread owns in a region under its strategy.
   irdl.operation @region_index {
     %region = irdl.base @offload::@region
@@ -78,7 +139,8 @@ irdl.dialect @offload {
     %region = irdl.base @offload::@region
     %slice = irdl.base @offload::@slice
     %atomic = irdl.base @offload::@atomic
-    %container = irdl.any_of(%region, %slice, %atomic)
+    %shared = irdl.base @offload::@shared
+    %container = irdl.any_of(%region, %slice, %atomic, %shared)
     %index = irdl.is index
     irdl.operands(container: %container)
     irdl.results(len: %index)
@@ -90,19 +152,22 @@ irdl.dialect @offload {
     %strategy = irdl.base "#builtin.string"
     %region = irdl.parametric @offload::@region<%elem, %strategy>
     %slice = irdl.parametric @offload::@slice<%elem>
-    %container = irdl.any_of(%region, %slice)
+    %shared = irdl.parametric @offload::@shared<%elem>
+    %container = irdl.any_of(%region, %slice, %shared)
     %index = irdl.is index
     irdl.operands(container: %container, index: %index)
     irdl.results(value: %elem)
   }
 
-  // Writes one element of a region.
+  // Writes one element of a region or of shared memory.
   irdl.operation @store {
     %elem = irdl.any
     %strategy = irdl.base "#builtin.string"
     %region = irdl.parametric @offload::@region<%elem, %strategy>
+    %shared = irdl.parametric @offload::@shared<%elem>
+    %container = irdl.any_of(%region, %shared)
     %index = irdl.is index
-    irdl.operands(value: %elem, region: %region, index: %index)
+    irdl.operands(value: %elem, region: %container, index: %index)
   }
 
   // Stops this thread with the panic site `site` (its number among the kernel's

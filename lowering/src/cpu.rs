@@ -12,6 +12,21 @@ use std::ffi::c_void;
 /// argument's value (memrefs expanded into their five descriptor fields).
 pub type PackedEntry = unsafe extern "C" fn(*mut *mut c_void);
 
+/// What a kernel's barrier argument points at: the runtime's barrier, whose `wait` a
+/// barrier in the kernel calls with the pointer itself. The runtime embeds this as the
+/// first field of its own `#[repr(C)]` state.
+#[repr(C)]
+pub struct CpuBarrier {
+    pub wait: unsafe extern "C" fn(*mut CpuBarrier),
+}
+
+/// The function kernels' barriers call.
+unsafe extern "C" fn barrier_trampoline(barrier: *mut CpuBarrier) {
+    // SAFETY: kernels call this only with the barrier argument the runtime passed, which
+    // points at a live `CpuBarrier` (the entry point's contract, see `CpuKernel::call`).
+    unsafe { ((*barrier).wait)(barrier) }
+}
+
 /// A kernel compiled for the host.
 pub struct CpuKernel {
     engine: MlirExecutionEngine,
@@ -36,6 +51,12 @@ impl CpuKernel {
                     "the execution engine could not compile `{name}`"
                 )));
             }
+            let barrier = melior::StringRef::new(crate::offload_to_cpu::BARRIER_SYMBOL);
+            mlirExecutionEngineRegisterSymbol(
+                engine,
+                barrier.to_raw(),
+                barrier_trampoline as *mut c_void,
+            );
             let symbol = melior::StringRef::new(name);
             let entry = mlirExecutionEngineLookupPacked(engine, symbol.to_raw());
             if entry.is_null() {
@@ -55,10 +76,13 @@ impl CpuKernel {
     ///
     /// # Safety
     ///
-    /// `args` must hold one valid pointer per expanded argument of the entry point
-    /// (`group_begin`, `group_end`, `group_size`, then the kernel ABI's arguments), each
-    /// pointing at a value of that argument's type, and the memory the memrefs describe
-    /// must be valid for the accesses the kernel makes.
+    /// `args` must hold one valid pointer per expanded argument of the entry point (the
+    /// [`CPU_LEADING_WORDS`](crate::CPU_LEADING_WORDS) leading words, then the kernel
+    /// ABI's arguments), each
+    /// pointing at a value of that argument's type; the memory the memrefs describe must
+    /// be valid for the accesses the kernel makes; and if the kernel waits at barriers,
+    /// the barrier argument must point at a live [`CpuBarrier`] whose `wait` returns
+    /// only once every other thread of the workgroup has arrived or finished.
     pub unsafe fn call(&self, args: &mut [*mut c_void]) {
         unsafe { (self.entry)(args.as_mut_ptr()) }
     }

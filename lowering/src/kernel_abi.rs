@@ -43,7 +43,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                 Some(ContainerType::Slice { elem } | ContainerType::Atomic { elem }) => {
                     (elem, false)
                 }
-                None => continue,
+                Some(ContainerType::Shared { .. }) | None => continue,
             };
             let shape = if two_d { "?x?x" } else { "?x" };
             let memref = melior::ir::Type::parse(context, &format!("memref<{shape}{elem}>"))
@@ -274,4 +274,49 @@ fn split_types(list: &str) -> Vec<String> {
         out.push(last.to_string());
     }
     out
+}
+
+/// What an `offload.alloc_shared` op declares.
+pub struct SharedArray {
+    /// The MLIR element type, e.g. `f32`.
+    pub elem: String,
+    pub element_bytes: usize,
+    /// Elements of a static array; `None` for dynamic shared memory.
+    pub len: Option<u64>,
+    /// Byte offset of a static array in the workgroup's static shared memory; where
+    /// dynamic shared memory starts for targets that lay both out in one block.
+    pub offset: u64,
+}
+
+impl SharedArray {
+    /// # Safety
+    ///
+    /// `op` must be a live `offload.alloc_shared`.
+    pub unsafe fn of(op: MlirOperation) -> Result<SharedArray, String> {
+        unsafe {
+            let ty = rewrite::type_text(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let Some(ContainerType::Shared { elem }) = parse_container_type(&ty) else {
+                return Err(format!(
+                    "`offload.alloc_shared` must yield `!offload.shared<T>`, not `{ty}`"
+                ));
+            };
+            let element_bytes = match elem.as_str() {
+                "i8" => 1,
+                "i16" => 2,
+                "i32" | "f32" => 4,
+                "i64" | "f64" => 8,
+                other => return Err(format!("shared memory cannot hold `{other}`")),
+            };
+            let len =
+                rewrite::int_attribute(op, "len").ok_or("`offload.alloc_shared` needs a `len`")?;
+            let offset = rewrite::int_attribute(op, "offset")
+                .ok_or("`offload.alloc_shared` needs an `offset`")?;
+            Ok(SharedArray {
+                elem,
+                element_bytes,
+                len: u64::try_from(len).ok(),
+                offset: u64::try_from(offset).map_err(|_| "a shared offset is negative")?,
+            })
+        }
+    }
 }

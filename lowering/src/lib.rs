@@ -20,9 +20,9 @@ mod partition;
 mod pipeline;
 mod rewrite;
 
-pub use cpu::CpuKernel;
+pub use cpu::{CpuBarrier, CpuKernel};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
-pub use offload_to_cpu::LEADING_ARGS as CPU_LEADING_ARGS;
+pub use offload_to_cpu::LEADING_WORDS as CPU_LEADING_WORDS;
 pub use pipeline::{GpuTarget, Session, Stage};
 
 use offload_mir::Validated;

@@ -32,6 +32,7 @@ pub fn mlir_type(t: Ty) -> String {
         Ty::Region(e, s) => format!("!offload.region<{}, \"{s}\">", mlir_scalar(e)),
         Ty::Slice(e) => format!("!offload.slice<{}>", mlir_scalar(e)),
         Ty::Atomic(e) => format!("!offload.atomic<{}>", mlir_scalar(e)),
+        Ty::Shared(e, _) => format!("!offload.shared<{}>", mlir_scalar(e)),
     }
 }
 
@@ -104,6 +105,27 @@ impl Emitter<'_> {
                     span,
                 );
             }
+        }
+        // Shared arrays are values like the container arguments, named alike.
+        let layout = b.shared_layout();
+        for (i, decl) in b.locals.iter().enumerate() {
+            let Ty::Shared(_, len) = decl.ty else {
+                continue;
+            };
+            let span = decl.debug.as_ref().map(|d| d.1).unwrap_or(entry_span);
+            let offset = layout
+                .arrays
+                .iter()
+                .find(|(l, _)| l.index() == i)
+                .map_or(layout.dynamic_offset, |(_, o)| *o);
+            let len = len.map_or(-1, i64::from);
+            self.line(
+                &format!(
+                    "%arg{i} = \"offload.alloc_shared\"() {{len = {len} : i64, offset = {offset} : i64}} : () -> {}",
+                    mlir_type(decl.ty)
+                ),
+                span,
+            );
         }
         self.line("cf.br ^bb0", entry_span);
         for (i, block) in b.blocks.iter().enumerate() {
@@ -275,6 +297,11 @@ impl Emitter<'_> {
                     args.iter().map(|a| self.operand(a, span)).collect();
                 self.intrinsic(*i, &args, span)
             }
+            Rvalue::Subgroup(op, args) => {
+                let args: Vec<(String, ScalarTy)> =
+                    args.iter().map(|a| self.operand(a, span)).collect();
+                self.subgroup(*op, &args, span)
+            }
             Rvalue::BinaryOp(op, a, b) => {
                 let (a, ty) = self.operand(a, span);
                 let (b, bty) = self.operand(b, span);
@@ -337,6 +364,95 @@ impl Emitter<'_> {
                     ),
                     span,
                 )
+            }
+        }
+    }
+
+    fn subgroup(
+        &mut self,
+        op: SubgroupOp,
+        args: &[(String, ScalarTy)],
+        span: Span,
+    ) -> (String, ScalarTy) {
+        match op {
+            SubgroupOp::Size => self.index_query("\"offload.subgroup_size\"() : () -> index", span),
+            SubgroupOp::Lane => self.index_query("\"offload.subgroup_lane\"() : () -> index", span),
+            SubgroupOp::Shuffle | SubgroupOp::ShuffleXor => {
+                let (value, ty) = args[0].clone();
+                let t = mlir_scalar(ty);
+                // Lanes are `i32` on every target; a lane past `u32::MAX` saturates,
+                // which is past the subgroup either way.
+                let (lane, _) = args[1].clone();
+                let max = self.constant(Const::Int(i32::MAX as i128, ScalarTy::I64), span);
+                let clamped = self.fresh();
+                self.line(
+                    &format!("{clamped} = arith.minui {lane}, {max} : i64"),
+                    span,
+                );
+                let lane32 = self.fresh();
+                self.line(
+                    &format!("{lane32} = arith.trunci {clamped} : i64 to i32"),
+                    span,
+                );
+                let mode = (op == SubgroupOp::ShuffleXor) as i64;
+                let v = self.fresh();
+                self.line(
+                    &format!("{v} = \"offload.shuffle\"({value}, {lane32}) {{mode = {mode} : i64}} : ({t}, i32) -> {t}"),
+                    span,
+                );
+                (v, ty)
+            }
+            SubgroupOp::Sum | SubgroupOp::Min | SubgroupOp::Max => {
+                let (value, ty) = args[0].clone();
+                let t = mlir_scalar(ty);
+                let combine = match (op, ty.is_float(), ty.is_signed()) {
+                    (SubgroupOp::Sum, true, _) => "arith.addf",
+                    (SubgroupOp::Sum, false, _) => "arith.addi",
+                    (SubgroupOp::Min, true, _) => "arith.minnumf",
+                    (SubgroupOp::Min, false, true) => "arith.minsi",
+                    (SubgroupOp::Min, false, false) => "arith.minui",
+                    (_, true, _) => "arith.maxnumf",
+                    (_, false, true) => "arith.maxsi",
+                    (_, false, false) => "arith.maxui",
+                };
+                let v = self.fresh();
+                self.line(
+                    &format!("{v} = \"offload.subgroup_reduce\"({value}) {{combine = \"{combine}\"}} : ({t}) -> {t}"),
+                    span,
+                );
+                (v, ty)
+            }
+            SubgroupOp::Ballot => {
+                let v = self.fresh();
+                self.line(
+                    &format!("{v} = \"offload.ballot\"({}) : (i1) -> i64", args[0].0),
+                    span,
+                );
+                (v, ScalarTy::U64)
+            }
+            SubgroupOp::Any | SubgroupOp::All => {
+                // any(b) = ballot(b) != 0; all(b) = ballot(!b) == 0.
+                let all = op == SubgroupOp::All;
+                let mut p = args[0].0.clone();
+                if all {
+                    let t = self.constant(Const::Bool(true), span);
+                    let n = self.fresh();
+                    self.line(&format!("{n} = arith.xori {p}, {t} : i1"), span);
+                    p = n;
+                }
+                let mask = self.fresh();
+                self.line(
+                    &format!("{mask} = \"offload.ballot\"({p}) : (i1) -> i64"),
+                    span,
+                );
+                let zero = self.constant(Const::Int(0, ScalarTy::U64), span);
+                let v = self.fresh();
+                let pred = if all { "eq" } else { "ne" };
+                self.line(
+                    &format!("{v} = arith.cmpi {pred}, {mask}, {zero} : i64"),
+                    span,
+                );
+                (v, ScalarTy::Bool)
             }
         }
     }
@@ -602,6 +718,10 @@ impl Emitter<'_> {
         let span = t.span;
         match &t.kind {
             TerminatorKind::Goto(b) => self.line(&format!("cf.br ^bb{}", b.0), span),
+            TerminatorKind::Barrier { target } => {
+                self.line("\"offload.barrier\"() : () -> ()", span);
+                self.line(&format!("cf.br ^bb{}", target.0), span);
+            }
             TerminatorKind::Call { .. } => unreachable!("`emit` refuses bodies with calls"),
             TerminatorKind::Return | TerminatorKind::Unreachable => {
                 // MIR `unreachable` marks code no path reaches; returning there is sound.

@@ -1,17 +1,24 @@
 //! `convert-offload-to-cpu`: turns each kernel into a host function that runs a range of
-//! workgroups (numbered row by row), every thread of each in turn:
+//! workgroups (numbered row by row) and, in each, a range of threads (numbered likewise)
+//! in turn:
 //!
 //! ```text
-//! func @k(%group_begin, %group_end, %groups_x, %size_x, %size_y, <kernel_abi args>) {
+//! func @k(%group_begin, %group_end, %groups_x, %size_x, %size_y, %thread_begin,
+//!         %thread_end, %shared: memref<?xi8>, %barrier: index, <kernel_abi args>) {
 //!   scf.for %group = %group_begin to %group_end {
 //!     (%group_x, %group_y) = (%group % %groups_x, %group / %groups_x)
-//!     scf.for %thread_y = 0 to %size_y {
-//!       scf.for %thread_x = 0 to %size_x {
-//!         scf.execute_region { <the kernel body; each return yields> }
+//!     scf.for %thread = %thread_begin to %thread_end {
+//!       (%thread_x, %thread_y) = (%thread % %size_x, %thread / %size_x)
+//!       scf.execute_region { <the kernel body; each return yields> }
 //! ```
 //!
-//! The runtime splits the launch's workgroups among host threads and calls this once per
-//! share.
+//! `%shared` is the workgroup's shared memory: static arrays at their offsets, dynamic
+//! shared memory after them. A kernel without barriers is called once per share of the
+//! launch's workgroups with every thread; the runtime runs a kernel with barriers one
+//! thread per call, each on its own fiber, and a barrier calls
+//! [`BARRIER_SYMBOL`]`(%barrier)`, which switches to the next thread of the workgroup.
+//! The subgroup is one thread wide: shuffles and reductions return the thread's own
+//! value.
 
 use crate::{kernel_abi, rewrite};
 use melior::{Context, ir::OperationRef};
@@ -21,10 +28,19 @@ use offload_dialect::ops;
 pub const NAME: &str = "convert-offload-to-cpu";
 
 /// Arguments the CPU entry point takes before the kernel's own: `group_begin`,
-/// `group_end`, `groups_x`, `size_x`, `size_y`.
-pub const LEADING_ARGS: usize = 5;
+/// `group_end`, `groups_x`, `size_x`, `size_y`, `thread_begin`, `thread_end`, `shared`,
+/// `barrier`.
+pub const LEADING_ARGS: usize = 9;
+
+/// Words those arguments take in the packed calling convention (`shared` is a memref of
+/// five words).
+pub const LEADING_WORDS: usize = LEADING_ARGS + 4;
+
+/// The host function a barrier calls with the entry point's `barrier` argument.
+pub const BARRIER_SYMBOL: &str = "offload_cpu_barrier";
 
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
+    let mut declared_barrier = false;
     for func in kernel_abi::kernels(root) {
         // SAFETY: as in `offload_to_gpu::run`: every handle comes from the live module and
         // is used before what it names is erased.
@@ -33,17 +49,16 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             let func_ref = OperationRef::from_raw(func);
             let (name, args) = kernel_abi::signature(func_ref)?;
             let skeleton = format!(
-                "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %size_x: index, %size_y: index, {}) {{
-  %c0 = arith.constant 0 : index
+                "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %size_x: index, %size_y: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, %barrier: index, {}) {{
   %c1 = arith.constant 1 : index
   scf.for %group = %group_begin to %group_end step %c1 {{
     %group_x = arith.remui %group, %groups_x : index
     %group_y = arith.divui %group, %groups_x : index
-    scf.for %thread_y = %c0 to %size_y step %c1 {{
-      scf.for %thread_x = %c0 to %size_x step %c1 {{
-        scf.execute_region {{
-          scf.yield
-        }}
+    scf.for %thread = %thread_begin to %thread_end step %c1 {{
+      %thread_x = arith.remui %thread, %size_x : index
+      %thread_y = arith.divui %thread, %size_x : index
+      scf.execute_region {{
+        scf.yield
       }}
     }}
   }}
@@ -54,38 +69,58 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             let host = rewrite::parse_operation(context, &skeleton, NAME)?;
             let host_ref = OperationRef::from_raw(host);
             let host_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(host, 0));
-            let fors = rewrite::collect(host_ref, "scf.for");
-            let induction = |op: MlirOperation| {
-                mlirBlockGetArgument(mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)), 0)
-            };
-            let thread = [induction(fors[2]), induction(fors[1])];
-            let group_ids = [
-                rewrite::collect(host_ref, "arith.remui")[0],
-                rewrite::collect(host_ref, "arith.divui")[0],
-            ];
-            let group = [
-                mlirOperationGetResult(group_ids[0], 0),
-                mlirOperationGetResult(group_ids[1], 0),
-            ];
+            let result = |op: MlirOperation| mlirOperationGetResult(op, 0);
+            let (rem, div) = (
+                rewrite::collect(host_ref, "arith.remui"),
+                rewrite::collect(host_ref, "arith.divui"),
+            );
+            let group = [result(rem[0]), result(div[0])];
+            let thread = [result(rem[1]), result(div[1])];
             let size = [
                 mlirBlockGetArgument(host_entry, 3),
                 mlirBlockGetArgument(host_entry, 4),
             ];
 
-            for (op_name, values) in [
-                (ops::THREAD_ID, thread),
-                (ops::WORKGROUP_ID, group),
-                (ops::WORKGROUP_DIM, size),
+            // Launches on the CPU are at most two-dimensional (the runtime refuses
+            // others), so along z every thread and workgroup is the first of one.
+            for (op_name, values, z) in [
+                (ops::THREAD_ID, thread, 0),
+                (ops::WORKGROUP_ID, group, 0),
+                (ops::WORKGROUP_DIM, size, 1),
             ] {
                 for op in rewrite::collect(func_ref, op_name) {
-                    let dim = rewrite::int_attribute(op, "dim").unwrap_or(-1);
-                    let Some(value) = usize::try_from(dim).ok().and_then(|d| values.get(d)) else {
-                        return Err(
-                            "the CPU backend runs one- and two-dimensional launches only".into(),
-                        );
+                    let value = match rewrite::int_attribute(op, "dim") {
+                        Some(d @ (0 | 1)) => values[d as usize],
+                        Some(2) => rewrite::Builder::before(context, op).index_constant(z),
+                        _ => return Err(format!("`{op_name}` needs a `dim` of 0, 1 or 2")),
                     };
-                    rewrite::replace(op, &[*value]);
+                    rewrite::replace(op, &[value]);
                 }
+            }
+            let shared = mlirBlockGetArgument(host_entry, 7);
+            let barrier = mlirBlockGetArgument(host_entry, 8);
+            workgroup_memory(context, func_ref, shared)?;
+            let mut calls_barrier = false;
+            for op in rewrite::collect(func_ref, ops::BARRIER) {
+                let b = rewrite::Builder::before(context, op);
+                b.op(
+                    "func.call",
+                    &[barrier],
+                    &[],
+                    &[("callee", b.attr(&format!("@{BARRIER_SYMBOL}")))],
+                );
+                rewrite::replace(op, &[]);
+                calls_barrier = true;
+            }
+            one_lane_subgroups(context, func_ref)?;
+            if calls_barrier && !declared_barrier {
+                let declaration = rewrite::parse_operation(
+                    context,
+                    &format!("func.func private @{BARRIER_SYMBOL}(index)"),
+                    NAME,
+                )?;
+                mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(func), func, declaration);
+                declared_barrier = true;
             }
             for ret in rewrite::collect(func_ref, "func.return") {
                 rewrite::Builder::before(context, ret).op("scf.yield", &[], &[], &[]);
@@ -107,6 +142,83 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             mlirRegionTakeBody(mlirOperationGetRegion(execute, 0), body);
             mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(func), func, host);
             mlirOperationDestroy(func);
+        }
+    }
+    Ok(())
+}
+
+/// Replaces each `offload.alloc_shared` with a view into the workgroup's `shared` block.
+///
+/// # Safety
+///
+/// `func` is a live kernel; `shared` the host function's `memref<?xi8>` argument.
+unsafe fn workgroup_memory(
+    context: &Context,
+    func: OperationRef<'_, '_>,
+    shared: MlirValue,
+) -> Result<(), String> {
+    for op in rewrite::collect(func, ops::ALLOC_SHARED) {
+        // SAFETY: `op` was just collected from the live kernel and is replaced once.
+        unsafe {
+            let array = kernel_abi::SharedArray::of(op)?;
+            let elem = &array.elem;
+            let b = rewrite::Builder::before(context, op);
+            let index = b.ty("index");
+            let start = b.index_constant(array.offset as i64);
+            let len = match array.len {
+                Some(len) => b.index_constant(len as i64),
+                None => {
+                    // Dynamic shared memory is the rest of the block.
+                    let zero = b.index_constant(0);
+                    let total = b.op("memref.dim", &[shared, zero], &[index], &[])[0];
+                    let rest = b.op("arith.subi", &[total, start], &[index], &[])[0];
+                    let size = b.index_constant(array.element_bytes as i64);
+                    b.op("arith.divui", &[rest, size], &[index], &[])[0]
+                }
+            };
+            let view = b.op(
+                "memref.view",
+                &[shared, start, len],
+                &[b.ty(&format!("memref<?x{elem}>"))],
+                &[],
+            );
+            rewrite::replace(op, &view);
+        }
+    }
+    Ok(())
+}
+
+/// The subgroup ops with one lane per subgroup.
+///
+/// # Safety
+///
+/// `func` is a live kernel.
+unsafe fn one_lane_subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(), String> {
+    // SAFETY (whole function): every handle was just collected from the live kernel and
+    // each op is replaced once.
+    unsafe {
+        for (name, constant) in [(ops::SUBGROUP_SIZE, 1), (ops::SUBGROUP_LANE, 0)] {
+            for op in rewrite::collect(func, name) {
+                let v = rewrite::Builder::before(context, op).index_constant(constant);
+                rewrite::replace(op, &[v]);
+            }
+        }
+        // With one lane, every other lane is outside the subgroup: a shuffle gives the
+        // caller's own value, and a reduction is the value itself.
+        for name in [ops::SHUFFLE, ops::SUBGROUP_REDUCE] {
+            for op in rewrite::collect(func, name) {
+                rewrite::replace(op, &[rewrite::operand(op, 0)]);
+            }
+        }
+        for op in rewrite::collect(func, ops::BALLOT) {
+            let b = rewrite::Builder::before(context, op);
+            let v = b.op(
+                "arith.extui",
+                &[rewrite::operand(op, 0)],
+                &[b.ty("i64")],
+                &[],
+            );
+            rewrite::replace(op, &v);
         }
     }
     Ok(())

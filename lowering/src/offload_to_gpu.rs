@@ -1,7 +1,10 @@
 //! `convert-offload-to-gpu`: moves each kernel into its own `gpu.module` as a `gpu.func`
-//! with the [`kernel_abi`](crate::kernel_abi) signature plus a last `index` argument, the
-//! first workgroup's x index (0 unless a launch is split across devices), and maps thread
-//! positions to `gpu.thread_id`, `gpu.block_id` (+ that base in x) and `gpu.block_dim`.
+//! with the [`kernel_abi`](crate::kernel_abi) signature plus two last `index` arguments:
+//! the first workgroup's x index (0 unless a launch is split across devices) and the
+//! launch's dynamic shared memory in bytes. It maps thread positions to `gpu.thread_id`,
+//! `gpu.block_id` (+ that base in x) and `gpu.block_dim`; shared arrays to workgroup
+//! `memref.global`s (dynamic shared memory to `gpu.dynamic_shared_memory`); barriers to
+//! `gpu.barrier`; and subgroup operations to warp shuffles and votes (32 lanes).
 
 use crate::{kernel_abi, rewrite};
 use melior::ir::{attribute::AttributeLike, r#type::TypeLike};
@@ -24,7 +27,15 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             let index = melior::ir::Type::index(context);
             let group_base =
                 mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
+            let dynamic_bytes =
+                mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
             kernel_abi::set_function_type(func, entry);
+            let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
+            subgroups(context, func_ref)?;
+            for op in rewrite::collect(func_ref, ops::BARRIER) {
+                rewrite::Builder::before(context, op).op("gpu.barrier", &[], &[], &[]);
+                rewrite::replace(op, &[]);
+            }
             for (name, gpu) in [
                 (ops::THREAD_ID, "gpu.thread_id"),
                 (ops::WORKGROUP_ID, "gpu.block_id"),
@@ -52,13 +63,12 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
 
             let (name, args) = kernel_abi::signature(func_ref)?;
             let skeleton = format!(
-                "gpu.module @{name}_module {{\n  gpu.func @{name}({}) kernel {{\n    gpu.return\n  }}\n}}",
+                "gpu.module @{name}_module {{\n{}  gpu.func @{name}({}) kernel {{\n    gpu.return\n  }}\n}}",
+                globals.concat(),
                 args.join(", ")
             );
             let module = rewrite::parse_operation(context, &skeleton, NAME)?;
-            let gpu_func = mlirBlockGetFirstOperation(mlirRegionGetFirstBlock(
-                mlirOperationGetRegion(module, 0),
-            ));
+            let gpu_func = rewrite::collect(OperationRef::from_raw(module), "gpu.func")[0];
             mlirRegionTakeBody(
                 mlirOperationGetRegion(gpu_func, 0),
                 mlirOperationGetRegion(func, 0),
@@ -72,4 +82,153 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
     // SAFETY: `root` is the live module operation.
     unsafe { mlirOperationSetAttributeByName(root.to_raw(), name.to_raw(), unit.to_raw()) };
     Ok(())
+}
+
+/// Threads per warp, the subgroup of NVIDIA GPUs.
+pub const WARP: i64 = 32;
+
+/// Replaces each `offload.alloc_shared` with a view of workgroup memory; returns the
+/// `memref.global` declarations the kernel's `gpu.module` needs.
+///
+/// # Safety
+///
+/// `func` is a live kernel; `dynamic_bytes` its dynamic-shared-memory-size argument.
+unsafe fn workgroup_memory(
+    context: &Context,
+    func: OperationRef<'_, '_>,
+    dynamic_bytes: MlirValue,
+) -> Result<Vec<String>, String> {
+    let space = "#gpu.address_space<workgroup>";
+    let mut globals = Vec::new();
+    for (k, op) in rewrite::collect(func, ops::ALLOC_SHARED)
+        .into_iter()
+        .enumerate()
+    {
+        // SAFETY: `op` was just collected from the live kernel and is replaced once.
+        unsafe {
+            let shared = kernel_abi::SharedArray::of(op)?;
+            let elem = &shared.elem;
+            let b = rewrite::Builder::before(context, op);
+            let view_ty = b.ty(&format!("memref<?x{elem}, {space}>"));
+            let view = match shared.len {
+                Some(len) => {
+                    let symbol = format!("__offload_shared_{k}");
+                    let ty = format!("memref<{len}x{elem}, {space}>");
+                    globals.push(format!(
+                        "  memref.global \"private\" @{symbol} : {ty} {{alignment = {} : i64}}\n",
+                        offload_mir::SHARED_ALIGN
+                    ));
+                    let global = b.op(
+                        "memref.get_global",
+                        &[],
+                        &[b.ty(&ty)],
+                        &[("name", b.attr(&format!("@{symbol}")))],
+                    )[0];
+                    b.op("memref.cast", &[global], &[view_ty], &[])[0]
+                }
+                None => {
+                    // The driver places dynamic shared memory after the static arrays.
+                    let bytes = b.ty(&format!("memref<?xi8, {space}>"));
+                    let raw = b.op("gpu.dynamic_shared_memory", &[], &[bytes], &[])[0];
+                    let size = b.index_constant(shared.element_bytes as i64);
+                    let len = b.op("arith.divui", &[dynamic_bytes, size], &[b.ty("index")], &[])[0];
+                    let start = b.index_constant(0);
+                    b.op("memref.view", &[raw, start, len], &[view_ty], &[])[0]
+                }
+            };
+            rewrite::replace(op, &[view]);
+        }
+    }
+    Ok(globals)
+}
+
+/// Lowers the subgroup ops to warp-level `gpu.shuffle`, `gpu.lane_id` and
+/// `nvvm.vote.sync`; reductions are five butterfly shuffle steps.
+///
+/// # Safety
+///
+/// `func` is a live kernel.
+unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(), String> {
+    // SAFETY (whole function): every handle was just collected from the live kernel and
+    // each op is replaced once.
+    unsafe {
+        for op in rewrite::collect(func, ops::SUBGROUP_SIZE) {
+            let v = rewrite::Builder::before(context, op).index_constant(WARP);
+            rewrite::replace(op, &[v]);
+        }
+        for op in rewrite::collect(func, ops::SUBGROUP_LANE) {
+            let b = rewrite::Builder::before(context, op);
+            let v = b.op("gpu.lane_id", &[], &[b.ty("index")], &[]);
+            rewrite::replace(op, &v);
+        }
+        for op in rewrite::collect(func, ops::SHUFFLE) {
+            let mode = match rewrite::int_attribute(op, "mode") {
+                Some(0) => "idx",
+                Some(1) => "xor",
+                _ => return Err("`offload.shuffle` needs `mode` 0 or 1".into()),
+            };
+            let b = rewrite::Builder::before(context, op);
+            let value = rewrite::operand(op, 0);
+            let v = shuffle(&b, value, rewrite::operand(op, 1), mode);
+            rewrite::replace(op, &[v]);
+        }
+        for op in rewrite::collect(func, ops::SUBGROUP_REDUCE) {
+            let combine = rewrite::string_attribute(op, "combine")
+                .ok_or("`offload.subgroup_reduce` needs a `combine` op name")?;
+            let b = rewrite::Builder::before(context, op);
+            let ty = melior::ir::Type::from_raw(mlirValueGetType(rewrite::operand(op, 0)));
+            let mut acc = rewrite::operand(op, 0);
+            let mut offset = WARP / 2;
+            while offset > 0 {
+                let lane = b.op(
+                    "arith.constant",
+                    &[],
+                    &[b.ty("i32")],
+                    &[("value", b.attr(&format!("{offset} : i32")))],
+                )[0];
+                let other = shuffle(&b, acc, lane, "xor");
+                acc = b.op(&combine, &[acc, other], &[ty], &[])[0];
+                offset /= 2;
+            }
+            rewrite::replace(op, &[acc]);
+        }
+        for op in rewrite::collect(func, ops::BALLOT) {
+            let b = rewrite::Builder::before(context, op);
+            let all_lanes = b.op(
+                "arith.constant",
+                &[],
+                &[b.ty("i32")],
+                &[("value", b.attr("-1 : i32"))],
+            )[0];
+            let mask = b.op(
+                "nvvm.vote.sync",
+                &[all_lanes, rewrite::operand(op, 0)],
+                &[b.ty("i32")],
+                &[("kind", b.attr("#nvvm<vote_sync_kind ballot>"))],
+            )[0];
+            let v = b.op("arith.extui", &[mask], &[b.ty("i64")], &[]);
+            rewrite::replace(op, &v);
+        }
+    }
+    Ok(())
+}
+
+/// `value` from the lane `lane` selects under `mode` (`idx` or `xor`); the caller's own
+/// value where that lane is outside the warp.
+fn shuffle(b: &rewrite::Builder<'_>, value: MlirValue, lane: MlirValue, mode: &str) -> MlirValue {
+    // SAFETY: `value` is a live SSA value of the kernel being converted.
+    let ty = unsafe { melior::ir::Type::from_raw(mlirValueGetType(value)) };
+    let width = b.op(
+        "arith.constant",
+        &[],
+        &[b.ty("i32")],
+        &[("value", b.attr(&format!("{WARP} : i32")))],
+    )[0];
+    let r = b.op(
+        "gpu.shuffle",
+        &[value, lane, width],
+        &[ty, b.ty("i1")],
+        &[("mode", b.attr(&format!("#gpu<shuffle_mode {mode}>")))],
+    );
+    b.op("arith.select", &[r[1], r[0], value], &[ty], &[])[0]
 }

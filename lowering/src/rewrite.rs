@@ -238,6 +238,24 @@ pub unsafe fn int_attribute(op: MlirOperation, name: &str) -> Option<i64> {
     }
 }
 
+/// A string attribute's value, read from a live operation.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn string_attribute(op: MlirOperation, name: &str) -> Option<String> {
+    unsafe {
+        let name = melior::StringRef::new(name);
+        let a = mlirOperationGetAttributeByName(op, name.to_raw());
+        if a.ptr.is_null() || !mlirAttributeIsAString(a) {
+            return None;
+        }
+        let s = mlirStringAttrGetValue(a);
+        let bytes = std::slice::from_raw_parts(s.data.cast::<u8>(), s.length);
+        Some(String::from_utf8_lossy(bytes).into_owned())
+    }
+}
+
 /// Parses one operation from `text` (a skeleton a conversion builds), unattached.
 pub fn parse_operation(
     context: &Context,

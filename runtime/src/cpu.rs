@@ -1,6 +1,14 @@
 //! The CPU backend: runs the kernel's lowered code (not its Rust body) on every core. The
 //! launch's workgroups are split into one contiguous share per host thread; each share
-//! runs its workgroups' threads one after another.
+//! runs its workgroups one after another, each with its own shared memory.
+//!
+//! In a kernel without barriers a workgroup's threads simply run one after another. In
+//! a kernel with barriers each thread of the workgroup runs on its own fiber (a
+//! coroutine with its own stack): a barrier suspends the fiber, and the workgroup's
+//! scheduler resumes every unfinished fiber in turn, so each pass takes every thread to
+//! its next barrier or to its end. No thread passes a barrier before all unfinished
+//! threads of its workgroup have reached it; threads that have returned do not count, as
+//! on a GPU.
 //!
 //! Region data is copied into a scratch buffer for the kernel and copied back only if no
 //! thread panicked, so a failed launch leaves the caller's data untouched, as on a GPU.
@@ -52,37 +60,43 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
 
     let groups = launch.grid[0] as u64 * launch.grid[1] as u64;
-    let threads = host_threads().min(groups as usize).max(1) as u64;
-    let words = &words;
+    let host = host_threads().min(groups as usize).max(1) as u64;
+    let layout = launch.body.shared_layout();
+    let shared_bytes = if launch.dyn_cache > 0 {
+        layout.dynamic_offset + launch.dyn_cache as usize
+    } else {
+        layout.static_bytes
+    };
+    let workgroup = Workgroup {
+        kernel: &kernel,
+        // A split launch's share starts at `group_base` (one-dimensional, so the
+        // workgroup's x index is its number: `groups_x` only has to exceed it).
+        groups_x: launch.grid[0] as u64 + launch.group_base as u64,
+        size_x: launch.block[0] as u64,
+        size_y: launch.block[1] as u64,
+        kernel_words: &words,
+    };
+    let fibers = launch.body.synchronizes();
     std::thread::scope(|scope| {
-        for t in 0..threads {
-            // A split launch's share starts at `group_base` (one-dimensional, so the
-            // workgroup's x index is its number: `groups_x` only has to exceed it).
+        for t in 0..host {
             let base = launch.group_base as u64;
-            let (begin, end) = (
-                base + groups * t / threads,
-                base + groups * (t + 1) / threads,
-            );
-            let kernel = &kernel;
-            let (groups_x, size_x, size_y) = (
-                launch.grid[0] as u64 + base,
-                launch.block[0] as u64,
-                launch.block[1] as u64,
-            );
+            let (begin, end) = (base + groups * t / host, base + groups * (t + 1) / host);
+            let workgroup = &workgroup;
             scope.spawn(move || {
-                // The CPU entry point's leading arguments, in `offload_to_cpu`'s order.
-                let mut own: Vec<u64> = vec![begin, end, groups_x, size_x, size_y];
-                debug_assert_eq!(own.len(), offload_lowering::CPU_LEADING_ARGS);
-                own.extend_from_slice(words);
-                let mut pointers: Vec<*mut c_void> =
-                    own.iter_mut().map(|w| (w as *mut u64).cast()).collect();
-                // SAFETY: `pointers` holds one pointer per expanded entry-point argument
-                // in the kernel ABI's order; memrefs describe the scratch regions, the
-                // borrowed slices and the panic buffer, all alive until the scope ends.
-                // Threads of different shares touch disjoint region elements (checked by
-                // the strategy's `check_launch`), and the panic buffer is claimed
-                // atomically.
-                unsafe { kernel.call(&mut pointers) };
+                // 16-byte aligned, as the lowering lays shared arrays out.
+                let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
+                let shared = (shared.as_mut_ptr() as u64, shared_bytes as u64);
+                if fibers {
+                    let mut stacks = Vec::new();
+                    for group in begin..end {
+                        workgroup.run_fibers(group, shared, &mut stacks);
+                    }
+                } else {
+                    let threads = workgroup.size_x * workgroup.size_y;
+                    let mut words = workgroup.words([begin, end], [0, threads], shared);
+                    // SAFETY: see `Workgroup::call`; no barriers, so no barrier state.
+                    unsafe { workgroup.call(&mut words) };
+                }
             });
         }
     });
@@ -97,4 +111,126 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr().cast::<u8>(), data, bytes) };
     }
     Ok(())
+}
+
+#[cfg(feature = "jit")]
+use offload_lowering::{CPU_LEADING_WORDS, CpuBarrier, CpuKernel};
+
+/// What every call of one launch's entry point shares.
+#[cfg(feature = "jit")]
+struct Workgroup<'a> {
+    kernel: &'a CpuKernel,
+    groups_x: u64,
+    size_x: u64,
+    size_y: u64,
+    /// The kernel ABI's words: regions, slices, scalars, the panic buffer.
+    kernel_words: &'a [u64],
+}
+
+/// Stack for one fiber: kernels keep their locals in registers and a few frames.
+#[cfg(feature = "jit")]
+const FIBER_STACK_BYTES: usize = 256 * 1024;
+
+/// The barrier state a fiber's kernel call points at.
+#[cfg(feature = "jit")]
+#[repr(C)]
+struct FiberBarrier {
+    base: CpuBarrier,
+    yielder: *const corosensei::Yielder<(), ()>,
+}
+
+/// A barrier in a fiber's kernel: back to the workgroup's scheduler.
+#[cfg(feature = "jit")]
+unsafe extern "C" fn fiber_wait(barrier: *mut CpuBarrier) {
+    // SAFETY: `barrier` is the first field of the `FiberBarrier` the fiber passed, which
+    // lives on the fiber's stack for the whole call; the yielder is that fiber's.
+    unsafe {
+        let fiber = barrier.cast::<FiberBarrier>();
+        (*(*fiber).yielder).suspend(());
+    }
+}
+
+#[cfg(feature = "jit")]
+impl Workgroup<'_> {
+    /// The entry point's words: workgroups `groups`, threads `threads` of each, the
+    /// workgroup's shared memory `(address, bytes)`, no barrier yet, the kernel's own.
+    fn words(&self, groups: [u64; 2], threads: [u64; 2], shared: (u64, u64)) -> Vec<u64> {
+        let mut words = vec![
+            groups[0],
+            groups[1],
+            self.groups_x,
+            self.size_x,
+            self.size_y,
+            threads[0],
+            threads[1],
+            shared.0,
+            shared.0,
+            0,
+            shared.1,
+            1,
+            0,
+        ];
+        debug_assert_eq!(words.len(), CPU_LEADING_WORDS);
+        words.extend_from_slice(self.kernel_words);
+        words
+    }
+
+    /// Calls the entry point with `words`.
+    ///
+    /// # Safety
+    ///
+    /// `words` come from [`Self::words`], with a live `CpuBarrier` in the barrier word if
+    /// the kernel has barriers. The memrefs describe the scratch regions, the borrowed
+    /// slices, the panic buffer and the shared block, all alive for the launch. Threads
+    /// of different shares touch disjoint region elements (checked by the strategy's
+    /// `check_launch`), and the panic buffer is claimed atomically.
+    unsafe fn call(&self, words: &mut [u64]) {
+        let mut pointers: Vec<*mut c_void> =
+            words.iter_mut().map(|w| (w as *mut u64).cast()).collect();
+        unsafe { self.kernel.call(&mut pointers) };
+    }
+
+    /// Runs workgroup `group` with one fiber per thread; see the module docs.
+    fn run_fibers(
+        &self,
+        group: u64,
+        shared: (u64, u64),
+        stacks: &mut Vec<corosensei::stack::DefaultStack>,
+    ) {
+        use corosensei::{Coroutine, CoroutineResult};
+        let threads = self.size_x * self.size_y;
+        let mut fibers = Vec::with_capacity(threads as usize);
+        for thread in 0..threads {
+            let stack = match stacks.pop() {
+                Some(stack) => stack,
+                None => corosensei::stack::DefaultStack::new(FIBER_STACK_BYTES)
+                    .expect("the host can map a fiber stack"),
+            };
+            let mut words = self.words([group, group + 1], [thread, thread + 1], shared);
+            // The fiber outlives no borrow: every fiber below runs to its end before this
+            // function returns, so the workgroup it points at is alive throughout.
+            let this = self as *const Workgroup<'_> as usize;
+            fibers.push(Coroutine::with_stack(stack, move |yielder, ()| {
+                let mut barrier = FiberBarrier {
+                    base: CpuBarrier { wait: fiber_wait },
+                    yielder,
+                };
+                words[CPU_LEADING_WORDS - 1] = &mut barrier as *mut FiberBarrier as u64;
+                // SAFETY: `this` points at the live workgroup (above); the barrier word
+                // points at `barrier`, alive for the call.
+                unsafe { (*(this as *const Workgroup<'_>)).call(&mut words) };
+            }));
+        }
+        // Each pass takes every unfinished thread to its next barrier or its end.
+        let mut waiting = true;
+        while waiting {
+            waiting = false;
+            for fiber in fibers.iter_mut().filter(|f| !f.done()) {
+                if let CoroutineResult::Yield(()) = fiber.resume(()) {
+                    waiting = true;
+                }
+            }
+        }
+        stacks.extend(fibers.into_iter().map(Coroutine::into_stack));
+    }
 }

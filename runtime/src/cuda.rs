@@ -96,9 +96,30 @@ fn function(
     Ok(f)
 }
 
+/// Threads per warp: the subgroup size the GPU lowering assumes.
+const WARP: u32 = 32;
+
+/// Dynamic shared memory a kernel may use without opting in.
+const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
+
 pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
+    let threads: u32 = launch.block.iter().product();
+    if launch.body.uses_subgroups() && !threads.is_multiple_of(WARP) {
+        return Err(Error::InvalidLaunch(format!(
+            "kernel `{}` uses subgroup operations, which need whole warps: {threads} threads per workgroup is not a multiple of {WARP}",
+            launch.body.name
+        )));
+    }
     let ctx = context(ordinal)?;
     let func = function(&launch, ordinal, &ctx)?;
+    if launch.dyn_cache > DEFAULT_DYNAMIC_SHARED {
+        // Beyond 48 KiB the kernel must opt in; the driver refuses what the device lacks.
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            launch.dyn_cache as i32,
+        )
+        .map_err(Error::cuda("allowing the requested dynamic shared memory (`dyn_cache`)"))?;
+    }
     let stream = ctx.default_stream();
 
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
@@ -140,6 +161,7 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     };
     words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
     words.push(launch.group_base as u64);
+    words.push(launch.dyn_cache as u64);
 
     let mut builder = stream.launch_builder(&func);
     // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many bytes

@@ -154,3 +154,202 @@ impl<T> Atomic<T> {
         unreachable!("{NEVER}")
     }
 }
+
+/// Waits until every thread of the workgroup has reached this call (threads that have
+/// returned do not count), and makes shared memory written before it visible after it.
+/// CUDA's `__syncthreads()`.
+///
+/// Every thread of the workgroup must reach the same `sync_threads()` together: the
+/// kernel translator refuses one that depends on a per-thread value (a thread index, a
+/// region element, a loaded value) with a compile error.
+pub fn sync_threads() {
+    unreachable!("{NEVER}")
+}
+
+/// A per-workgroup array of `N` elements in shared (on-chip) memory, declared in a kernel
+/// with `let mut tile = Shared::<f32, 256>::new();`. All threads of a workgroup see the
+/// same array; each workgroup has its own. Slots no thread has written hold unspecified
+/// values (any bit pattern of `T`).
+///
+/// Safe code cannot race on it:
+/// - a thread writes only its *own* slots: [`write`](Self::write) writes slot `rank`
+///   (the thread's linear index in its workgroup, `x + y * dim_x + z * dim_x * dim_y`),
+///   [`write_nth`](Self::write_nth)`(k, v)` slot `k * threads_per_workgroup + rank`;
+/// - any thread reads any slot with `tile[i]`;
+/// - between a write and a read, and between a read and a write, of the same array, every
+///   path through the kernel must pass a [`sync_threads`]. The kernel translator checks
+///   this and refuses the kernel otherwise, pointing at the access.
+///
+/// Indices are bounds-checked (a device panic). The raw `unsafe` [`load`](Self::load) and
+/// [`store`](Self::store) reach any slot without the check on barriers.
+pub struct Shared<T, const N: usize> {
+    _element: PhantomData<T>,
+}
+
+/// The launch's dynamic shared memory (`dyn_cache` bytes in `offload!`) as an array of
+/// `dyn_cache / size_of::<T>()` elements, with the rules of [`Shared`]. A kernel declares
+/// it with `let mut cache = DynShared::<f32>::new();`; several declarations view the
+/// same memory.
+pub struct DynShared<T> {
+    _element: PhantomData<T>,
+}
+
+macro_rules! shared_api {
+    () => {
+        /// Declares the array; once per kernel, at any point before its use.
+        #[allow(clippy::new_without_default)]
+        pub fn new() -> Self {
+            unreachable!("{NEVER}")
+        }
+
+        /// Writes this thread's own slot, `rank`.
+        pub fn write(&mut self, value: T) {
+            let _ = value;
+            unreachable!("{NEVER}")
+        }
+
+        /// Writes this thread's `nth` own slot, `nth * threads_per_workgroup + rank`.
+        pub fn write_nth(&mut self, nth: usize, value: T) {
+            let _ = (nth, value);
+            unreachable!("{NEVER}")
+        }
+
+        /// The number of elements.
+        pub fn len(&self) -> usize {
+            unreachable!("{NEVER}")
+        }
+
+        pub fn is_empty(&self) -> bool {
+            unreachable!("{NEVER}")
+        }
+
+        /// Reads slot `index` (bounds-checked) with no barrier check.
+        ///
+        /// # Safety
+        ///
+        /// No other thread of the workgroup may write slot `index` between the barrier
+        /// before this read and the barrier after it.
+        pub unsafe fn load(&self, index: usize) -> T {
+            let _ = index;
+            unreachable!("{NEVER}")
+        }
+
+        /// Writes slot `index` (bounds-checked), which need not be this thread's own.
+        ///
+        /// # Safety
+        ///
+        /// No other thread of the workgroup may read or write slot `index` between the
+        /// barrier before this write and the barrier after it.
+        pub unsafe fn store(&mut self, index: usize, value: T) {
+            let _ = (index, value);
+            unreachable!("{NEVER}")
+        }
+    };
+}
+
+impl<T: crate::Num, const N: usize> Shared<T, N> {
+    shared_api!();
+}
+
+impl<T: crate::Num> DynShared<T> {
+    shared_api!();
+}
+
+impl<T, const N: usize> std::ops::Index<usize> for Shared<T, N> {
+    type Output = T;
+
+    /// Reads any slot; see the type's rules on barriers.
+    fn index(&self, index: usize) -> &T {
+        let _ = index;
+        unreachable!("{NEVER}")
+    }
+}
+
+impl<T> std::ops::Index<usize> for DynShared<T> {
+    type Output = T;
+
+    fn index(&self, index: usize) -> &T {
+        let _ = index;
+        unreachable!("{NEVER}")
+    }
+}
+
+/// Values subgroup operations exchange between lanes: 32- and 64-bit integers and floats.
+pub trait LaneValue: crate::Num {}
+impl LaneValue for i32 {}
+impl LaneValue for u32 {}
+impl LaneValue for i64 {}
+impl LaneValue for u64 {}
+impl LaneValue for f32 {}
+impl LaneValue for f64 {}
+
+/// Threads per subgroup: 32 on NVIDIA GPUs (a warp), 1 on the CPU backend, where every
+/// thread is its own subgroup and the subgroup operations return the thread's own value.
+///
+/// A subgroup is the threads of a workgroup whose linear index (see [`Shared`]) divided
+/// by the subgroup size is the same. Like [`sync_threads`], the operations below must be
+/// reached by every thread of the workgroup together (a compile error otherwise), and on
+/// a GPU a launch using them needs a workgroup size that is a multiple of the subgroup
+/// size (an `Err` otherwise).
+pub fn subgroup_size() -> usize {
+    unreachable!("{NEVER}")
+}
+
+/// This thread's index in its subgroup.
+pub fn subgroup_lane() -> usize {
+    unreachable!("{NEVER}")
+}
+
+/// `value` as lane `lane` holds it; a lane past the subgroup gives the caller's own value.
+pub fn subgroup_shuffle<T: LaneValue>(value: T, lane: usize) -> T {
+    let _ = (value, lane);
+    unreachable!("{NEVER}")
+}
+
+/// `value` from lane `subgroup_lane() ^ mask` (the caller's own past the subgroup).
+pub fn subgroup_shuffle_xor<T: LaneValue>(value: T, mask: usize) -> T {
+    let _ = (value, mask);
+    unreachable!("{NEVER}")
+}
+
+/// `value` as lane `lane` holds it, for every lane; [`subgroup_shuffle`] with one lane.
+pub fn subgroup_broadcast<T: LaneValue>(value: T, lane: usize) -> T {
+    let _ = (value, lane);
+    unreachable!("{NEVER}")
+}
+
+/// The sum of `value` over the subgroup, in every lane (integers wrap).
+pub fn subgroup_sum<T: LaneValue>(value: T) -> T {
+    let _ = value;
+    unreachable!("{NEVER}")
+}
+
+/// The minimum of `value` over the subgroup, in every lane (floats as `f32::min`).
+pub fn subgroup_min<T: LaneValue>(value: T) -> T {
+    let _ = value;
+    unreachable!("{NEVER}")
+}
+
+/// The maximum of `value` over the subgroup, in every lane (floats as `f32::max`).
+pub fn subgroup_max<T: LaneValue>(value: T) -> T {
+    let _ = value;
+    unreachable!("{NEVER}")
+}
+
+/// A mask with bit `l` set where lane `l`'s `value` is true.
+pub fn subgroup_ballot(value: bool) -> u64 {
+    let _ = value;
+    unreachable!("{NEVER}")
+}
+
+/// Whether `value` is true in any lane of the subgroup.
+pub fn subgroup_any(value: bool) -> bool {
+    let _ = value;
+    unreachable!("{NEVER}")
+}
+
+/// Whether `value` is true in every lane of the subgroup.
+pub fn subgroup_all(value: bool) -> bool {
+    let _ = value;
+    unreachable!("{NEVER}")
+}

@@ -59,7 +59,11 @@ pub use scalar::{Float, Int, Num, Scalar};
 
 /// What a kernel file needs: `use offload::prelude::*;`.
 pub mod prelude {
-    pub use crate::kernel_view::{thread_idx, workgroup_dim, workgroup_idx};
+    pub use crate::kernel_view::{
+        DynShared, Shared, subgroup_all, subgroup_any, subgroup_ballot, subgroup_broadcast,
+        subgroup_lane, subgroup_max, subgroup_min, subgroup_shuffle, subgroup_shuffle_xor,
+        subgroup_size, subgroup_sum, sync_threads, thread_idx, workgroup_dim, workgroup_idx,
+    };
     pub use crate::{
         Atomic, Chunked, DeviceBuffer, Error, Float, Int, Linear1D, Linear2D, Num, Region,
         Stencil2D, devices, offload, offload_device, offload_kernel, try_offload,

@@ -57,7 +57,7 @@ fn one_dimensional(name: &str, grid: [u32; 3], block: [u32; 3]) -> Result<(), Er
 
 fn two_dimensional(name: &str, shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
     match shape.row_len {
-        Some(w) if w > 0 && shape.len % w == 0 => {}
+        Some(w) if w > 0 && shape.len.is_multiple_of(w) => {}
         Some(w) => {
             return Err(Error::InvalidLaunch(format!(
                 "a `{name}` region of {} elements cannot be laid out in rows of {w}",

@@ -47,6 +47,13 @@ macro_rules! for_each_case {
         $m!(stencil_over_device_buffers_100_steps);
         $m!(launches_split_across_all_devices);
         $m!(panic_on_device_buffers_surfaces_by_the_next_read);
+        $m!(block_sum_with_shared_memory_and_barriers);
+        $m!(barriers_order_writes_before_reads_in_2d_workgroups);
+        $m!(dynamic_shared_memory_sized_by_dyn_cache);
+        $m!(raw_shared_memory_access);
+        $m!(subgroup_operations);
+        $m!(warp_reduction_sum);
+        $m!(tiled_matrix_product);
     };
 }
 
@@ -1260,4 +1267,362 @@ pub fn panic_on_device_buffers_surfaces_by_the_next_read(o: LaunchOptions) -> Ca
         &out.to_vec().map_err(|e| e.to_string())?,
         &vec![1i32; 1000],
     )
+}
+
+/// Tree reduction per workgroup: every step reads other threads' slots, then (after a
+/// barrier) writes its own. Without real barriers thread 0 would read slots no thread
+/// had written yet.
+#[offload_kernel]
+fn block_sums(sums: Atomic<u64>, x: &[u64]) {
+    let mut tile = Shared::<u64, 256>::new();
+    let t = thread_idx(0);
+    let i = workgroup_idx(0) * workgroup_dim(0) + t;
+    let mut acc = if i < x.len() { x[i] } else { 0 };
+    tile.write(acc);
+    sync_threads();
+    let mut stride = workgroup_dim(0) / 2;
+    while stride > 0 {
+        if t < stride {
+            acc += tile[t + stride];
+        }
+        sync_threads();
+        tile.write(acc);
+        sync_threads();
+        stride /= 2;
+    }
+    if t == 0 {
+        sums.swap(workgroup_idx(0), acc);
+    }
+}
+
+pub fn block_sum_with_shared_memory_and_barriers(o: LaunchOptions) -> CaseResult {
+    let n = 10_000usize;
+    let x: Vec<u64> = (0..n as u64).map(|i| i * i % 1009).collect();
+    let groups = n.div_ceil(256);
+    let mut sums = vec![0u64; groups];
+    let o = LaunchOptions {
+        workgroup_dim: Some([groups as u32, 1, 1]),
+        thread_dim: Some([256, 1, 1]),
+        ..o
+    };
+    block_sums(o, &mut sums, &x).map_err(|e| e.to_string())?;
+    let want: Vec<u64> = x.chunks(256).map(|c| c.iter().sum()).collect();
+    compare("block sums", &sums, &want)
+}
+
+/// Each thread of an 8×8 workgroup writes its two own slots, then reads another
+/// thread's: `rank` is `x + 8 y`.
+#[offload_kernel]
+fn rotate_slots(mut out: Region<u32, Linear2D>) {
+    let mut tile = Shared::<u32, 128>::new();
+    let rank = thread_idx(1) * workgroup_dim(0) + thread_idx(0);
+    let base = (workgroup_idx(1) * 1000) as u32;
+    tile.write_nth(0, base + rank as u32 * 2);
+    tile.write_nth(1, base + rank as u32 * 2 + 1);
+    sync_threads();
+    let got = tile[(rank * 2 + 5) % tile.len()];
+    if let Some(v) = out.get_mut() {
+        *v = got;
+    }
+}
+
+pub fn barriers_order_writes_before_reads_in_2d_workgroups(o: LaunchOptions) -> CaseResult {
+    let (width, height) = (8usize, 24usize);
+    let mut out = vec![0u32; width * height];
+    let o = LaunchOptions {
+        workgroup_dim: Some([1, 3, 1]),
+        thread_dim: Some([8, 8, 1]),
+        ..o
+    };
+    rotate_slots(o, Region::new_2d(&mut out, width)).map_err(|e| e.to_string())?;
+    // Slot s holds (own slot k of rank r) = k * 64 + r = s, written as 2r + k: slot s
+    // belongs to rank s % 64 with k = s / 64.
+    let want: Vec<u32> = (0..width * height)
+        .map(|i| {
+            let (group, rank) = (i / 64, i % 64);
+            let slot = (rank * 2 + 5) % 128;
+            (group * 1000 + (slot % 64) * 2 + slot / 64) as u32
+        })
+        .collect();
+    compare("rotated slots", &out, &want)
+}
+
+/// Reverses each workgroup's elements through dynamic shared memory.
+#[offload_kernel]
+fn reverse_groups(mut out: Region<f32, Linear1D>, x: &[f32], mut lens: Region<usize, Linear1D>) {
+    let mut cache = DynShared::<f32>::new();
+    let t = thread_idx(0);
+    let i = out.index();
+    cache.write(if i < x.len() { x[i] } else { -1.0 });
+    sync_threads();
+    let mirrored = cache[workgroup_dim(0) - 1 - t];
+    if let Some(l) = lens.get_mut() {
+        *l = cache.len();
+    }
+    if let Some(v) = out.get_mut() {
+        *v = mirrored;
+    }
+}
+
+pub fn dynamic_shared_memory_sized_by_dyn_cache(o: LaunchOptions) -> CaseResult {
+    let n = 64 * 5;
+    let x: Vec<f32> = (0..n).map(|i| i as f32 * 0.5).collect();
+    let mut out = vec![0.0f32; n];
+    let mut lens = vec![0usize; n];
+    let o = LaunchOptions {
+        thread_dim: Some([64, 1, 1]),
+        // Room for 80 floats; the kernel uses the first 64.
+        dyn_cache: 80 * 4,
+        ..o
+    };
+    reverse_groups(o, &mut out, &x, &mut lens).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..n).map(|i| x[(i / 64) * 64 + 63 - i % 64]).collect();
+    compare("reversed", &out, &want)?;
+    compare("dynamic length", &lens, &vec![80; n])
+}
+
+/// The raw API: every thread writes a slot that is not its own (with `unsafe`), and
+/// reads one back after a barrier.
+#[offload_kernel]
+fn raw_shift(mut out: Region<i32, Linear1D>) {
+    let mut tile = Shared::<i32, 32>::new();
+    let t = thread_idx(0);
+    // SAFETY: slot (t + 1) % 32 is written by thread t alone before the barrier.
+    unsafe { tile.store((t + 1) % 32, t as i32 * 10) };
+    sync_threads();
+    // SAFETY: nobody writes after the barrier.
+    let v = unsafe { tile.load(t) };
+    if let Some(o) = out.get_mut() {
+        *o = v;
+    }
+}
+
+pub fn raw_shared_memory_access(o: LaunchOptions) -> CaseResult {
+    let mut out = vec![0i32; 64];
+    let o = LaunchOptions {
+        thread_dim: Some([32, 1, 1]),
+        ..o
+    };
+    raw_shift(o, &mut out).map_err(|e| e.to_string())?;
+    let want: Vec<i32> = (0..64).map(|i| ((i % 32 + 31) % 32) * 10).collect();
+    compare("shifted", &out, &want)
+}
+
+#[offload_kernel]
+fn lanes(
+    x: &[i32],
+    mut sums: Region<i32, Linear1D>,
+    mut mins: Region<i32, Linear1D>,
+    mut maxs: Region<f64, Linear1D>,
+    mut from3: Region<i32, Linear1D>,
+    mut xor1: Region<u64, Linear1D>,
+    mut ballots: Region<u64, Linear1D>,
+    mut votes: Region<u8, Linear1D>,
+    mut size: Region<usize, Linear1D>,
+) {
+    let i = sums.index();
+    let v = if i < x.len() { x[i] } else { 0 };
+    let sum = subgroup_sum(v);
+    let min = subgroup_min(v);
+    let max = subgroup_max(v as f64 * 0.5);
+    let third = subgroup_broadcast(v, 3);
+    let flipped = subgroup_shuffle_xor(v as u64 * 7, 1);
+    let ballot = subgroup_ballot(v % 3 == 0);
+    let any = subgroup_any(v == 5);
+    let all = subgroup_all(v >= 0);
+    let width = subgroup_size();
+    let lane = subgroup_lane();
+    if let Some(s) = sums.get_mut() {
+        *s = sum;
+    }
+    if let Some(m) = mins.get_mut() {
+        *m = min;
+    }
+    if let Some(m) = maxs.get_mut() {
+        *m = max;
+    }
+    if let Some(f) = from3.get_mut() {
+        *f = third;
+    }
+    if let Some(f) = xor1.get_mut() {
+        *f = flipped;
+    }
+    if let Some(b) = ballots.get_mut() {
+        *b = ballot;
+    }
+    if let Some(b) = votes.get_mut() {
+        *b = any as u8 + 2 * all as u8 + 4 * (lane == i % width) as u8;
+    }
+    if let Some(s) = size.get_mut() {
+        *s = width;
+    }
+}
+
+pub fn subgroup_operations(o: LaunchOptions) -> CaseResult {
+    let n = 256usize;
+    let x: Vec<i32> = (0..n as i32).map(|i| (i * 37 + 11) % 101 - 20).collect();
+    let mut out = (
+        vec![0i32; n],
+        vec![0i32; n],
+        vec![0f64; n],
+        vec![0i32; n],
+        vec![0u64; n],
+        vec![0u64; n],
+        vec![0u8; n],
+        vec![0usize; n],
+    );
+    let o = LaunchOptions {
+        thread_dim: Some([64, 1, 1]),
+        ..o
+    };
+    lanes(
+        o, &x, &mut out.0, &mut out.1, &mut out.2, &mut out.3, &mut out.4, &mut out.5, &mut out.6,
+        &mut out.7,
+    )
+    .map_err(|e| e.to_string())?;
+    let width = out.7[0];
+    if !(width == 1 || width == 32 || width == 64) || out.7.iter().any(|w| *w != width) {
+        return Err(format!("subgroup size {width}"));
+    }
+    let group = |i: usize| (i - i % width)..(i - i % width + width);
+    let lane_value = |i: usize, lane: usize| {
+        if lane < width {
+            x[i - i % width + lane]
+        } else {
+            x[i]
+        }
+    };
+    let want_sums: Vec<i32> = (0..n).map(|i| x[group(i)].iter().sum()).collect();
+    let want_mins: Vec<i32> = (0..n).map(|i| *x[group(i)].iter().min().unwrap()).collect();
+    let want_maxs: Vec<f64> = (0..n)
+        .map(|i| {
+            x[group(i)]
+                .iter()
+                .map(|v| *v as f64 * 0.5)
+                .fold(f64::MIN, f64::max)
+        })
+        .collect();
+    let want_from3: Vec<i32> = (0..n).map(|i| lane_value(i, 3)).collect();
+    let want_xor1: Vec<u64> = (0..n)
+        .map(|i| (lane_value(i, (i % width) ^ 1) as u64).wrapping_mul(7))
+        .collect();
+    let want_ballots: Vec<u64> = (0..n)
+        .map(|i| {
+            x[group(i)]
+                .iter()
+                .enumerate()
+                .filter(|(_, v)| *v % 3 == 0)
+                .map(|(l, _)| 1u64 << l)
+                .sum()
+        })
+        .collect();
+    let want_votes: Vec<u8> = (0..n)
+        .map(|i| {
+            let any = x[group(i)].contains(&5) as u8;
+            let all = x[group(i)].iter().all(|v| *v >= 0) as u8;
+            any + 2 * all + 4
+        })
+        .collect();
+    compare("subgroup_sum", &out.0, &want_sums)?;
+    compare("subgroup_min", &out.1, &want_mins)?;
+    compare("subgroup_max", &out.2, &want_maxs)?;
+    compare("subgroup_broadcast", &out.3, &want_from3)?;
+    compare("subgroup_shuffle_xor", &out.4, &want_xor1)?;
+    compare("subgroup_ballot", &out.5, &want_ballots)?;
+    compare("subgroup_any/all/lane", &out.6, &want_votes)
+}
+
+/// A sum in two levels: subgroup sums, then one subgroup sums the subgroup totals that
+/// the first lanes left in shared memory. One atomic per workgroup.
+#[offload_kernel]
+fn warp_sum(total: Atomic<i64>, x: &[i64]) {
+    let mut partial = Shared::<i64, 256>::new();
+    let i = workgroup_idx(0) * workgroup_dim(0) + thread_idx(0);
+    let v = if i < x.len() { x[i] } else { 0 };
+    partial.write(subgroup_sum(v));
+    sync_threads();
+    let width = subgroup_size();
+    let lane = subgroup_lane();
+    let mine = if lane * width < workgroup_dim(0) {
+        partial[lane * width]
+    } else {
+        0
+    };
+    let mut block = subgroup_sum(mine);
+    // With subgroups narrower than the workgroup's count of them, sum the rest here.
+    let mut k = width * width;
+    while k < workgroup_dim(0) {
+        block += partial[k];
+        k += width;
+    }
+    if thread_idx(0) == 0 {
+        total.fetch_add(0, block);
+    }
+}
+
+pub fn warp_reduction_sum(o: LaunchOptions) -> CaseResult {
+    let n = 100_000usize;
+    let x: Vec<i64> = (0..n as i64).map(|i| (i * 7919) % 10007 - 5000).collect();
+    let mut total = vec![0i64];
+    let o = LaunchOptions {
+        thread_dim: Some([256, 1, 1]),
+        workgroup_dim: Some([n.div_ceil(256) as u32, 1, 1]),
+        ..o
+    };
+    warp_sum(o, &mut total, &x).map_err(|e| e.to_string())?;
+    compare("warp reduction", &total, &[x.iter().sum()])
+}
+
+/// C = A·B with 16×16 tiles of A and B staged in shared memory.
+#[offload_kernel]
+fn matmul_tiled(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
+    let mut ta = Shared::<f32, 256>::new();
+    let mut tb = Shared::<f32, 256>::new();
+    let tx = thread_idx(0);
+    let ty = thread_idx(1);
+    let row = c.row();
+    let col = c.col();
+    let mut acc = 0.0f32;
+    let mut t = 0;
+    while t < n {
+        ta.write(if row < n && t + tx < n {
+            a[row * n + t + tx]
+        } else {
+            0.0
+        });
+        tb.write(if col < n && t + ty < n {
+            b[(t + ty) * n + col]
+        } else {
+            0.0
+        });
+        sync_threads();
+        for k in 0..16 {
+            acc += ta[ty * 16 + k] * tb[k * 16 + tx];
+        }
+        sync_threads();
+        t += 16;
+    }
+    if let Some(v) = c.get_mut() {
+        *v = acc;
+    }
+}
+
+pub fn tiled_matrix_product(o: LaunchOptions) -> CaseResult {
+    let n = 50usize;
+    // Small integers: every product and sum is exact in f32.
+    let a: Vec<f32> = (0..n * n).map(|i| ((i * 7) % 9) as f32 - 4.0).collect();
+    let b: Vec<f32> = (0..n * n).map(|i| ((i * 5) % 7) as f32 - 3.0).collect();
+    let mut c = vec![0.0f32; n * n];
+    let o = LaunchOptions {
+        thread_dim: Some([16, 16, 1]),
+        ..o
+    };
+    matmul_tiled(o, Region::new_2d(&mut c, n), &a, &b, n).map_err(|e| e.to_string())?;
+    let mut want = vec![0.0f32; n * n];
+    for i in 0..n {
+        for j in 0..n {
+            want[i * n + j] = (0..n).map(|k| a[i * n + k] * b[k * n + j]).sum();
+        }
+    }
+    compare("matmul", &c, &want)
 }

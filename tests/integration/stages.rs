@@ -79,3 +79,18 @@ fn feature_kernels_reach_ptx_and_cpu() {
             .unwrap_or_else(|e| panic!("{}: {e}", body.name));
     }
 }
+
+/// Shared memory, a barrier and subgroup operations through both targets' conversions:
+/// workgroup globals, `gpu.barrier` and warp shuffles on the GPU; views into the
+/// workgroup's block, the barrier call and one-lane subgroups on the CPU.
+#[test]
+fn workgroup_kernel_gpu_and_cpu_stages() {
+    for last in [Stage::Gpu, Stage::Cpu] {
+        let all = stages("features.rs", last);
+        let (name, text) = all
+            .iter()
+            .rfind(|(n, _)| n.starts_with("workgroup_sum."))
+            .expect("the workgroup kernel");
+        insta::assert_snapshot!(format!("features.{name}"), text);
+    }
+}

@@ -91,3 +91,26 @@ fn calls_device(mut y: Region<f32, Linear1D>) {
         *v = square(*v) + 1.0;
     }
 }
+
+#[offload_kernel]
+fn workgroup_sum(sums: Atomic<f32>, x: &[f32]) {
+    let mut tile = Shared::<f32, 256>::new();
+    let mut cache = DynShared::<f32>::new();
+    let t = thread_idx(0);
+    let i = workgroup_idx(0) * workgroup_dim(0) + t;
+    let v = if i < x.len() { x[i] } else { 0.0 };
+    tile.write(subgroup_sum(v));
+    cache.write(v);
+    sync_threads();
+    let lane = subgroup_lane();
+    let w = if lane * subgroup_size() < tile.len() {
+        tile[lane * subgroup_size()]
+    } else {
+        0.0
+    };
+    let total = subgroup_sum(w);
+    let first = cache[0];
+    if t == 0 && first >= 0.0 {
+        sums.fetch_add(workgroup_idx(0), total);
+    }
+}

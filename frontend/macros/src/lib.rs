@@ -155,6 +155,7 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
 
         #(#docs)*
         /// Launches this kernel; prefer `offload!`/`try_offload!`.
+        #[allow(clippy::too_many_arguments)]
         #vis fn #name<'__offload, #generic_params>(
             __offload_options: ::offload::LaunchOptions,
             #(#host_params),*
@@ -226,12 +227,11 @@ fn device_calls(block: &syn::Block) -> Vec<TokenStream2> {
                     last.arguments = syn::PathArguments::None;
                 }
                 let key = quote!(#path).to_string();
-                // Thread-position queries are built in, not device functions.
-                let builtin = path.segments.last().is_some_and(|s| {
-                    offload_mir::Position::ALL
-                        .iter()
-                        .any(|p| s.ident == p.name())
-                });
+                // Thread positions, barriers, subgroup operations and shared-memory
+                // constructors are built in, not device functions.
+                let names: Vec<String> =
+                    path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let builtin = offload_mir::translate::is_builtin(&names);
                 if !builtin && !self.0.iter().any(|(k, _)| *k == key) {
                     let reference = quote_spanned! {call.func.span()=> &#path::DEVICE };
                     self.0.push((key, reference));

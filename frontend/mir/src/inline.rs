@@ -159,6 +159,9 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
             }
             TerminatorKind::Goto(b) => TerminatorKind::Goto(bb(*b)),
             TerminatorKind::Unreachable => TerminatorKind::Unreachable,
+            TerminatorKind::Barrier { target } => TerminatorKind::Barrier {
+                target: bb(*target),
+            },
             TerminatorKind::SwitchInt {
                 discr,
                 targets,
@@ -239,6 +242,7 @@ fn remap_rvalue(rv: &Rvalue, local: &impl Fn(Local) -> Local) -> Rvalue {
         Rvalue::AtomicCas(p, c, n) => Rvalue::AtomicCas(remap_place(*p, local), op(c), op(n)),
         Rvalue::Position(p, d) => Rvalue::Position(*p, *d),
         Rvalue::Intrinsic(i, args) => Rvalue::Intrinsic(*i, args.iter().map(op).collect()),
+        Rvalue::Subgroup(s, args) => Rvalue::Subgroup(*s, args.iter().map(op).collect()),
         Rvalue::BinaryOp(o, a, b) => Rvalue::BinaryOp(*o, op(a), op(b)),
         Rvalue::UnaryOp(o, a) => Rvalue::UnaryOp(*o, op(a)),
         Rvalue::Cast(a, t) => Rvalue::Cast(op(a), *t),

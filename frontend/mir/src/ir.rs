@@ -211,6 +211,10 @@ pub enum Ty {
     Slice(ScalarTy),
     /// Host data every thread may update with atomic operations.
     Atomic(ScalarTy),
+    /// Workgroup (shared) memory local to a kernel: a `Shared<T, N>` array of `N`
+    /// elements, or with `None` the launch's dynamic shared memory (`dyn_cache` bytes)
+    /// viewed as elements. Every thread of a workgroup sees the same memory.
+    Shared(ScalarTy, Option<u32>),
 }
 
 impl Ty {
@@ -224,7 +228,7 @@ impl Ty {
     /// The element type of a region or slice.
     pub fn element(self) -> Option<ScalarTy> {
         match self {
-            Ty::Region(e, _) | Ty::Slice(e) | Ty::Atomic(e) => Some(e),
+            Ty::Region(e, _) | Ty::Slice(e) | Ty::Atomic(e) | Ty::Shared(e, _) => Some(e),
             _ => None,
         }
     }
@@ -238,6 +242,8 @@ impl fmt::Display for Ty {
             Ty::Region(e, s) => write!(f, "Region<{e}, {s}>"),
             Ty::Slice(e) => write!(f, "&[{e}]"),
             Ty::Atomic(e) => write!(f, "Atomic<{e}>"),
+            Ty::Shared(e, Some(n)) => write!(f, "Shared<{e}, {n}>"),
+            Ty::Shared(e, None) => write!(f, "Shared<{e}, dyn>"),
         }
     }
 }
@@ -597,6 +603,93 @@ impl AtomicOp {
     }
 }
 
+/// An operation among the threads of a subgroup (a warp on NVIDIA GPUs): the threads
+/// whose linear index in the workgroup divided by the subgroup size is the same.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SubgroupOp {
+    /// Threads per subgroup (`usize`; no operands).
+    Size,
+    /// The thread's index in its subgroup (`usize`; no operands).
+    Lane,
+    /// `(value, lane)`: `value` as the thread `lane` holds it; a lane outside the
+    /// subgroup yields the caller's own value.
+    Shuffle,
+    /// `(value, mask)`: `value` from lane `own lane ^ mask`, likewise.
+    ShuffleXor,
+    /// `(value)`: the sum, minimum or maximum over the subgroup, in every lane.
+    Sum,
+    Min,
+    Max,
+    /// `(bool)`: a `u64` whose bit `l` is lane `l`'s value.
+    Ballot,
+    /// `(bool)`: whether the value is true in any or in every lane.
+    Any,
+    All,
+}
+
+impl SubgroupOp {
+    pub const ALL: [SubgroupOp; 10] = [
+        SubgroupOp::Size,
+        SubgroupOp::Lane,
+        SubgroupOp::Shuffle,
+        SubgroupOp::ShuffleXor,
+        SubgroupOp::Sum,
+        SubgroupOp::Min,
+        SubgroupOp::Max,
+        SubgroupOp::Ballot,
+        SubgroupOp::Any,
+        SubgroupOp::All,
+    ];
+
+    /// The text name, which is also the kernel-side function's name.
+    pub fn name(self) -> &'static str {
+        match self {
+            SubgroupOp::Size => "subgroup_size",
+            SubgroupOp::Lane => "subgroup_lane",
+            SubgroupOp::Shuffle => "subgroup_shuffle",
+            SubgroupOp::ShuffleXor => "subgroup_shuffle_xor",
+            SubgroupOp::Sum => "subgroup_sum",
+            SubgroupOp::Min => "subgroup_min",
+            SubgroupOp::Max => "subgroup_max",
+            SubgroupOp::Ballot => "subgroup_ballot",
+            SubgroupOp::Any => "subgroup_any",
+            SubgroupOp::All => "subgroup_all",
+        }
+    }
+
+    /// How many operands the operation takes.
+    pub fn arity(self) -> usize {
+        match self {
+            SubgroupOp::Size | SubgroupOp::Lane => 0,
+            SubgroupOp::Shuffle | SubgroupOp::ShuffleXor => 2,
+            _ => 1,
+        }
+    }
+
+    /// The result type for a first operand of type `t` (ignored without operands), or why
+    /// the operation is not defined on it. Values exchanged between lanes are 32- or
+    /// 64-bit integers or floats.
+    pub fn result_type(self, t: Option<ScalarTy>) -> Result<ScalarTy, String> {
+        use ScalarTy::*;
+        match (self, t) {
+            (SubgroupOp::Size | SubgroupOp::Lane, _) => Ok(Usize),
+            (SubgroupOp::Ballot, Some(Bool)) => Ok(U64),
+            (SubgroupOp::Any | SubgroupOp::All, Some(Bool)) => Ok(Bool),
+            (SubgroupOp::Ballot | SubgroupOp::Any | SubgroupOp::All, t) => Err(format!(
+                "`{}` takes a `bool`, found `{}`",
+                self.name(),
+                t.map_or("nothing".into(), |t| t.to_string())
+            )),
+            (_, Some(t @ (I32 | U32 | I64 | U64 | F32 | F64))) => Ok(t),
+            (_, t) => Err(format!(
+                "`{}` exchanges `i32`, `u32`, `i64`, `u64`, `f32` or `f64` values, found `{}`",
+                self.name(),
+                t.map_or("nothing".into(), |t| t.to_string())
+            )),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Rvalue {
     /// `AtomicRmw(Op, _a[_i], value)`: atomically combine element `_i` of atomic `_a`
@@ -607,6 +700,9 @@ pub enum Rvalue {
     AtomicCas(Place, Operand, Operand),
     /// The thread's position along a dimension (0: x, 1: y, 2: z), a `usize`.
     Position(Position, u8),
+    /// A subgroup operation; see [`SubgroupOp`] for the operands. Only in workgroup-uniform
+    /// control flow (checked by [`crate::convergence`]).
+    Subgroup(SubgroupOp, Vec<Operand>),
     Use(Operand),
     /// A built-in function of scalars.
     Intrinsic(Intrinsic, Vec<Operand>),
@@ -650,6 +746,13 @@ pub enum TerminatorKind {
     },
     Return,
     Unreachable,
+    /// A workgroup barrier: waits until every thread of the workgroup that has not
+    /// returned arrives, with workgroup memory written before it visible after it; then
+    /// `target`. Only in workgroup-uniform control flow (checked by
+    /// [`crate::convergence`]).
+    Barrier {
+        target: BasicBlock,
+    },
     /// A call of a device function: `dest = func(args)`, then `target`. Calls are
     /// inlined (see [`crate::inline`]) before lowering.
     Call {
@@ -671,9 +774,9 @@ impl TerminatorKind {
                 .map(|(_, b)| *b)
                 .chain(std::iter::once(*otherwise))
                 .collect(),
-            TerminatorKind::Assert { target, .. } | TerminatorKind::Call { target, .. } => {
-                vec![*target]
-            }
+            TerminatorKind::Assert { target, .. }
+            | TerminatorKind::Call { target, .. }
+            | TerminatorKind::Barrier { target } => vec![*target],
             TerminatorKind::Return | TerminatorKind::Unreachable => vec![],
         }
     }
@@ -722,6 +825,37 @@ impl Body {
         self.locals.get(local.index())
     }
 
+    /// Whether the body waits at a workgroup barrier anywhere.
+    pub fn synchronizes(&self) -> bool {
+        self.blocks
+            .iter()
+            .any(|b| matches!(b.terminator.kind, TerminatorKind::Barrier { .. }))
+    }
+
+    /// Whether the body uses subgroup operations that exchange values between lanes.
+    pub fn uses_subgroups(&self) -> bool {
+        self.blocks
+            .iter()
+            .flat_map(|b| &b.statements)
+            .any(|s| matches!(&s.rvalue, Rvalue::Subgroup(op, _) if op.arity() > 0))
+    }
+
+    /// Where each `Shared<T, N>` local lives in the workgroup's static shared memory, and
+    /// how many bytes that memory takes. Arrays start at 16-byte boundaries in local
+    /// order; a target that places them itself (a GPU) needs only the total.
+    pub fn shared_layout(&self) -> SharedLayout {
+        let mut layout = SharedLayout::default();
+        for (i, decl) in self.locals.iter().enumerate() {
+            if let Ty::Shared(e, Some(n)) = decl.ty {
+                let offset = layout.static_bytes.next_multiple_of(SHARED_ALIGN);
+                layout.arrays.push((Local(i as u32), offset));
+                layout.static_bytes = offset + n as usize * e.size_bytes();
+            }
+        }
+        layout.dynamic_offset = layout.static_bytes.next_multiple_of(SHARED_ALIGN);
+        layout
+    }
+
     /// Every `assert` terminator in block order: the kernel's panic sites. The position of
     /// a site in this list is its number in device panic reports.
     pub fn panic_sites(&self) -> Vec<(&AssertMessage, Span)> {
@@ -733,4 +867,18 @@ impl Body {
             })
             .collect()
     }
+}
+
+/// The alignment of each array in workgroup memory, in bytes.
+pub const SHARED_ALIGN: usize = 16;
+
+/// The static workgroup memory of one kernel; see [`Body::shared_layout`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SharedLayout {
+    /// Each `Shared<T, N>` local and its byte offset.
+    pub arrays: Vec<(Local, usize)>,
+    /// Bytes the static arrays take.
+    pub static_bytes: usize,
+    /// Where dynamic shared memory starts when a backend lays both out in one block.
+    pub dynamic_offset: usize,
 }

@@ -386,6 +386,18 @@ impl Parser {
             self.expect(">")?;
             return Ok(Ty::Atomic(e));
         }
+        if self.eat_word("Shared") {
+            self.expect("<")?;
+            let e = self.scalar_ty()?;
+            self.expect(",")?;
+            let len = if self.eat_word("dyn") {
+                None
+            } else {
+                Some(self.number("an element count or `dyn`")?)
+            };
+            self.expect(">")?;
+            return Ok(Ty::Shared(e, len));
+        }
         if self.eat_word("Region") {
             self.expect("<")?;
             let e = self.scalar_ty()?;
@@ -576,6 +588,12 @@ impl Parser {
         if self.eat_word("unreachable") {
             return Ok(Some(TerminatorKind::Unreachable));
         }
+        if self.eat_word("barrier") {
+            self.expect("->")?;
+            return Ok(Some(TerminatorKind::Barrier {
+                target: self.block_ref()?,
+            }));
+        }
         if self.eat_word("switchInt") {
             self.expect("(")?;
             let discr = self.operand()?;
@@ -712,6 +730,18 @@ impl Parser {
                     }
                     self.expect(")")?;
                     return Ok(Rvalue::Intrinsic(intrinsic, args));
+                }
+                if let Some(op) = SubgroupOp::ALL.into_iter().find(|o| o.name() == w) {
+                    self.pos += 2;
+                    let mut args = Vec::new();
+                    if !self.eat(")") {
+                        args.push(self.operand()?);
+                        while self.eat(",") {
+                            args.push(self.operand()?);
+                        }
+                        self.expect(")")?;
+                    }
+                    return Ok(Rvalue::Subgroup(op, args));
                 }
                 if w == "AtomicRmw" {
                     self.pos += 2;

@@ -41,16 +41,8 @@ impl fmt::Display for Rvalue {
             Rvalue::AtomicRmw(op, p, v) => write!(f, "AtomicRmw({}, {p}, {v})", op.name()),
             Rvalue::AtomicCas(p, current, new) => write!(f, "AtomicCas({p}, {current}, {new})"),
             Rvalue::Position(p, d) => write!(f, "{}({d})", p.name()),
-            Rvalue::Intrinsic(i, args) => {
-                write!(f, "{}(", i.name())?;
-                for (n, a) in args.iter().enumerate() {
-                    if n > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{a}")?;
-                }
-                f.write_str(")")
-            }
+            Rvalue::Intrinsic(i, args) => write_call(f, i.name(), args),
+            Rvalue::Subgroup(op, args) => write_call(f, op.name(), args),
             Rvalue::BinaryOp(op, a, b) => write!(f, "{}({a}, {b})", op.name()),
             Rvalue::UnaryOp(op, a) => write!(f, "{}({a})", op.name()),
             Rvalue::Cast(a, t) => write!(f, "{a} as {t}"),
@@ -60,6 +52,18 @@ impl fmt::Display for Rvalue {
             Rvalue::RegionExtent(l, d) => write!(f, "RegionExtent({l}, {d})"),
         }
     }
+}
+
+/// `name(a, b, ...)`.
+fn write_call(f: &mut fmt::Formatter<'_>, name: &str, args: &[Operand]) -> fmt::Result {
+    write!(f, "{name}(")?;
+    for (n, a) in args.iter().enumerate() {
+        if n > 0 {
+            f.write_str(", ")?;
+        }
+        write!(f, "{a}")?;
+    }
+    f.write_str(")")
 }
 
 impl fmt::Display for AssertMessage {
@@ -108,6 +112,7 @@ impl fmt::Display for TerminatorKind {
             }
             TerminatorKind::Return => f.write_str("return"),
             TerminatorKind::Unreachable => f.write_str("unreachable"),
+            TerminatorKind::Barrier { target } => write!(f, "barrier -> {target}"),
         }
     }
 }

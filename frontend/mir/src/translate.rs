@@ -8,7 +8,7 @@
 
 use crate::ir::*;
 use proc_macro2::Span as SynSpan;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use syn::spanned::Spanned;
 
 /// Unsupported or malformed kernel code, at a span of the user's source.
@@ -27,6 +27,8 @@ impl std::fmt::Display for TranslateError {
 
 impl std::error::Error for TranslateError {}
 
+mod workgroup;
+
 type Result<T> = std::result::Result<T, TranslateError>;
 
 fn error<T>(spanned: impl Spanned, message: impl Into<String>) -> Result<T> {
@@ -34,6 +36,22 @@ fn error<T>(spanned: impl Spanned, message: impl Into<String>) -> Result<T> {
         span: spanned.span(),
         message: message.into(),
     })
+}
+
+/// Whether a call of the path `segments` is built into the kernel language rather than a
+/// device function: thread positions, `sync_threads`, the subgroup operations, and the
+/// `Shared`/`DynShared` constructors.
+pub fn is_builtin(segments: &[String]) -> bool {
+    let [.., last] = segments else { return false };
+    if let [.., ty, _] = segments
+        && (ty == "Shared" || ty == "DynShared")
+    {
+        return true;
+    }
+    Position::ALL.iter().any(|p| p.name() == last)
+        || SubgroupOp::ALL.iter().any(|o| o.name() == last)
+        || last == "subgroup_broadcast"
+        || last == "sync_threads"
 }
 
 /// A source position as a map key.
@@ -383,7 +401,20 @@ impl Builder {
             b.push(Place::local(Local::RETURN), Rvalue::Use(op), end);
         }
         b.terminate(TerminatorKind::Return, end);
-        Ok(b.finish())
+        let body = b.finish();
+        if body.kind == BodyKind::Kernel {
+            let at_source = |e: crate::convergence::ConvergenceError| TranslateError {
+                span: b
+                    .syn_spans
+                    .get(&e.span)
+                    .copied()
+                    .unwrap_or(item.sig.ident.span()),
+                message: e.message,
+            };
+            crate::convergence::check_convergence(&body).map_err(at_source)?;
+            crate::convergence::check_shared_races(&body, &b.raw_shared).map_err(at_source)?;
+        }
+        Ok(body)
     }
 
     /// `f(args)` of an `#[offload_device]` function. The callee's signature is not known
@@ -400,6 +431,35 @@ impl Builder {
             return error(&c.func, "a call needs a function name");
         };
         let func = last.ident.to_string();
+        let in_device = self.body.kind == BodyKind::Device;
+        if func == "sync_threads" {
+            if in_device {
+                return error(
+                    c,
+                    "only kernels can call `sync_threads()`, not device functions",
+                );
+            }
+            if !c.args.is_empty() {
+                return error(c, "`sync_threads()` takes no arguments");
+            }
+            let target = self.new_block();
+            self.terminate(TerminatorKind::Barrier { target }, c.span());
+            self.current = Some(target);
+            return Ok(None);
+        }
+        let subgroup = match func.as_str() {
+            "subgroup_broadcast" => Some(SubgroupOp::Shuffle),
+            _ => SubgroupOp::ALL.into_iter().find(|o| o.name() == func),
+        };
+        if let Some(op) = subgroup {
+            if in_device {
+                return error(
+                    c,
+                    format!("only kernels can call `{func}`, not device functions"),
+                );
+            }
+            return self.subgroup_call(c, op, expected);
+        }
         if let Some(position) = Position::ALL.into_iter().find(|p| p.name() == func) {
             let dim = match c.args.first() {
                 Some(syn::Expr::Lit(syn::ExprLit {
@@ -518,6 +578,10 @@ struct Builder {
     flexible: HashMap<Local, (usize, usize)>,
     /// Types this pass saw flexible locals meet.
     learned: HashMap<(usize, usize), ScalarTy>,
+    /// Statements made by the `unsafe` raw shared-memory API, which the race check skips.
+    raw_shared: HashSet<(BasicBlock, usize)>,
+    /// The syntax span behind each MIR span, to report MIR-level checks at the source.
+    syn_spans: HashMap<Span, SynSpan>,
 }
 
 /// A translated expression: its operand and scalar type, or nothing for `()`.
@@ -547,6 +611,8 @@ impl Builder {
             subst: Vec::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
+            raw_shared: HashSet::new(),
+            syn_spans: HashMap::new(),
         };
         b.current = Some(b.new_block());
         b
@@ -627,6 +693,7 @@ impl Builder {
                 bb
             }
         };
+        self.syn_spans.entry(span_of(span)).or_insert(span);
         self.body.blocks[bb.index()].statements.push(Statement {
             place,
             rvalue,
@@ -635,6 +702,7 @@ impl Builder {
     }
 
     fn terminate(&mut self, kind: TerminatorKind, span: SynSpan) {
+        self.syn_spans.entry(span_of(span)).or_insert(span);
         if let Some(bb) = self.current.take() {
             self.terminators[bb.index()] = Some(Terminator {
                 kind,
@@ -699,6 +767,9 @@ impl Builder {
     }
 
     fn let_statement(&mut self, local: &syn::Local) -> Result<()> {
+        if self.shared_declaration(local)? {
+            return Ok(());
+        }
         let (pat, annotated) = match &local.pat {
             syn::Pat::Type(t) => (&*t.pat, Some(scalar_type(&t.ty, &self.subst)?)),
             other => (other, None),
@@ -1069,6 +1140,9 @@ impl Builder {
                 }
                 self.block(&b.block, expected)
             }
+            // The raw shared-memory API is `unsafe`; rustc checks the block, and the
+            // race check skips what the raw calls do.
+            syn::Expr::Unsafe(u) => self.block(&u.block, expected),
             syn::Expr::If(i) => self.if_expr(i, expected),
             syn::Expr::While(w) => self.while_loop(w),
             syn::Expr::Loop(l) => self.loop_expr(l),
@@ -1202,7 +1276,7 @@ impl Builder {
             return self.short_circuit(b).map(Some);
         }
         let Some((op, compound)) = binop(&b.op) else {
-            return error(&b.op, "this operator is not supported in kernels");
+            return error(b.op, "this operator is not supported in kernels");
         };
         if compound {
             let (place, ty) = self.assignable_place(&b.left)?;
@@ -1761,6 +1835,9 @@ impl Builder {
         }
         if let Some(atomic) = self.atomic_receiver(&m.receiver) {
             return self.atomic_call(m, atomic);
+        }
+        if let Some(shared) = self.shared_receiver(&m.receiver) {
+            return self.shared_call(m, shared);
         }
         match name.as_str() {
             "index" if m.args.is_empty() => {
@@ -2538,6 +2615,20 @@ impl Builder {
                 format!("`{id}` is a read-only slice; write through a `Region` instead"),
             );
         }
+        if let syn::Expr::Index(i) = e
+            && let Some(shared) = self.shared_receiver(&i.expr)
+        {
+            let name = self.body.locals[shared.index()]
+                .debug
+                .as_ref()
+                .map_or(String::new(), |d| d.0.clone());
+            return error(
+                e,
+                format!(
+                    "threads write only their own slots of shared memory: use `{name}.write(value)` or `{name}.write_nth(k, value)`"
+                ),
+            );
+        }
         self.place(e)
     }
 
@@ -2651,6 +2742,10 @@ impl Builder {
                 };
                 let elem = match self.body.locals[base.index()].ty {
                     Ty::Slice(e) => e,
+                    Ty::Shared(..) => {
+                        let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+                        return Ok(self.shared_read(base, index, e.span(), false));
+                    }
                     Ty::Region(..) => {
                         return error(
                             e,
@@ -2776,7 +2871,7 @@ fn expression_text(e: &syn::Expr) -> String {
     ] {
         out = out.replace(&format!("{op}("), &format!("{op} ("));
     }
-    out.replace("!(", "!(").replace("! (", "!(")
+    out.replace("! (", "!(")
 }
 
 /// The unsigned integer type of the same width.

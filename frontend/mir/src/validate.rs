@@ -92,7 +92,9 @@ impl Validator<'_> {
             let is_arg = (1..=b.arg_count).contains(&i);
             let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
             match decl.ty {
-                Ty::Region(..) | Ty::Slice(_) | Ty::Atomic(_) if b.kind == BodyKind::Device => {
+                Ty::Region(..) | Ty::Slice(_) | Ty::Atomic(_) | Ty::Shared(..)
+                    if b.kind == BodyKind::Device =>
+                {
                     return self.err(
                         None,
                         span,
@@ -108,6 +110,26 @@ impl Validator<'_> {
                         span,
                         format!(
                             "`_{i}` has type `{}`, which only kernel arguments may have",
+                            decl.ty
+                        ),
+                    );
+                }
+                Ty::Shared(..) if is_arg => {
+                    return self.err(
+                        None,
+                        span,
+                        format!(
+                            "`_{i}` has type `{}`; shared memory cannot be an argument",
+                            decl.ty
+                        ),
+                    );
+                }
+                Ty::Shared(ScalarTy::Bool, _) => {
+                    return self.err(
+                        None,
+                        span,
+                        format!(
+                            "`_{i}` has type `{}`; shared memory holds numbers, not `bool`",
                             decl.ty
                         ),
                     );
@@ -270,6 +292,30 @@ impl Validator<'_> {
                 }
                 Ok(elem)
             }
+            Rvalue::Subgroup(op, args) => {
+                if args.len() != op.arity() {
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("`{}` takes {} operands", op.name(), op.arity()),
+                    );
+                }
+                let types = args
+                    .iter()
+                    .map(|a| self.operand_ty(bb, span, a))
+                    .collect::<Result<Vec<_>, _>>()?;
+                if matches!(op, SubgroupOp::Shuffle | SubgroupOp::ShuffleXor)
+                    && types[1] != ScalarTy::Usize
+                {
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("`{}` takes a `usize` lane, found `{}`", op.name(), types[1]),
+                    );
+                }
+                op.result_type(types.first().copied())
+                    .or_else(|e| self.err(Some(bb), span, e))
+            }
             Rvalue::Position(_, d) if *d <= 2 => Ok(ScalarTy::Usize),
             Rvalue::Position(p, d) => self.err(
                 Some(bb),
@@ -342,7 +388,9 @@ impl Validator<'_> {
                 Ok(*to)
             }
             Rvalue::Len(l) => match self.local_ty(bb, span, *l)? {
-                Ty::Region(..) | Ty::Slice(_) | Ty::Atomic(_) => Ok(ScalarTy::Usize),
+                Ty::Region(..) | Ty::Slice(_) | Ty::Atomic(_) | Ty::Shared(..) => {
+                    Ok(ScalarTy::Usize)
+                }
                 t => self.err(
                     Some(bb),
                     span,
@@ -478,7 +526,17 @@ impl Validator<'_> {
                     );
                 }
             }
-            TerminatorKind::Goto(_) | TerminatorKind::Return | TerminatorKind::Unreachable => {}
+            TerminatorKind::Barrier { .. } if self.body.kind == BodyKind::Device => {
+                return self.err(
+                    Some(bb),
+                    t.span,
+                    "only kernels wait at barriers, not device functions".into(),
+                );
+            }
+            TerminatorKind::Goto(_)
+            | TerminatorKind::Return
+            | TerminatorKind::Unreachable
+            | TerminatorKind::Barrier { .. } => {}
         }
         Ok(())
     }
@@ -490,9 +548,7 @@ impl Validator<'_> {
         let n = b.locals.len();
         let all = vec![true; n];
         let mut entry_state = vec![false; n];
-        for i in 1..=b.arg_count {
-            entry_state[i] = true;
-        }
+        entry_state[1..=b.arg_count].fill(true);
         // `ins[bb]` is the meet (intersection) over predecessors; start from "everything
         // initialised" so the fixpoint shrinks to the right answer.
         let mut ins: Vec<Vec<bool>> = vec![all; b.blocks.len()];
@@ -555,7 +611,7 @@ impl Validator<'_> {
                         check(&state, a, s.span)?;
                         check(&state, c, s.span)?;
                     }
-                    Rvalue::Intrinsic(_, args) => {
+                    Rvalue::Intrinsic(_, args) | Rvalue::Subgroup(_, args) => {
                         for a in args {
                             check(&state, a, s.span)?;
                         }

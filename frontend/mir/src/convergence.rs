@@ -1,0 +1,318 @@
+//! The checks that make workgroup barriers, subgroup operations and shared memory safe:
+//!
+//! - **Convergence** ([`check_convergence`]): a barrier or a subgroup operation must be
+//!   reached by all threads of a workgroup together, so it may not depend on a value that
+//!   differs between threads (a thread index, a region element, a loaded value, an
+//!   atomic's result...). A forward analysis marks such *varying* locals; a block is
+//!   *divergent* if it is control-dependent on a branch over a varying value (computed
+//!   with post-dominators), and locals assigned in divergent blocks are varying too, to a
+//!   fixpoint. A barrier or subgroup operation in a divergent block is an error. Panics
+//!   are not branches here: a panicking thread ends the launch with an error, and on both
+//!   targets a barrier waits only for threads that have not finished.
+//! - **Shared-memory races** ([`check_shared_races`]): safe code writes only its own
+//!   slots of a `Shared` array and reads any slot. A may-analysis over the CFG tracks,
+//!   per array, whether writes or reads happened since the last barrier on some path: a
+//!   read after a write, or a write after a read, with no barrier between is an error.
+//!   Accesses made through the `unsafe` raw API are exempt.
+
+use crate::ir::*;
+use std::collections::HashSet;
+
+/// Why a kernel was refused, at a MIR span.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ConvergenceError {
+    pub span: Span,
+    pub message: String,
+}
+
+/// Checks that barriers and subgroup operations sit in workgroup-uniform control flow.
+pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
+    let n = body.blocks.len();
+    let pdom = post_dominators(body);
+    let mut varying = vec![false; body.locals.len()];
+    // The branch each divergent block depends on, for the message.
+    let mut divergent: Vec<Option<Span>> = vec![None; n];
+    loop {
+        let mut changed = false;
+        for (i, block) in body.blocks.iter().enumerate() {
+            for s in &block.statements {
+                let v = divergent[i].is_some() || rvalue_varies(body, &s.rvalue, &varying);
+                if v && s.place.index.is_none() && !varying[s.place.local.index()] {
+                    varying[s.place.local.index()] = true;
+                    changed = true;
+                }
+            }
+            if let TerminatorKind::Call { args, dest, .. } = &block.terminator.kind {
+                let v = divergent[i].is_some()
+                    || args.iter().any(|a| operand_varies(body, a, &varying));
+                if v && !varying[dest.index()] {
+                    varying[dest.index()] = true;
+                    changed = true;
+                }
+            }
+        }
+        for (a, block) in body.blocks.iter().enumerate() {
+            let TerminatorKind::SwitchInt { discr, .. } = &block.terminator.kind else {
+                continue;
+            };
+            if !operand_varies(body, discr, &varying) {
+                continue;
+            }
+            // Blocks that post-dominate a successor of `a` but not `a` itself run for
+            // some threads and not others.
+            for s in block.terminator.kind.successors() {
+                for (b, d) in divergent.iter_mut().enumerate() {
+                    let dependent = pdom[s.index()][b] && (b == a || !pdom[a][b]);
+                    if dependent && d.is_none() {
+                        *d = Some(block.terminator.span);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (i, block) in body.blocks.iter().enumerate() {
+        let Some(branch) = divergent[i] else { continue };
+        let because = format!(
+            "it depends on a value that differs between threads (the branch at line {}, column {})",
+            branch.line, branch.column
+        );
+        if let TerminatorKind::Barrier { .. } = block.terminator.kind {
+            return Err(ConvergenceError {
+                span: block.terminator.span,
+                message: format!(
+                    "`sync_threads()` must be reached by every thread of the workgroup together, but {because}"
+                ),
+            });
+        }
+        for s in &block.statements {
+            if let Rvalue::Subgroup(op, _) = &s.rvalue
+                && op.arity() > 0
+            {
+                return Err(ConvergenceError {
+                    span: s.span,
+                    message: format!(
+                        "`{}` must be reached by every thread of the workgroup together, but {because}",
+                        op.name()
+                    ),
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether a value computed by `rv` may differ between the threads of a workgroup.
+fn rvalue_varies(body: &Body, rv: &Rvalue, varying: &[bool]) -> bool {
+    let any = |ops: &[&Operand]| ops.iter().any(|o| operand_varies(body, o, varying));
+    match rv {
+        Rvalue::Position(p, _) => *p == Position::Thread,
+        Rvalue::RegionIndex(_) | Rvalue::RegionCoord(..) => true,
+        Rvalue::AtomicRmw(..) | Rvalue::AtomicCas(..) => true,
+        Rvalue::Subgroup(op, _) => *op != SubgroupOp::Size,
+        Rvalue::Len(_) | Rvalue::RegionExtent(..) => false,
+        Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => any(&[a]),
+        Rvalue::BinaryOp(_, a, b) => any(&[a, b]),
+        Rvalue::Intrinsic(_, args) => args.iter().any(|a| operand_varies(body, a, varying)),
+    }
+}
+
+fn operand_varies(body: &Body, op: &Operand, varying: &[bool]) -> bool {
+    let (Operand::Copy(p) | Operand::Move(p)) = op else {
+        return false;
+    };
+    match p.index {
+        None => varying[p.local.index()],
+        // A read-only slice holds the same value for every thread at the same index;
+        // regions and shared memory are written by threads.
+        Some(index) => {
+            !matches!(body.locals[p.local.index()].ty, Ty::Slice(_)) || varying[index.index()]
+        }
+    }
+}
+
+/// `pdom[b][c]`: block `c` post-dominates block `b` (every path from `b` to the end of
+/// the kernel passes `c`). Blocks with no path to a `return` (endless loops) are treated
+/// as if they could return, so every block has post-dominators.
+fn post_dominators(body: &Body) -> Vec<Vec<bool>> {
+    let n = body.blocks.len();
+    let exit = n;
+    let mut succs: Vec<Vec<usize>> = body
+        .blocks
+        .iter()
+        .map(|b| {
+            let s: Vec<usize> = b
+                .terminator
+                .kind
+                .successors()
+                .iter()
+                .map(|s| s.index())
+                .collect();
+            if s.is_empty() { vec![exit] } else { s }
+        })
+        .collect();
+    // Blocks from which the exit cannot be reached get an edge to it.
+    let mut reaches = vec![false; n + 1];
+    reaches[exit] = true;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in 0..n {
+            if !reaches[b] && succs[b].iter().any(|s| reaches[*s]) {
+                reaches[b] = true;
+                changed = true;
+            }
+        }
+    }
+    for (b, s) in succs.iter_mut().enumerate() {
+        if !reaches[b] {
+            s.push(exit);
+        }
+    }
+    let mut pdom = vec![vec![true; n + 1]; n + 1];
+    pdom[exit] = vec![false; n + 1];
+    pdom[exit][exit] = true;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in (0..n).rev() {
+            let mut set = vec![true; n + 1];
+            for s in &succs[b] {
+                for (x, y) in set.iter_mut().zip(&pdom[*s]) {
+                    *x &= *y;
+                }
+            }
+            set[b] = true;
+            if set != pdom[b] {
+                pdom[b] = set;
+                changed = true;
+            }
+        }
+    }
+    pdom
+}
+
+/// How safe kernel code touched a shared array at one statement.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+enum Access {
+    /// The thread's own slot.
+    Write,
+    /// Any slot.
+    Read,
+}
+
+/// Checks that no safe access to a `Shared` array can race with another thread's.
+/// `raw` lists the statements (block, index) made by the `unsafe` raw API, which the
+/// user vouches for.
+pub fn check_shared_races(
+    body: &Body,
+    raw: &HashSet<(BasicBlock, usize)>,
+) -> Result<(), ConvergenceError> {
+    let shared: Vec<Local> = (0..body.locals.len())
+        .map(|i| Local(i as u32))
+        .filter(|l| matches!(body.locals[l.index()].ty, Ty::Shared(..)))
+        .collect();
+    if shared.is_empty() {
+        return Ok(());
+    }
+    let slot = |l: Local| shared.iter().position(|s| *s == l);
+    // Per block and statement, the accesses it makes.
+    let accesses = |bb: usize, i: usize, s: &Statement| -> Vec<(usize, Access)> {
+        if raw.contains(&(BasicBlock(bb as u32), i)) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        if s.place.index.is_some()
+            && let Some(k) = slot(s.place.local)
+        {
+            out.push((k, Access::Write));
+        }
+        for op in rvalue_operands(&s.rvalue) {
+            if let Operand::Copy(p) | Operand::Move(p) = op
+                && p.index.is_some()
+                && let Some(k) = slot(p.local)
+            {
+                out.push((k, Access::Read));
+            }
+        }
+        out
+    };
+    // State per array: (written, read) since the last barrier on some path.
+    type State = Vec<(bool, bool)>;
+    let n = body.blocks.len();
+    let mut ins: Vec<State> = vec![vec![(false, false); shared.len()]; n];
+    let transfer = |bb: usize, mut state: State, report: bool| -> Result<State, ConvergenceError> {
+        let block = &body.blocks[bb];
+        for (i, s) in block.statements.iter().enumerate() {
+            for (k, access) in accesses(bb, i, s) {
+                let name = body.locals[shared[k].index()]
+                    .debug
+                    .as_ref()
+                    .map_or(shared[k].to_string(), |d| d.0.clone());
+                let (written, read) = &mut state[k];
+                match access {
+                    Access::Read if *written && report => {
+                        return Err(ConvergenceError {
+                            span: s.span,
+                            message: format!(
+                                "`{name}` is read here after threads wrote it, with no `sync_threads()` between: another thread's write may not have happened yet"
+                            ),
+                        });
+                    }
+                    Access::Write if *read && report => {
+                        return Err(ConvergenceError {
+                            span: s.span,
+                            message: format!(
+                                "`{name}` is written here after threads read it, with no `sync_threads()` between: another thread may still be reading this slot"
+                            ),
+                        });
+                    }
+                    Access::Read => *read = true,
+                    Access::Write => *written = true,
+                }
+            }
+        }
+        if let TerminatorKind::Barrier { .. } = block.terminator.kind {
+            state.iter_mut().for_each(|s| *s = (false, false));
+        }
+        Ok(state)
+    };
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for bb in 0..n {
+            let out = transfer(bb, ins[bb].clone(), false)?;
+            for succ in body.blocks[bb].terminator.kind.successors() {
+                for (t, o) in ins[succ.index()].iter_mut().zip(&out) {
+                    let joined = (t.0 || o.0, t.1 || o.1);
+                    if joined != *t {
+                        *t = joined;
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    for (bb, state) in ins.into_iter().enumerate() {
+        transfer(bb, state, true)?;
+    }
+    Ok(())
+}
+
+fn rvalue_operands(rv: &Rvalue) -> Vec<&Operand> {
+    match rv {
+        Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => vec![a],
+        Rvalue::BinaryOp(_, a, b) => vec![a, b],
+        Rvalue::Intrinsic(_, args) | Rvalue::Subgroup(_, args) => args.iter().collect(),
+        Rvalue::AtomicRmw(_, _, v) => vec![v],
+        Rvalue::AtomicCas(_, a, b) => vec![a, b],
+        Rvalue::Position(..)
+        | Rvalue::Len(_)
+        | Rvalue::RegionIndex(_)
+        | Rvalue::RegionCoord(..)
+        | Rvalue::RegionExtent(..) => Vec::new(),
+    }
+}

@@ -1,0 +1,338 @@
+//! Translation of what threads of a workgroup share: `Shared`/`DynShared` arrays,
+//! `sync_threads()` (in `Builder::call`) and the subgroup operations.
+//!
+//! Safe shared-memory writes go to the thread's own slots only: slot `k * T + rank` for
+//! its `k`-th slot, where `T` is the number of threads per workgroup and `rank` the
+//! thread's linear index in it. Reads may touch any slot. The race check in
+//! [`crate::convergence`] then proves a barrier separates writes from reads.
+
+use super::{Binding, Builder, Result, Value, error};
+use crate::ir::*;
+use proc_macro2::Span as SynSpan;
+use syn::spanned::Spanned;
+
+impl Builder {
+    /// `let tile = Shared::<T, N>::new();` or `let cache = DynShared::<T>::new();`, with
+    /// the generic arguments on the constructor or on a `let` annotation. Returns whether
+    /// `local` was such a declaration.
+    pub(super) fn shared_declaration(&mut self, local: &syn::Local) -> Result<bool> {
+        let (pat, annotation) = match &local.pat {
+            syn::Pat::Type(t) => (&*t.pat, Some(&*t.ty)),
+            other => (other, None),
+        };
+        let Some(init) = &local.init else {
+            return Ok(false);
+        };
+        let syn::Expr::Call(call) = &*init.expr else {
+            return Ok(false);
+        };
+        let syn::Expr::Path(path) = &*call.func else {
+            return Ok(false);
+        };
+        let segments: Vec<&syn::PathSegment> = path.path.segments.iter().collect();
+        let [.., ty_segment, new] = segments[..] else {
+            return Ok(false);
+        };
+        let kind = ty_segment.ident.to_string();
+        if !(kind == "Shared" || kind == "DynShared") || new.ident != "new" {
+            return Ok(false);
+        }
+        if self.body.kind == BodyKind::Device {
+            return error(
+                &init.expr,
+                "shared memory belongs to a workgroup: declare it in the kernel, not in a device function",
+            );
+        }
+        if !call.args.is_empty() {
+            return error(&call.args, format!("`{kind}::new()` takes no arguments"));
+        }
+        let syn::Pat::Ident(id) = pat else {
+            return error(pat, "name the shared array: `let tile = ...`");
+        };
+        // The generic arguments: from the annotation if there is one.
+        let arguments = match annotation {
+            Some(syn::Type::Path(t)) => t.path.segments.last().map(|s| &s.arguments),
+            Some(other) => return error(other, format!("expected a `{kind}<..>` type")),
+            None => Some(&ty_segment.arguments),
+        };
+        let Some(syn::PathArguments::AngleBracketed(args)) = arguments else {
+            return error(
+                ty_segment,
+                format!(
+                    "name the element type (and length): `{kind}::<f32{}>::new()`",
+                    if kind == "Shared" { ", 256" } else { "" }
+                ),
+            );
+        };
+        let args: Vec<&syn::GenericArgument> = args.args.iter().collect();
+        let (elem, len) = match (kind.as_str(), &args[..]) {
+            ("Shared", [syn::GenericArgument::Type(t), n]) => {
+                let len = match n {
+                    syn::GenericArgument::Const(e) => const_usize(e),
+                    _ => None,
+                };
+                let Some(len) = len.filter(|n| *n > 0 && *n <= u32::MAX as u64) else {
+                    return error(
+                        n,
+                        "the length of a `Shared` array must be a positive integer literal (or literal arithmetic in braces)",
+                    );
+                };
+                (t, Some(len as u32))
+            }
+            ("DynShared", [syn::GenericArgument::Type(t)]) => (t, None),
+            _ => {
+                return error(
+                    ty_segment,
+                    format!(
+                        "expected `{kind}::<T{}>`",
+                        if kind == "Shared" { ", N" } else { "" }
+                    ),
+                );
+            }
+        };
+        let elem = super::scalar_type(elem, &self.subst)?;
+        if elem == ScalarTy::Bool {
+            return error(ty_segment, "shared memory holds numbers, not `bool`");
+        }
+        let l = self.declare(
+            Ty::Shared(elem, len),
+            id.mutability.is_some(),
+            Some((&id.ident, id.ident.span())),
+        );
+        self.bind(&id.ident, Binding::Local(l));
+        Ok(true)
+    }
+
+    pub(super) fn shared_receiver(&self, e: &syn::Expr) -> Option<Local> {
+        let syn::Expr::Path(p) = e else { return None };
+        match self.lookup(p.path.get_ident()?)? {
+            Binding::Local(l) if matches!(self.body.locals[l.index()].ty, Ty::Shared(..)) => {
+                Some(l)
+            }
+            _ => None,
+        }
+    }
+
+    /// Methods of a shared array: `write(v)`, `write_nth(k, v)`, `len()`, and the raw
+    /// `unsafe` `load(i)` and `store(i, v)`.
+    pub(super) fn shared_call(&mut self, m: &syn::ExprMethodCall, shared: Local) -> Result<Value> {
+        let span = m.span();
+        let name = m.method.to_string();
+        let elem = self.body.locals[shared.index()]
+            .ty
+            .element()
+            .expect("shared arrays have elements");
+        let arity = match name.as_str() {
+            "len" => 0,
+            "write" | "load" => 1,
+            "write_nth" | "store" => 2,
+            _ => {
+                return error(
+                    &m.method,
+                    format!(
+                        "`{name}` is not a shared-memory operation; supported: write write_nth len, and the unsafe load store"
+                    ),
+                );
+            }
+        };
+        if m.args.len() != arity {
+            return error(
+                m,
+                format!(
+                    "`{name}` takes {arity} argument{}",
+                    if arity == 1 { "" } else { "s" }
+                ),
+            );
+        }
+        let args: Vec<&syn::Expr> = m.args.iter().collect();
+        match name.as_str() {
+            "len" => Ok(Some((
+                self.assign_temp(ScalarTy::Usize, Rvalue::Len(shared), span),
+                ScalarTy::Usize,
+            ))),
+            "write" | "write_nth" => {
+                let nth = if name == "write_nth" {
+                    Some(self.scalar_expr(args[0], Some(ScalarTy::Usize))?.0)
+                } else {
+                    None
+                };
+                let (value, _) = self.scalar_expr(args[arity - 1], Some(elem))?;
+                let slot = self.own_slot(nth, span);
+                let index = self.checked_shared_index(shared, slot, span);
+                self.push(Place::element(shared, index), Rvalue::Use(value), span);
+                Ok(None)
+            }
+            "load" => {
+                let (index, _) = self.scalar_expr(args[0], Some(ScalarTy::Usize))?;
+                let (place, ty) = self.shared_read(shared, index, span, true);
+                Ok(Some((Operand::Copy(place), ty)))
+            }
+            _ => {
+                let (index, _) = self.scalar_expr(args[0], Some(ScalarTy::Usize))?;
+                let (value, _) = self.scalar_expr(args[1], Some(elem))?;
+                let index = self.checked_shared_index(shared, index, span);
+                self.push(Place::element(shared, index), Rvalue::Use(value), span);
+                self.mark_raw();
+                Ok(None)
+            }
+        }
+    }
+
+    /// Reads slot `index` of a shared array into a temporary, bounds-checked. The read is
+    /// its own statement so the race check sees it wherever the value is used.
+    pub(super) fn shared_read(
+        &mut self,
+        shared: Local,
+        index: Operand,
+        span: SynSpan,
+        raw: bool,
+    ) -> (Place, ScalarTy) {
+        let elem = self.body.locals[shared.index()]
+            .ty
+            .element()
+            .expect("shared arrays have elements");
+        let index = self.checked_shared_index(shared, index, span);
+        let t = self.temp(elem);
+        self.push(
+            Place::local(t),
+            Rvalue::Use(Operand::Copy(Place::element(shared, index))),
+            span,
+        );
+        if raw {
+            self.mark_raw();
+        }
+        (Place::local(t), elem)
+    }
+
+    /// Records the statement just pushed as made by the raw API.
+    fn mark_raw(&mut self) {
+        let bb = self.current.expect("a statement was just pushed");
+        let i = self.body.blocks[bb.index()].statements.len() - 1;
+        self.raw_shared.insert((bb, i));
+    }
+
+    fn checked_shared_index(&mut self, shared: Local, index: Operand, span: SynSpan) -> Local {
+        let index = self.as_local(index, ScalarTy::Usize, span);
+        let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(shared), span);
+        let ok = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
+            span,
+        );
+        let next = self.new_block();
+        self.terminate(
+            TerminatorKind::Assert {
+                cond: ok,
+                msg: AssertMessage::BoundsCheck {
+                    len,
+                    index: Operand::Copy(Place::local(index)),
+                },
+                target: next,
+            },
+            span,
+        );
+        self.current = Some(next);
+        index
+    }
+
+    /// The thread's `nth` own slot (`0` without `nth`): `nth * threads + rank`.
+    fn own_slot(&mut self, nth: Option<Operand>, span: SynSpan) -> Operand {
+        let usize_ = ScalarTy::Usize;
+        let pos = |b: &mut Builder, p, d| b.assign_temp(usize_, Rvalue::Position(p, d), span);
+        let bin =
+            |b: &mut Builder, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
+        let (tx, ty, tz) = (
+            pos(self, Position::Thread, 0),
+            pos(self, Position::Thread, 1),
+            pos(self, Position::Thread, 2),
+        );
+        let (dx, dy, dz) = (
+            pos(self, Position::WorkgroupSize, 0),
+            pos(self, Position::WorkgroupSize, 1),
+            pos(self, Position::WorkgroupSize, 2),
+        );
+        // rank = (tz * dy + ty) * dx + tx
+        let plane = bin(self, BinOp::Mul, tz, dy);
+        let row = bin(self, BinOp::Add, plane, ty);
+        let rows = bin(self, BinOp::Mul, row, dx);
+        let rank = bin(self, BinOp::Add, rows, tx);
+        let Some(nth) = nth else { return rank };
+        let area = bin(self, BinOp::Mul, dx, dy);
+        let threads = bin(self, BinOp::Mul, area, dz);
+        let base = bin(self, BinOp::Mul, nth, threads);
+        bin(self, BinOp::Add, base, rank)
+    }
+
+    /// `subgroup_sum(v)` and the other subgroup functions.
+    pub(super) fn subgroup_call(
+        &mut self,
+        c: &syn::ExprCall,
+        op: SubgroupOp,
+        expected: Option<ScalarTy>,
+    ) -> Result<Value> {
+        let func = match &*c.func {
+            syn::Expr::Path(p) => p
+                .path
+                .segments
+                .last()
+                .map(|s| s.ident.to_string())
+                .unwrap_or_default(),
+            _ => op.name().to_string(),
+        };
+        if c.args.len() != op.arity() {
+            return error(
+                c,
+                format!(
+                    "`{func}` takes {} argument{}",
+                    op.arity(),
+                    if op.arity() == 1 { "" } else { "s" }
+                ),
+            );
+        }
+        let mut args = Vec::new();
+        let mut first = None;
+        for (i, arg) in c.args.iter().enumerate() {
+            let want = match (op, i) {
+                (SubgroupOp::Ballot | SubgroupOp::Any | SubgroupOp::All, _) => Some(ScalarTy::Bool),
+                (_, 1) => Some(ScalarTy::Usize),
+                _ => self.infer(arg).or(expected),
+            };
+            let (operand, ty) = self.scalar_expr(arg, want)?;
+            first.get_or_insert(ty);
+            args.push(operand);
+        }
+        let ty = match op.result_type(first) {
+            Ok(t) => t,
+            Err(message) => return error(c, message.replace(op.name(), &func)),
+        };
+        Ok(Some((
+            self.assign_temp(ty, Rvalue::Subgroup(op, args), c.span()),
+            ty,
+        )))
+    }
+}
+
+/// A `Shared` length: an integer literal, or `+`, `-`, `*` of them, in braces or not.
+fn const_usize(e: &syn::Expr) -> Option<u64> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok(),
+        syn::Expr::Paren(p) => const_usize(&p.expr),
+        syn::Expr::Block(b) => match &b.block.stmts[..] {
+            [syn::Stmt::Expr(e, None)] => const_usize(e),
+            _ => None,
+        },
+        syn::Expr::Binary(b) => {
+            let (x, y) = (const_usize(&b.left)?, const_usize(&b.right)?);
+            match b.op {
+                syn::BinOp::Add(_) => x.checked_add(y),
+                syn::BinOp::Sub(_) => x.checked_sub(y),
+                syn::BinOp::Mul(_) => x.checked_mul(y),
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
