@@ -81,6 +81,46 @@ impl<T: Scalar> DeviceBuffer<T> {
         })
     }
 
+    /// A buffer of `len` zeros on `device`. Asking for more than the device can hold is
+    /// [`Error::OutOfMemory`].
+    pub fn zeros(device: &Device, len: usize) -> Result<Self, Error> {
+        let bytes = len as u128 * T::TY.size_bytes() as u128;
+        let out_of_memory = || Error::OutOfMemory {
+            device: device.to_string(),
+            bytes,
+        };
+        let storage = match device {
+            Device::Cuda { ordinal, .. } => {
+                let stream = crate::cuda::stream(*ordinal)?;
+                let size = usize::try_from(bytes).map_err(|_| out_of_memory())?;
+                match stream.alloc_zeros::<u8>(size.max(1)) {
+                    Ok(slice) => Storage::Cuda(slice),
+                    Err(e)
+                        if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY =>
+                    {
+                        return Err(out_of_memory());
+                    }
+                    Err(e) => return Err(Error::cuda("allocating a buffer")(e)),
+                }
+            }
+            Device::Cpu => {
+                let words = usize::try_from(bytes.div_ceil(8)).map_err(|_| out_of_memory())?;
+                let mut storage: Vec<u64> = Vec::new();
+                storage
+                    .try_reserve_exact(words)
+                    .map_err(|_| out_of_memory())?;
+                storage.resize(words, 0);
+                Storage::Cpu(storage)
+            }
+        };
+        Ok(DeviceBuffer {
+            device: device.clone(),
+            len,
+            storage,
+            _element: PhantomData,
+        })
+    }
+
     /// Replaces the buffer's contents with `data`, which must have the buffer's length.
     pub fn copy_from_slice(&mut self, data: &[T]) -> Result<(), Error> {
         if data.len() != self.len {

@@ -48,9 +48,14 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         if !kind.copied_back() {
             return Ok(data as u64);
         }
-        let mut copy = vec![0u64; bytes.div_ceil(8)];
-        // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(data, copy.as_mut_ptr().cast::<u8>(), bytes) };
+        let (offset, full) = kind.placement().expect("arguments with data are placed");
+        let mut copy = vec![0u64; full.div_ceil(8)];
+        // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes, which fit in
+        // the copy from `offset`.
+        unsafe {
+            let at = copy.as_mut_ptr().cast::<u8>().add(offset);
+            std::ptr::copy_nonoverlapping(data, at, bytes)
+        };
         let address = copy.as_mut_ptr() as u64;
         scratch.push(copy);
         Ok(address)
@@ -107,8 +112,13 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     let written = launch.args.iter().filter(|a| a.kind.copied_back());
     for (arg, copy) in written.zip(&scratch) {
         let (data, bytes) = arg.kind.bytes().expect("written arguments have data");
-        // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes.
-        unsafe { std::ptr::copy_nonoverlapping(copy.as_ptr().cast::<u8>(), data, bytes) };
+        let (offset, _) = arg.kind.placement().expect("written arguments are placed");
+        // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes, and
+        // the copy holds them from `offset`.
+        unsafe {
+            let from = copy.as_ptr().cast::<u8>().add(offset);
+            std::ptr::copy_nonoverlapping(from, data, bytes)
+        };
     }
     Ok(())
 }

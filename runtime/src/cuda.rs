@@ -123,14 +123,23 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let stream = ctx.default_stream();
 
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
-    let mut words = crate::launch::abi_words(launch.args, |_, data, bytes| {
+    let mut words = crate::launch::abi_words(launch.args, |kind, data, bytes| {
         // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
         let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
+        let (offset, full) = kind.placement().expect("arguments with data are placed");
         // A zero-length allocation is refused by the driver; one byte stands in.
-        let buffer = if bytes == 0 {
-            stream.alloc_zeros::<u8>(1)
-        } else {
+        let buffer = if full == bytes && bytes > 0 {
             stream.clone_htod(host)
+        } else {
+            stream
+                .alloc_zeros::<u8>(full.max(1))
+                .and_then(|mut buffer| {
+                    if bytes > 0 {
+                        let mut window = buffer.slice_mut(offset..offset + bytes);
+                        stream.memcpy_htod(host, &mut window)?;
+                    }
+                    Ok(buffer)
+                })
         }
         .map_err(Error::cuda("copying an argument to the device"))?;
         let address = device_address(&buffer, &stream);
@@ -214,13 +223,17 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         .filter(|(a, _)| a.kind.copied_back())
     {
         let (data, bytes) = arg.kind.bytes().expect("arguments with buffers have data");
+        let (offset, _) = arg
+            .kind
+            .placement()
+            .expect("arguments with data are placed");
         if bytes == 0 {
             continue;
         }
         // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes.
         let host = unsafe { std::slice::from_raw_parts_mut(data, bytes) };
         stream
-            .memcpy_dtoh(buffer, host)
+            .memcpy_dtoh(&buffer.slice(offset..offset + bytes), host)
             .map_err(Error::cuda("copying a region back"))?;
     }
     stream

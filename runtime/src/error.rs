@@ -31,6 +31,9 @@ pub enum Error {
     /// The kernel could not be compiled for the chosen device.
     #[error("kernel `{kernel}` could not be compiled: {message}")]
     Compile { kernel: String, message: String },
+    /// A device (or the host, for the CPU backend) could not allocate the memory asked for.
+    #[error("out of memory on {device}: {bytes} bytes could not be allocated")]
+    OutOfMemory { device: String, bytes: u128 },
 }
 
 impl Error {

@@ -161,6 +161,9 @@ pub(crate) enum ArgKind {
         check: fn(Shape, [u32; 3], [u32; 3]) -> Result<(), Error>,
         default_geometry: fn(Shape, Option<[u32; 3]>) -> Result<([u32; 3], [u32; 3]), Error>,
         resident: Option<Resident>,
+        /// Elements `first..last` of the region, when `data` holds only those (a share of
+        /// a split launch, whose threads touch no others); `None`: `data` holds them all.
+        window: Option<(usize, usize)>,
     },
     Slice {
         data: *const u8,
@@ -191,6 +194,7 @@ impl<'a> KernelArg<'a> {
                 check: S::check_launch,
                 default_geometry: S::default_geometry,
                 resident: region.resident,
+                window: None,
             },
             _borrow: PhantomData,
         }
@@ -249,8 +253,15 @@ impl ArgKind {
         }
         match *self {
             ArgKind::Region {
-                data, shape, elem, ..
-            } => Some((data, shape.len * elem.size_bytes())),
+                data,
+                shape,
+                elem,
+                window,
+                ..
+            } => {
+                let (first, last) = window.unwrap_or((0, shape.len));
+                Some((data, (last - first) * elem.size_bytes()))
+            }
             ArgKind::Slice {
                 data, len, elem, ..
             } => Some((data as *mut u8, len * elem.size_bytes())),
@@ -260,6 +271,21 @@ impl ArgKind {
     }
 
     /// Whether the kernel may write this argument, so that it is copied back.
+    /// Where the host data of [`bytes`](Self::bytes) goes in the argument's memory on
+    /// the device: its byte offset there and the memory's full size. A window of a region
+    /// sits at its first element's place in memory the size of the whole region.
+    pub(crate) fn placement(&self) -> Option<(usize, usize)> {
+        match *self {
+            ArgKind::Region {
+                shape,
+                elem,
+                window: Some((first, _)),
+                ..
+            } => Some((first * elem.size_bytes(), shape.len * elem.size_bytes())),
+            _ => self.bytes().map(|(_, bytes)| (0, bytes)),
+        }
+    }
+
     pub(crate) fn copied_back(&self) -> bool {
         match self {
             ArgKind::Region { strategy, .. } => strategy.is_writable(),

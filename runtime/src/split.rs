@@ -3,9 +3,10 @@
 //! no GPU, which is how CI exercises this path), every share runs on its own device at
 //! once, and each writes back only the elements its threads own.
 //!
-//! Each share works on its own copy of the writable regions, and nothing is written back
-//! until every share has finished without a panic, so a failed split launch leaves the
-//! caller's data as it was, like any launch. Only one-dimensional launches over host data
+//! A share's threads touch only their own region elements, so each share gets a copy of
+//! just that window of every writable region (slices, which any thread may read, go to
+//! every device whole). Nothing is written back until every share has finished without a
+//! panic, so a failed split launch leaves the caller's data as it was, like any launch. Only one-dimensional launches over host data
 //! (`Linear1D` and `Chunked<N>` regions, slices, scalars) can be split: atomics and device
 //! buffers would need merging across devices.
 
@@ -56,21 +57,49 @@ pub(crate) fn run(
     };
     let parts = devices.len() as u32;
     let groups = grid[0];
+    let ranges: Vec<(u32, u32)> = (0..parts)
+        .map(|p| (groups * p / parts, groups * (p + 1) / parts))
+        .collect();
+    let threads_per_group = block[0] as usize;
+    // The elements of a region the threads of workgroups `start..end` own.
+    let window = |strategy: &Strategy, len: usize, (start, end): (u32, u32)| {
+        let per_thread = match strategy {
+            Strategy::Chunked(n) => *n as usize,
+            _ => 1,
+        };
+        let at = |group: u32| (group as usize * threads_per_group * per_thread).min(len);
+        (at(start), at(end))
+    };
 
-    // Per share: copies of the writable arguments, and the arguments pointing at them.
-    let mut scratch: Vec<Vec<Vec<u8>>> = Vec::new();
+    // Per share: copies of its window of each writable region, and arguments pointing
+    // at them.
     let mut shares: Vec<Vec<KernelArg<'_>>> = Vec::new();
-    for _ in 0..parts {
+    let mut scratch: Vec<Vec<Vec<u8>>> = Vec::new();
+    for &range in &ranges {
         let mut copies = Vec::new();
         let mut share_args = Vec::new();
         for arg in args.iter() {
             let mut kind = arg.kind.clone();
-            if let (true, Some((data, bytes))) = (kind.copied_back(), kind.bytes()) {
-                // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
-                let mut copy = unsafe { std::slice::from_raw_parts(data, bytes) }.to_vec();
-                if let ArgKind::Region { data, .. } = &mut kind {
-                    *data = copy.as_mut_ptr();
+            if let ArgKind::Region {
+                data,
+                shape,
+                elem,
+                strategy,
+                window: own,
+                ..
+            } = &mut kind
+                && strategy.is_writable()
+            {
+                let (first, last) = window(strategy, shape.len, range);
+                let size = elem.size_bytes();
+                // SAFETY: `data` is the region's borrowed slice of `shape.len` elements,
+                // and `first..last` lies in it.
+                let mut copy = unsafe {
+                    std::slice::from_raw_parts(data.add(first * size), (last - first) * size)
                 }
+                .to_vec();
+                *data = copy.as_mut_ptr();
+                *own = Some((first, last));
                 copies.push(copy);
             }
             share_args.push(KernelArg::with_kind(kind));
@@ -79,9 +108,6 @@ pub(crate) fn run(
         shares.push(share_args);
     }
 
-    let ranges: Vec<(u32, u32)> = (0..parts)
-        .map(|p| (groups * p / parts, groups * (p + 1) / parts))
-        .collect();
     let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
         let handles: Vec<_> = shares
             .iter_mut()
@@ -124,10 +150,9 @@ pub(crate) fn run(
         result?;
     }
 
-    // Every share succeeded: copy back the elements each share's threads own.
-    let threads_per_group = block[0] as usize;
-    let writable: Vec<&KernelArg<'_>> = args.iter().filter(|a| a.kind.copied_back()).collect();
-    for (w, arg) in writable.iter().enumerate() {
+    // Every share succeeded: copy each share's window back where it came from.
+    let writable = args.iter().filter(|a| a.kind.copied_back());
+    for (w, arg) in writable.enumerate() {
         let ArgKind::Region {
             data,
             shape,
@@ -138,16 +163,12 @@ pub(crate) fn run(
         else {
             continue;
         };
-        let per_thread = match strategy {
-            Strategy::Chunked(n) => *n as usize,
-            _ => 1,
-        };
         let size = elem.size_bytes();
-        for (p, &(start, end)) in ranges.iter().enumerate() {
-            let first = (start as usize * threads_per_group * per_thread).min(shape.len);
-            let last = (end as usize * threads_per_group * per_thread).min(shape.len);
-            let part = &scratch[p][w][first * size..last * size];
-            // SAFETY: `data` is the region's exclusively borrowed slice; the range is in it.
+        for (copies, &range) in scratch.iter().zip(&ranges) {
+            let (first, _) = window(strategy, shape.len, range);
+            let part = &copies[w];
+            // SAFETY: `data` is the region's exclusively borrowed slice; the window is in
+            // it.
             unsafe {
                 std::ptr::copy_nonoverlapping(part.as_ptr(), data.add(first * size), part.len())
             };

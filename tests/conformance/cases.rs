@@ -54,6 +54,7 @@ macro_rules! for_each_case {
         $m!(subgroup_operations);
         $m!(warp_reduction_sum);
         $m!(tiled_matrix_product);
+        $m!(out_of_memory_is_an_error);
     };
 }
 
@@ -1625,4 +1626,29 @@ pub fn tiled_matrix_product(o: LaunchOptions) -> CaseResult {
         }
     }
     compare("matmul", &c, &want)
+}
+
+pub fn out_of_memory_is_an_error(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    // 16 TiB of `f32`: more than any device or host here holds.
+    match offload::DeviceBuffer::<f32>::zeros(&device, 1 << 42) {
+        Err(e @ Error::OutOfMemory { .. }) => {
+            let want =
+                format!("out of memory on {device}: 17592186044416 bytes could not be allocated");
+            if e.to_string() != want {
+                return Err(format!("the error reads `{e}`, not `{want}`"));
+            }
+        }
+        Err(e) => return Err(format!("allocating 16 TiB: {e}")),
+        Ok(_) => return Err("allocating 16 TiB succeeded".into()),
+    }
+    // The device still works afterwards.
+    let mut y = offload::DeviceBuffer::<f32>::zeros(&device, 1000).map_err(|e| e.to_string())?;
+    let x = vec![2.0f32; 1000];
+    saxpy(o, &mut y, &x, 1.5).map_err(|e| e.to_string())?;
+    compare(
+        "saxpy after a failed allocation",
+        &y.to_vec().map_err(|e| e.to_string())?,
+        &[3.0; 1000],
+    )
 }

@@ -5,6 +5,10 @@
 //! with CUDA events on device-resident data, next to a device-to-device copy of the same
 //! bytes. The CUDA C++ baseline (`cuda/saxpy.cu`) prints the same table rows, so one run
 //! of the script puts them side by side.
+//!
+//! `offload-bench reduce [N] [REPS]` (a sum with a grid-stride loop, warp shuffles, shared
+//! memory and one atomic per workgroup) and `offload-bench matmul [N] [REPS]` (16×16
+//! shared-memory tiles) do the same against `cuda/reduce.cu` and `cuda/matmul.cu`.
 
 use anyhow::{Result, bail};
 use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
@@ -27,7 +31,266 @@ fn shifted_copy(mut y: Region<i32, Linear1D>, x: &[i32]) {
     }
 }
 
+/// The same algorithm as `cuda/reduce.cu`: each thread sums a grid-stride slice, each
+/// warp sums its threads' values, and one warp sums the warp totals.
+#[offload_kernel]
+fn reduce_sum(total: Atomic<f32>, x: &[f32], stride: usize) {
+    let mut partial = Shared::<f32, 256>::new();
+    let mut acc = 0.0f32;
+    let mut j = workgroup_idx(0) * workgroup_dim(0) + thread_idx(0);
+    while j < x.len() {
+        acc += x[j];
+        j += stride;
+    }
+    partial.write(subgroup_sum(acc));
+    sync_threads();
+    let width = subgroup_size();
+    let lane = subgroup_lane();
+    let mine = if lane * width < workgroup_dim(0) {
+        partial[lane * width]
+    } else {
+        0.0
+    };
+    let block = subgroup_sum(mine);
+    if thread_idx(0) == 0 {
+        total.fetch_add(0, block);
+    }
+}
+
+/// The same algorithm as `cuda/matmul.cu`: 16×16 tiles of A and B in shared memory.
+#[offload_kernel]
+fn matmul(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
+    let mut ta = Shared::<f32, 256>::new();
+    let mut tb = Shared::<f32, 256>::new();
+    let tx = thread_idx(0);
+    let ty = thread_idx(1);
+    let row = c.row();
+    let col = c.col();
+    let mut acc = 0.0f32;
+    let mut t = 0;
+    while t < n {
+        ta.write(if row < n && t + tx < n {
+            a[row * n + t + tx]
+        } else {
+            0.0
+        });
+        tb.write(if col < n && t + ty < n {
+            b[(t + ty) * n + col]
+        } else {
+            0.0
+        });
+        sync_threads();
+        for k in 0..16 {
+            acc += ta[ty * 16 + k] * tb[k * 16 + tx];
+        }
+        sync_threads();
+        t += 16;
+    }
+    if let Some(v) = c.get_mut() {
+        *v = acc;
+    }
+}
+
 const BLOCK: u32 = 256;
+
+/// A kernel our compiler generated, loaded into the driver for timing by hand.
+struct RawKernel {
+    ctx: std::sync::Arc<CudaContext>,
+    stream: std::sync::Arc<cudarc::driver::CudaStream>,
+    func: cudarc::driver::CudaFunction,
+}
+
+impl RawKernel {
+    fn load(descriptor: &'static offload::KernelDescriptor) -> Result<RawKernel> {
+        let Some(offload::Device::Cuda {
+            compute_capability: (major, minor),
+            ..
+        }) = offload::devices().first().cloned()
+        else {
+            bail!("no CUDA device");
+        };
+        let target = offload_lowering::GpuTarget {
+            chip: format!("sm_{major}{minor}"),
+            ..Default::default()
+        };
+        let ptx =
+            offload_lowering::compile_ptx(offload_mir::validate(descriptor.body()?)?, &target)?;
+        let ctx = CudaContext::new(0)?;
+        let stream = ctx.default_stream();
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx.ptx.as_str()))?;
+        let func = module.load_function(&ptx.entry)?;
+        Ok(RawKernel { ctx, stream, func })
+    }
+
+    /// Device address of a buffer, for the kernel ABI's words.
+    fn addr<T>(&self, s: &CudaSlice<T>) -> u64 {
+        cudarc::driver::DevicePtr::device_ptr(s, &self.stream).0
+    }
+
+    /// Median and minimum milliseconds of `reps` launches after 3 warm-ups, each timed by
+    /// CUDA events around `before` (e.g. zeroing an output) and the launch.
+    fn time(
+        &self,
+        words: &[u64],
+        cfg: LaunchConfig,
+        reps: usize,
+        before: &dyn Fn() -> Result<()>,
+    ) -> Result<(f64, f64)> {
+        let launch = || -> Result<()> {
+            before()?;
+            let mut b = self.stream.launch_builder(&self.func);
+            for w in words {
+                b.arg(w);
+            }
+            unsafe { b.launch(cfg) }?;
+            Ok(())
+        };
+        for _ in 0..3 {
+            launch()?;
+        }
+        let mut times = Vec::with_capacity(reps);
+        for _ in 0..reps {
+            let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
+            let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
+            start.record(&self.stream)?;
+            launch()?;
+            end.record(&self.stream)?;
+            end.synchronize()?;
+            times.push(start.elapsed_ms(&end)? as f64);
+        }
+        times.sort_by(f64::total_cmp);
+        Ok((times[times.len() / 2], times[0]))
+    }
+}
+
+/// `offload-bench reduce [N] [REPS]`.
+fn reduce(n: usize, reps: usize) -> Result<()> {
+    let x: Vec<f32> = (0..n)
+        .map(|i| ((i * 7919) % 10007) as f32 * 0.001 - 5.0)
+        .collect();
+    let grid = (n as u32).div_ceil(BLOCK).min(132 * 16);
+    let stride = grid as usize * BLOCK as usize;
+    let options = offload::LaunchOptions {
+        workgroup_dim: Some([grid, 1, 1]),
+        thread_dim: Some([BLOCK, 1, 1]),
+        ..offload::LaunchOptions::DEFAULT
+    };
+    let mut total = vec![0.0f32];
+    reduce_sum(options, &mut total, &x, stride)?;
+    let want: f64 = x.iter().map(|v| *v as f64).sum();
+    let scale: f64 = x.iter().map(|v| v.abs() as f64).sum();
+    let ok = (total[0] as f64 - want).abs() <= 1e-4 * scale;
+    println!(
+        "check: offload! reduce n={n} grid={grid}: {} (got {}, host {want:.3})",
+        if ok { "ok" } else { "MISMATCH" },
+        total[0]
+    );
+    if !ok {
+        bail!("the reduction differs from the host sum");
+    }
+    let k = RawKernel::load(&__OFFLOAD_KERNEL_reduce_sum)?;
+    let dx = k.stream.clone_htod(&x)?;
+    let out = std::cell::RefCell::new(k.stream.alloc_zeros::<f32>(1)?);
+    let panic: CudaSlice<i64> = k.stream.alloc_zeros(7)?;
+    let (px, po, pp) = (k.addr(&dx), k.addr(&*out.borrow()), k.addr(&panic));
+    // The kernel ABI: the atomic and the slice as memrefs, the stride, the panic buffer,
+    // the workgroup base and the dynamic shared memory size.
+    let words = [
+        po,
+        po,
+        0,
+        1,
+        1,
+        px,
+        px,
+        0,
+        n as u64,
+        1,
+        stride as u64,
+        pp,
+        pp,
+        0,
+        7,
+        1,
+        0,
+        0,
+    ];
+    let cfg = LaunchConfig {
+        grid_dim: (grid, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (median, min) = k.time(&words, cfg, reps, &|| {
+        k.stream.memset_zeros(&mut *out.borrow_mut())?;
+        Ok(())
+    })?;
+    println!(
+        "{:<28} n={n} median {median:.4} ms  {:.1} GB/s  (min {min:.4} ms, {reps} reps)",
+        "offload reduce kernel",
+        4.0 * n as f64 / median / 1e6
+    );
+    Ok(())
+}
+
+/// `offload-bench matmul [N] [REPS]`.
+fn matmul_bench(n: usize, reps: usize) -> Result<()> {
+    let a: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 7919) % 101) as f32 * 0.01 - 0.5)
+        .collect();
+    let b: Vec<f32> = (0..n * n)
+        .map(|i| ((i * 104729) % 103) as f32 * 0.01 - 0.5)
+        .collect();
+    let mut c = vec![0.0f32; n * n];
+    let options = offload::LaunchOptions {
+        thread_dim: Some([16, 16, 1]),
+        ..offload::LaunchOptions::DEFAULT
+    };
+    matmul(options, Region::new_2d(&mut c, n), &a, &b, n)?;
+    let mut wrong = 0;
+    for s in 0..64u64 {
+        let (row, col) = (
+            (s.wrapping_mul(2654435761) % n as u64) as usize,
+            (s.wrapping_mul(40503) % n as u64) as usize,
+        );
+        let (mut want, mut scale) = (0.0f64, 0.0f64);
+        for k in 0..n {
+            let p = a[row * n + k] as f64 * b[k * n + col] as f64;
+            want += p;
+            scale += p.abs();
+        }
+        if (c[row * n + col] as f64 - want).abs() > 1e-3 * scale {
+            wrong += 1;
+        }
+    }
+    println!("check: offload! matmul n={n}: {wrong} of 64 sampled elements mismatch");
+    if wrong != 0 {
+        bail!("the matrix product differs from the host reference");
+    }
+    let k = RawKernel::load(&__OFFLOAD_KERNEL_matmul)?;
+    let (da, db) = (k.stream.clone_htod(&a)?, k.stream.clone_htod(&b)?);
+    let dc: CudaSlice<f32> = k.stream.alloc_zeros(n * n)?;
+    let panic: CudaSlice<i64> = k.stream.alloc_zeros(7)?;
+    let (pa, pb, pc, pp) = (k.addr(&da), k.addr(&db), k.addr(&dc), k.addr(&panic));
+    let (n64, nn) = (n as u64, (n * n) as u64);
+    // The kernel ABI: the 2-D region (rows, row length, strides), two slices, n, the
+    // panic buffer, the workgroup base and the dynamic shared memory size.
+    let words = [
+        pc, pc, 0, n64, n64, n64, 1, pa, pa, 0, nn, 1, pb, pb, 0, nn, 1, n64, pp, pp, 0, 7, 1, 0, 0,
+    ];
+    let tiles = (n as u32).div_ceil(16);
+    let cfg = LaunchConfig {
+        grid_dim: (tiles, tiles, 1),
+        block_dim: (16, 16, 1),
+        shared_mem_bytes: 0,
+    };
+    let (median, min) = k.time(&words, cfg, reps, &|| Ok(()))?;
+    println!(
+        "{:<28} n={n} median {median:.4} ms  {:.1} GFLOP/s  (min {min:.4} ms, {reps} reps)",
+        "offload matmul kernel",
+        2.0 * (n as f64).powi(3) / median / 1e6
+    );
+    Ok(())
+}
 
 #[path = "../../../tests/conformance/cases.rs"]
 mod cases;
@@ -148,6 +411,20 @@ fn main() -> Result<()> {
         "saxpy" => {}
         "check" => return check(),
         "conformance" => return conformance(),
+        "reduce" | "matmul" => {
+            let default = if which == "reduce" { 1 << 28 } else { 4096 };
+            let n = args
+                .next()
+                .map(|s| s.parse())
+                .transpose()?
+                .unwrap_or(default);
+            let reps = args.next().map(|s| s.parse()).transpose()?.unwrap_or(50);
+            return if which == "reduce" {
+                reduce(n, reps)
+            } else {
+                matmul_bench(n, reps)
+            };
+        }
         "cpu" => {
             return cpu(args
                 .next()
@@ -155,7 +432,9 @@ fn main() -> Result<()> {
                 .transpose()?
                 .unwrap_or(1 << 24));
         }
-        _ => bail!("unknown benchmark `{which}`; available: saxpy, check, conformance, cpu"),
+        _ => bail!(
+            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, check, conformance, cpu"
+        ),
     }
     let n: usize = args
         .next()
@@ -260,9 +539,10 @@ fn main() -> Result<()> {
     let (px, py) = (addr(&dx), addr(&dy));
     let pp = cudarc::driver::DevicePtr::device_ptr(&panic, &stream).0;
     let a_bits = a.to_bits() as u64;
-    // The kernel ABI: two memrefs, the scalar, the panic buffer, the workgroup base.
-    let words: [u64; 17] = [
-        py, py, 0, n as u64, 1, px, px, 0, n as u64, 1, a_bits, pp, pp, 0, 7, 1, 0,
+    // The kernel ABI: two memrefs, the scalar, the panic buffer, the workgroup base, the
+    // dynamic shared memory size.
+    let words: [u64; 18] = [
+        py, py, 0, n as u64, 1, px, px, 0, n as u64, 1, a_bits, pp, pp, 0, 7, 1, 0, 0,
     ];
     let grid = (n as u32).div_ceil(BLOCK);
     let cfg = LaunchConfig {
@@ -341,7 +621,7 @@ fn main() -> Result<()> {
     let rx = stream.clone_htod(&vec![1.0f32; small])?;
     let ry = stream.clone_htod(&vec![0.0f32; small])?;
     let (rxp, ryp) = (addr(&rx), addr(&ry));
-    let small_words: [u64; 17] = [
+    let small_words: [u64; 18] = [
         ryp,
         ryp,
         0,
@@ -358,6 +638,7 @@ fn main() -> Result<()> {
         0,
         7,
         1,
+        0,
         0,
     ];
     let small_cfg = LaunchConfig {
