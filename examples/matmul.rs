@@ -27,8 +27,9 @@ fn matmul(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
             0.0
         });
         sync_threads();
+        // `mul_add` is one fused instruction; Rust never fuses `a * b + c` by itself.
         for k in 0..16 {
-            acc += ta[ty * 16 + k] * tb[k * 16 + tx];
+            acc = ta[ty * 16 + k].mul_add(tb[k * 16 + tx], acc);
         }
         sync_threads();
         t += 16;

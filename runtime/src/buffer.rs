@@ -38,6 +38,22 @@ pub struct DeviceBuffer<T> {
     _element: PhantomData<T>,
 }
 
+/// `bytes` of zeros as 8-byte words, or `None` if the allocator refuses. Zeroed pages
+/// come from the allocator lazily, without touching them here.
+fn zeroed_words(bytes: u128) -> Option<Vec<u64>> {
+    let words = usize::try_from(bytes.div_ceil(8)).ok()?;
+    if words == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u64>(words).ok()?;
+    // SAFETY: `layout` has a non-zero size; a non-null result is `words` zeroed, aligned
+    // `u64`s owned by the returned vector, which frees them with the same layout.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<u64>();
+        (!ptr.is_null()).then(|| Vec::from_raw_parts(ptr, words, words))
+    }
+}
+
 fn bytes_of<T: Scalar>(data: &[T]) -> &[u8] {
     // SAFETY: scalars are plain values without padding; their bytes are initialised.
     unsafe { std::slice::from_raw_parts(data.as_ptr().cast(), std::mem::size_of_val(data)) }
@@ -104,13 +120,13 @@ impl<T: Scalar> DeviceBuffer<T> {
                 }
             }
             Device::Cpu => {
-                let words = usize::try_from(bytes.div_ceil(8)).map_err(|_| out_of_memory())?;
-                let mut storage: Vec<u64> = Vec::new();
-                storage
-                    .try_reserve_exact(words)
-                    .map_err(|_| out_of_memory())?;
-                storage.resize(words, 0);
-                Storage::Cpu(storage)
+                // The CPU backend's device memory is the host's: a buffer larger than it
+                // is refused up front, since an overcommitting kernel would hand out the
+                // address space and kill the process when it is touched.
+                if crate::cpu::host_memory_bytes().is_some_and(|total| bytes > total as u128) {
+                    return Err(out_of_memory());
+                }
+                Storage::Cpu(zeroed_words(bytes).ok_or_else(out_of_memory)?)
             }
         };
         Ok(DeviceBuffer {

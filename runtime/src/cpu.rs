@@ -25,6 +25,14 @@ pub(crate) fn host_threads() -> usize {
     std::thread::available_parallelism().map_or(1, |n| n.get())
 }
 
+/// The host's physical memory in bytes, where the platform says (Linux).
+pub(crate) fn host_memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
 #[cfg(not(feature = "jit"))]
 pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     Err(Error::Compile {

@@ -50,10 +50,11 @@ pub(crate) fn run(
         .into_iter()
         .filter(|d| matches!(d, Device::Cuda { .. }))
         .collect();
-    let devices = if gpus.is_empty() {
-        vec![Device::Cpu, Device::Cpu]
-    } else {
-        gpus
+    let devices = match gpus.len() {
+        0 => vec![Device::Cpu, Device::Cpu],
+        // One device takes the whole launch: no shares to copy and merge.
+        1 => return launch_on(&gpus[0], body, descriptor, args, grid, block, dyn_cache, 0),
+        _ => gpus,
     };
     let parts = devices.len() as u32;
     let groups = grid[0];
@@ -120,19 +121,10 @@ pub(crate) fn run(
                     if start == end {
                         return Ok(());
                     }
-                    let launch = Launch {
-                        body,
-                        descriptor,
-                        args: share.0,
-                        grid: [end - start, 1, 1],
-                        block,
-                        dyn_cache,
-                        group_base: start,
-                    };
-                    match device {
-                        Device::Cuda { ordinal, .. } => crate::cuda::run(launch, *ordinal),
-                        Device::Cpu => crate::cpu::run(launch),
-                    }
+                    let grid = [end - start, 1, 1];
+                    launch_on(
+                        device, body, descriptor, share.0, grid, block, dyn_cache, start,
+                    )
                 })
             })
             .collect();
@@ -175,6 +167,33 @@ pub(crate) fn run(
         }
     }
     Ok(())
+}
+
+/// Runs workgroups `group_base..group_base + grid[0]` of the launch on `device`.
+#[allow(clippy::too_many_arguments)]
+fn launch_on(
+    device: &Device,
+    body: &Body,
+    descriptor: &'static KernelDescriptor,
+    args: &mut [KernelArg<'_>],
+    grid: [u32; 3],
+    block: [u32; 3],
+    dyn_cache: u32,
+    group_base: u32,
+) -> Result<(), Error> {
+    let launch = Launch {
+        body,
+        descriptor,
+        args,
+        grid,
+        block,
+        dyn_cache,
+        group_base,
+    };
+    match device {
+        Device::Cuda { ordinal, .. } => crate::cuda::run(launch, *ordinal),
+        Device::Cpu => crate::cpu::run(launch),
+    }
 }
 
 /// One share's arguments, moved to the thread that runs the share.

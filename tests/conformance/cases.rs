@@ -55,6 +55,7 @@ macro_rules! for_each_case {
         $m!(warp_reduction_sum);
         $m!(tiled_matrix_product);
         $m!(out_of_memory_is_an_error);
+        $m!(panic_before_a_barrier_and_subgroup_sum_is_reported);
     };
 }
 
@@ -1651,4 +1652,39 @@ pub fn out_of_memory_is_an_error(o: LaunchOptions) -> CaseResult {
         &y.to_vec().map_err(|e| e.to_string())?,
         &[3.0; 1000],
     )
+}
+
+/// Some threads panic (a failed bounds check) before a barrier and a subgroup sum that the
+/// others still reach: the launch must end with the panic, not wait for them.
+#[offload_kernel]
+fn partial_panic(mut out: Region<i32, Linear1D>, x: &[i32], picks: &[usize]) {
+    let mut tile = Shared::<i32, 64>::new();
+    let i = out.index();
+    let v = x[picks[i]];
+    tile.write(v);
+    sync_threads();
+    let s = subgroup_sum(tile[(thread_idx(0) + 1) % 64]);
+    if let Some(o) = out.get_mut() {
+        *o = s;
+    }
+}
+
+pub fn panic_before_a_barrier_and_subgroup_sum_is_reported(o: LaunchOptions) -> CaseResult {
+    let n = 256;
+    let x = vec![1i32; n];
+    // Every 37th thread picks an index past the end of `x`.
+    let picks: Vec<usize> = (0..n)
+        .map(|i| if i % 37 == 5 { n + i } else { i })
+        .collect();
+    let mut out = vec![-1i32; n];
+    let o = LaunchOptions {
+        thread_dim: Some([64, 1, 1]),
+        ..o
+    };
+    match partial_panic(o, &mut out, &x, &picks) {
+        Err(Error::KernelPanic { message, .. })
+            if message.starts_with("index out of bounds: the len is 256 but the index is ") => {}
+        other => return Err(format!("expected the bounds-check panic, got {other:?}")),
+    }
+    compare("untouched output", &out, &vec![-1; n])
 }

@@ -58,6 +58,8 @@ fn reduce_sum(total: Atomic<f32>, x: &[f32], stride: usize) {
 }
 
 /// The same algorithm as `cuda/matmul.cu`: 16×16 tiles of A and B in shared memory.
+/// Rust never fuses `a * b + c` on its own, while nvcc contracts it into an FMA by
+/// default, so the product is written with `mul_add` to match.
 #[offload_kernel]
 fn matmul(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
     let mut ta = Shared::<f32, 256>::new();
@@ -81,7 +83,7 @@ fn matmul(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
         });
         sync_threads();
         for k in 0..16 {
-            acc += ta[ty * 16 + k] * tb[k * 16 + tx];
+            acc = ta[ty * 16 + k].mul_add(tb[k * 16 + tx], acc);
         }
         sync_threads();
         t += 16;
