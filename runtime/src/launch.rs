@@ -151,6 +151,11 @@ impl KernelArg<'_> {
     }
 }
 
+/// A strategy's launch geometry for a region shape and optional threads per workgroup:
+/// `(workgroups, threads per workgroup)`.
+pub(crate) type DefaultGeometry =
+    fn(Shape, Option<[u32; 3]>) -> Result<([u32; 3], [u32; 3]), Error>;
+
 #[derive(Clone)]
 pub(crate) enum ArgKind {
     Region {
@@ -159,7 +164,7 @@ pub(crate) enum ArgKind {
         elem: ScalarTy,
         strategy: Strategy,
         check: fn(Shape, [u32; 3], [u32; 3]) -> Result<(), Error>,
-        default_geometry: fn(Shape, Option<[u32; 3]>) -> Result<([u32; 3], [u32; 3]), Error>,
+        default_geometry: DefaultGeometry,
         resident: Option<Resident>,
         /// Elements `first..last` of the region, when `data` holds only those (a share of
         /// a split launch, whose threads touch no others); `None`: `data` holds them all.
