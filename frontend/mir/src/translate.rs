@@ -722,6 +722,37 @@ impl Builder {
         Operand::Copy(Place::local(t))
     }
 
+    /// `index` as a local, after a bounds check against the length of `container` (a
+    /// slice, atomic or shared array): a device panic if it is not below.
+    fn checked_index(&mut self, container: Local, index: Operand, span: SynSpan) -> Local {
+        let index = self.as_local(index, ScalarTy::Usize, span);
+        let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(container), span);
+        self.bounds_check(index, len, span);
+        index
+    }
+
+    /// Continues in a new block if `index < len`, else panics with the bounds-check message.
+    fn bounds_check(&mut self, index: Local, len: Operand, span: SynSpan) {
+        let in_bounds = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
+            span,
+        );
+        let next = self.new_block();
+        self.terminate(
+            TerminatorKind::Assert {
+                cond: in_bounds,
+                msg: AssertMessage::BoundsCheck {
+                    len,
+                    index: Operand::Copy(Place::local(index)),
+                },
+                target: next,
+            },
+            span,
+        );
+        self.current = Some(next);
+    }
+
     /// Makes `op` available as a local (index projections need one).
     fn as_local(&mut self, op: Operand, ty: ScalarTy, span: SynSpan) -> Local {
         match op {
@@ -2130,26 +2161,7 @@ impl Builder {
             );
         }
         let (index, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::Usize))?;
-        let index = self.as_local(index, ScalarTy::Usize, span);
-        let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(atomic), span);
-        let ok = self.assign_temp(
-            ScalarTy::Bool,
-            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
-            span,
-        );
-        let next = self.new_block();
-        self.terminate(
-            TerminatorKind::Assert {
-                cond: ok,
-                msg: AssertMessage::BoundsCheck {
-                    len,
-                    index: Operand::Copy(Place::local(index)),
-                },
-                target: next,
-            },
-            m.span(),
-        );
-        self.current = Some(next);
+        let index = self.checked_index(atomic, index, m.span());
         let place = Place::element(atomic, index);
         let (value, _) = self.scalar_expr(&m.args[1], Some(elem))?;
         let rvalue = match op {
@@ -2644,28 +2656,7 @@ impl Builder {
         let span = i.span();
         let (k, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
         let k = self.as_local(k, ScalarTy::Usize, span);
-        let in_bounds = self.assign_temp(
-            ScalarTy::Bool,
-            Rvalue::BinaryOp(
-                BinOp::Lt,
-                Operand::Copy(Place::local(k)),
-                Operand::Copy(Place::local(len)),
-            ),
-            span,
-        );
-        let next = self.new_block();
-        self.terminate(
-            TerminatorKind::Assert {
-                cond: in_bounds,
-                msg: AssertMessage::BoundsCheck {
-                    len: Operand::Copy(Place::local(len)),
-                    index: Operand::Copy(Place::local(k)),
-                },
-                target: next,
-            },
-            span,
-        );
-        self.current = Some(next);
+        self.bounds_check(k, Operand::Copy(Place::local(len)), span);
         let at = self.assign_temp(
             ScalarTy::Usize,
             Rvalue::BinaryOp(
@@ -2760,28 +2751,8 @@ impl Builder {
                         "range indexing (sub-slices) is not supported in kernels yet",
                     );
                 }
-                let (index_op, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
-                let span = e.span();
-                let index = self.as_local(index_op, ScalarTy::Usize, span);
-                let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(base), span);
-                let in_bounds = self.assign_temp(
-                    ScalarTy::Bool,
-                    Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
-                    span,
-                );
-                let next = self.new_block();
-                self.terminate(
-                    TerminatorKind::Assert {
-                        cond: in_bounds,
-                        msg: AssertMessage::BoundsCheck {
-                            len,
-                            index: Operand::Copy(Place::local(index)),
-                        },
-                        target: next,
-                    },
-                    span,
-                );
-                self.current = Some(next);
+                let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+                let index = self.checked_index(base, index, e.span());
                 Ok((Place::element(base, index), elem))
             }
             _ => error(

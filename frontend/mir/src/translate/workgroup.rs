@@ -158,7 +158,7 @@ impl Builder {
                 };
                 let (value, _) = self.scalar_expr(args[arity - 1], Some(elem))?;
                 let slot = self.own_slot(nth, span);
-                let index = self.checked_shared_index(shared, slot, span);
+                let index = self.checked_index(shared, slot, span);
                 self.push(Place::element(shared, index), Rvalue::Use(value), span);
                 Ok(None)
             }
@@ -170,7 +170,7 @@ impl Builder {
             _ => {
                 let (index, _) = self.scalar_expr(args[0], Some(ScalarTy::Usize))?;
                 let (value, _) = self.scalar_expr(args[1], Some(elem))?;
-                let index = self.checked_shared_index(shared, index, span);
+                let index = self.checked_index(shared, index, span);
                 self.push(Place::element(shared, index), Rvalue::Use(value), span);
                 self.mark_raw();
                 Ok(None)
@@ -191,7 +191,7 @@ impl Builder {
             .ty
             .element()
             .expect("shared arrays have elements");
-        let index = self.checked_shared_index(shared, index, span);
+        let index = self.checked_index(shared, index, span);
         let t = self.temp(elem);
         self.push(
             Place::local(t),
@@ -209,30 +209,6 @@ impl Builder {
         let bb = self.current.expect("a statement was just pushed");
         let i = self.body.blocks[bb.index()].statements.len() - 1;
         self.raw_shared.insert((bb, i));
-    }
-
-    fn checked_shared_index(&mut self, shared: Local, index: Operand, span: SynSpan) -> Local {
-        let index = self.as_local(index, ScalarTy::Usize, span);
-        let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(shared), span);
-        let ok = self.assign_temp(
-            ScalarTy::Bool,
-            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
-            span,
-        );
-        let next = self.new_block();
-        self.terminate(
-            TerminatorKind::Assert {
-                cond: ok,
-                msg: AssertMessage::BoundsCheck {
-                    len,
-                    index: Operand::Copy(Place::local(index)),
-                },
-                target: next,
-            },
-            span,
-        );
-        self.current = Some(next);
-        index
     }
 
     /// The thread's `nth` own slot (`0` without `nth`): `nth * threads + rank`.
