@@ -56,6 +56,7 @@ macro_rules! for_each_case {
         $m!(tiled_matrix_product);
         $m!(out_of_memory_is_an_error);
         $m!(panic_before_a_barrier_and_subgroup_sum_is_reported);
+        $m!(dynamic_shared_memory_beyond_48_kib);
     };
 }
 
@@ -1687,4 +1688,46 @@ pub fn panic_before_a_barrier_and_subgroup_sum_is_reported(o: LaunchOptions) -> 
         other => return Err(format!("expected the bounds-check panic, got {other:?}")),
     }
     compare("untouched output", &out, &vec![-1; n])
+}
+
+/// 96 KiB of dynamic shared memory, past the 48 KiB a CUDA kernel gets without opting in:
+/// each of 256 threads fills its 96 own slots, then reads 96 of other threads'.
+#[offload_kernel]
+fn spread(mut out: Region<u32, Linear1D>) {
+    let mut cache = DynShared::<u32>::new();
+    let rank = thread_idx(0);
+    for k in 0..96 {
+        cache.write_nth(k, (k * 1000 + rank) as u32);
+    }
+    sync_threads();
+    let mut acc = 0u32;
+    for k in 0..96 {
+        acc = acc.wrapping_add(cache[cache.len() - 1 - (k * 256 + rank)]);
+    }
+    if let Some(o) = out.get_mut() {
+        *o = acc;
+    }
+}
+
+pub fn dynamic_shared_memory_beyond_48_kib(o: LaunchOptions) -> CaseResult {
+    let mut out = vec![0u32; 512];
+    let o = LaunchOptions {
+        thread_dim: Some([256, 1, 1]),
+        dyn_cache: 96 * 1024,
+        ..o
+    };
+    spread(o, &mut out).map_err(|e| e.to_string())?;
+    // Slot s holds (s / 256) * 1000 + s % 256; thread r reads slot 24575 - (256k + r).
+    let want: Vec<u32> = (0..512)
+        .map(|i| {
+            let r = i % 256;
+            (0..96)
+                .map(|k| {
+                    let s = 24575 - (256 * k + r);
+                    ((s / 256) * 1000 + s % 256) as u32
+                })
+                .fold(0u32, u32::wrapping_add)
+        })
+        .collect();
+    compare("sums over 96 KiB of shared memory", &out, &want)
 }
