@@ -22,6 +22,20 @@ pub(crate) struct Resident {
     pub len: usize,
     /// The device address (CUDA) or host address (CPU) of the first element.
     pub address: u64,
+    /// For a [`SplitBuffer`]: every part, one per share of a `device = all` launch (the
+    /// fields above describe the first).
+    pub split: Option<std::sync::Arc<SplitParts>>,
+}
+
+/// Where a [`SplitBuffer`]'s parts live.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct SplitParts {
+    /// Each part's device and the address of its element 0.
+    pub parts: Vec<(Device, u64)>,
+    /// The elements each part holds: its window of a scattered buffer, all of them in a
+    /// replicated one.
+    pub windows: Vec<(usize, usize)>,
+    pub replicated: bool,
 }
 
 enum Storage {
@@ -217,6 +231,143 @@ impl<T: Scalar> DeviceBuffer<T> {
             device: self.device.clone(),
             len: self.len,
             address,
+            split: None,
+        }
+    }
+
+    /// Copies `data` into the buffer from element `first` on.
+    fn write_at(&mut self, first: usize, data: &[T]) -> Result<(), Error> {
+        let bytes = bytes_of(data);
+        let offset = first * T::TY.size_bytes();
+        match &mut self.storage {
+            Storage::Cuda(slice) => {
+                let Device::Cuda { ordinal, .. } = self.device else {
+                    unreachable!("CUDA storage is on a CUDA device")
+                };
+                if !bytes.is_empty() {
+                    let stream = crate::cuda::stream(ordinal)?;
+                    let mut window = slice.slice_mut(offset..offset + bytes.len());
+                    stream
+                        .memcpy_htod(bytes, &mut window)
+                        .map_err(Error::cuda("copying a buffer part to the device"))?;
+                }
+            }
+            Storage::Cpu(words) => {
+                // SAFETY: the buffer holds `len` elements, of which `first..first +
+                // data.len()` are in range (the caller's window).
+                unsafe {
+                    let at = words.as_mut_ptr().cast::<u8>().add(offset);
+                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len())
+                };
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Data spread over every device a `device = all` launch uses (each GPU, or two CPU parts
+/// without one), for launches that never bring it back to the host in between.
+///
+/// - [`scatter`](Self::scatter) gives each device a contiguous window, cut every `granule`
+///   elements: pass it as a region, and each device's share of the launch works on its
+///   own window in place. `granule` must be the elements one workgroup covers (256 for a
+///   `Linear1D` region with the default workgroup size), so that a share's workgroups are
+///   exactly the ones its window needs; a launch that does not fit is refused.
+/// - [`replicate`](Self::replicate) puts all of the data on every device: pass it as a
+///   slice, which any thread may read anywhere.
+///
+/// Each part is allocated at the buffer's full length, so a kernel indexes it as usual;
+/// only the part's window is meaningful. Launches on split buffers do not wait for the
+/// devices; [`to_vec`](Self::to_vec) does, and reports their panics.
+pub struct SplitBuffer<T> {
+    len: usize,
+    parts: Vec<DeviceBuffer<T>>,
+    windows: Vec<(usize, usize)>,
+    replicated: bool,
+}
+
+impl<T: Scalar> SplitBuffer<T> {
+    /// One contiguous window of `data` per device, cut every `granule` elements.
+    pub fn scatter(data: &[T], granule: usize) -> Result<Self, Error> {
+        if granule == 0 {
+            return Err(Error::InvalidLaunch(
+                "a split buffer's granule must be at least 1".into(),
+            ));
+        }
+        let devices = crate::split::share_devices();
+        let (granules, count) = (data.len().div_ceil(granule), devices.len());
+        let mut parts = Vec::with_capacity(count);
+        let mut windows = Vec::with_capacity(count);
+        for (p, device) in devices.iter().enumerate() {
+            let at = |q: usize| (granules * q / count * granule).min(data.len());
+            let (first, last) = (at(p), at(p + 1));
+            let mut part = DeviceBuffer::zeros(device, data.len())?;
+            part.write_at(first, &data[first..last])?;
+            parts.push(part);
+            windows.push((first, last));
+        }
+        Ok(SplitBuffer {
+            len: data.len(),
+            parts,
+            windows,
+            replicated: false,
+        })
+    }
+
+    /// All of `data` on every device.
+    pub fn replicate(data: &[T]) -> Result<Self, Error> {
+        let devices = crate::split::share_devices();
+        let parts = devices
+            .iter()
+            .map(|d| DeviceBuffer::from_slice(d, data))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SplitBuffer {
+            len: data.len(),
+            windows: vec![(0, data.len()); parts.len()],
+            parts,
+            replicated: true,
+        })
+    }
+
+    /// The buffer's contents (each part's window, in order), after every launch that uses
+    /// it has finished.
+    pub fn to_vec(&self) -> Result<Vec<T>, Error> {
+        let mut out = Vec::with_capacity(self.len);
+        for (part, &(first, last)) in self.parts.iter().zip(&self.windows) {
+            let all = part.to_vec()?;
+            if self.replicated {
+                return Ok(all);
+            }
+            out.extend_from_slice(&all[first..last]);
+        }
+        Ok(out)
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The devices of the parts, in share order.
+    pub fn devices(&self) -> Vec<Device> {
+        self.parts.iter().map(|p| p.device().clone()).collect()
+    }
+
+    pub(crate) fn resident(&self) -> Resident {
+        let parts: Vec<Resident> = self.parts.iter().map(DeviceBuffer::resident).collect();
+        Resident {
+            split: Some(std::sync::Arc::new(SplitParts {
+                parts: parts
+                    .iter()
+                    .map(|r| (r.device.clone(), r.address))
+                    .collect(),
+                windows: self.windows.clone(),
+                replicated: self.replicated,
+            })),
+            ..parts[0].clone()
         }
     }
 }

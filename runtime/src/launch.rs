@@ -385,6 +385,14 @@ pub fn launch(
     if options.all_devices {
         return crate::split::run(body, descriptor, args, grid, block, options.dyn_cache);
     }
+    if args
+        .iter()
+        .any(|a| a.kind.resident().is_some_and(|r| r.split.is_some()))
+    {
+        return Err(Error::InvalidLaunch(
+            "a `SplitBuffer` is spread over several devices: launch with `device = all`".into(),
+        ));
+    }
     let resident = args
         .iter()
         .find_map(|a| a.kind.resident())

@@ -42,7 +42,7 @@ mod region;
 mod scalar;
 mod split;
 
-pub use buffer::DeviceBuffer;
+pub use buffer::{DeviceBuffer, SplitBuffer};
 pub use device::{Device, default_device, devices, parse_selection, synchronize};
 pub use error::Error;
 pub use kernel_view::Atomic;
@@ -66,6 +66,6 @@ pub mod prelude {
     };
     pub use crate::{
         Atomic, Chunked, DeviceBuffer, Error, Float, Int, Linear1D, Linear2D, Num, Region,
-        Stencil2D, devices, offload, offload_device, offload_kernel, try_offload,
+        SplitBuffer, Stencil2D, devices, offload, offload_device, offload_kernel, try_offload,
     };
 }

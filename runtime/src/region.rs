@@ -1,7 +1,7 @@
 //! `Region<T, S>`: data a kernel works on, shared out among threads by a partitioning
 //! strategy so that no two threads can reach the same element.
 
-use crate::{DeviceBuffer, Error, buffer::Resident, scalar::Scalar};
+use crate::{DeviceBuffer, Error, SplitBuffer, buffer::Resident, scalar::Scalar};
 use offload_mir::Strategy;
 use std::{marker::PhantomData, ptr::NonNull};
 
@@ -318,6 +318,21 @@ impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut DeviceBu
     }
 }
 
+impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut SplitBuffer<T> {
+    fn into_region(self) -> Region<'a, T, S> {
+        Region {
+            data: NonNull::dangling(),
+            shape: Shape {
+                len: self.len(),
+                row_len: None,
+            },
+            resident: Some(self.resident()),
+            _borrow: PhantomData,
+            _strategy: PhantomData,
+        }
+    }
+}
+
 impl<'a, T: Scalar, S: OneDimensional, const N: usize> IntoRegion<'a, T, S> for &'a mut [T; N] {
     fn into_region(self) -> Region<'a, T, S> {
         Region::new(self.as_mut_slice())
@@ -383,6 +398,15 @@ impl<'a, T: Scalar, const N: usize> IntoSlice<'a, T> for &'a [T; N] {
         SliceData {
             host: self.as_slice(),
             resident: None,
+        }
+    }
+}
+
+impl<'a, T: Scalar> IntoSlice<'a, T> for &'a SplitBuffer<T> {
+    fn into_slice(self) -> SliceData<'a, T> {
+        SliceData {
+            host: &[],
+            resident: Some(self.resident()),
         }
     }
 }

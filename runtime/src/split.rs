@@ -4,14 +4,20 @@
 //! once, and each writes back only the elements its threads own.
 //!
 //! A share's threads touch only their own region elements, so each share gets a copy of
-//! just that window of every writable region (slices, which any thread may read, go to
-//! every device whole). Nothing is written back until every share has finished without a
-//! panic, so a failed split launch leaves the caller's data as it was, like any launch. Only one-dimensional launches over host data
-//! (`Linear1D` and `Chunked<N>` regions, slices, scalars) can be split: atomics and device
-//! buffers would need merging across devices.
+//! just that window of every writable region over host data (slices, which any thread
+//! may read, go to every device whole). Nothing is written back until every share has
+//! finished without a panic, so a failed split launch leaves the caller's data as it was,
+//! like any launch.
+//!
+//! Device-resident data takes part through [`SplitBuffer`](crate::SplitBuffer)s: a
+//! scattered one as a region, whose windows then decide where the shares start, and a
+//! replicated one as a slice; each share uses its device's part in place. Only
+//! one-dimensional launches (`Linear1D` and `Chunked<N>` regions, slices, scalars) can be
+//! split: atomics and single-device buffers would need merging across devices.
 
 use crate::{
     Device, Error,
+    buffer::Resident,
     launch::{ArgKind, KernelArg, KernelDescriptor, Launch},
 };
 use offload_mir::{Body, Strategy};
@@ -29,46 +35,64 @@ pub(crate) fn run(
             "`device = all` splits one-dimensional launches only".into(),
         ));
     }
+    let devices = share_devices();
     for arg in args.iter() {
+        let split = |r: &Option<Resident>| r.as_ref().and_then(|r| r.split.clone());
         let splittable = match &arg.kind {
             ArgKind::Region {
                 strategy, resident, ..
             } => {
-                resident.is_none() && matches!(strategy, Strategy::Linear1D | Strategy::Chunked(_))
+                matches!(strategy, Strategy::Linear1D | Strategy::Chunked(_))
+                    && (resident.is_none() || split(resident).is_some_and(|s| !s.replicated))
             }
-            ArgKind::Slice { resident, .. } => resident.is_none(),
+            ArgKind::Slice { resident, .. } => {
+                resident.is_none() || split(resident).is_some_and(|s| s.replicated)
+            }
             ArgKind::Atomic { .. } => false,
             ArgKind::Scalar { .. } => true,
         };
         if !splittable {
             return Err(Error::InvalidLaunch(
-                "`device = all` splits launches over host data with `Linear1D` or `Chunked<N>` regions only".into(),
+                "`device = all` splits launches whose regions are `Linear1D` or `Chunked<N>` over host data or a scattered `SplitBuffer`, and whose slices are host data or a replicated `SplitBuffer`: no atomics or single-device buffers".into(),
             ));
         }
+        if let Some(parts) = arg.kind.resident().and_then(|r| r.split.as_ref())
+            && parts.parts.len() != devices.len()
+        {
+            return Err(Error::InvalidLaunch(format!(
+                "a `SplitBuffer` of {} parts cannot take part in a launch over {} devices",
+                parts.parts.len(),
+                devices.len()
+            )));
+        }
     }
-    let gpus: Vec<Device> = crate::devices()
-        .into_iter()
-        .filter(|d| matches!(d, Device::Cuda { .. }))
-        .collect();
-    let devices = match gpus.len() {
-        0 => vec![Device::Cpu, Device::Cpu],
+    if devices.len() == 1 {
         // One device takes the whole launch: no shares to copy and merge.
-        1 => return launch_on(&gpus[0], body, descriptor, args, grid, block, dyn_cache, 0),
-        _ => gpus,
-    };
+        return launch_on(
+            &devices[0],
+            body,
+            descriptor,
+            args,
+            grid,
+            block,
+            dyn_cache,
+            0,
+        );
+    }
     let parts = devices.len() as u32;
     let groups = grid[0];
-    let ranges: Vec<(u32, u32)> = (0..parts)
-        .map(|p| (groups * p / parts, groups * (p + 1) / parts))
-        .collect();
     let threads_per_group = block[0] as usize;
+    let elements_per_group = |strategy: &Strategy| {
+        threads_per_group
+            * match strategy {
+                Strategy::Chunked(n) => *n as usize,
+                _ => 1,
+            }
+    };
+    let ranges = share_ranges(args, groups, parts, &elements_per_group)?;
     // The elements of a region the threads of workgroups `start..end` own.
     let window = |strategy: &Strategy, len: usize, (start, end): (u32, u32)| {
-        let per_thread = match strategy {
-            Strategy::Chunked(n) => *n as usize,
-            _ => 1,
-        };
-        let at = |group: u32| (group as usize * threads_per_group * per_thread).min(len);
+        let at = |group: u32| (group as usize * elements_per_group(strategy)).min(len);
         (at(start), at(end))
     };
 
@@ -79,14 +103,23 @@ pub(crate) fn run(
     for &range in &ranges {
         let mut copies = Vec::new();
         let mut share_args = Vec::new();
+        let share = shares.len();
         for arg in args.iter() {
             let mut kind = arg.kind.clone();
+            // A split buffer takes part with this share's part, in place.
+            if let ArgKind::Region { resident, .. } | ArgKind::Slice { resident, .. } = &mut kind
+                && let Some(r) = resident
+                && let Some(split) = r.split.take()
+            {
+                (r.device, r.address) = split.parts[share].clone();
+            }
             if let ArgKind::Region {
                 data,
                 shape,
                 elem,
                 strategy,
                 window: own,
+                resident: None,
                 ..
             } = &mut kind
                 && strategy.is_writable()
@@ -142,19 +175,20 @@ pub(crate) fn run(
         result?;
     }
 
-    // Every share succeeded: copy each share's window back where it came from.
-    let writable = args.iter().filter(|a| a.kind.copied_back());
-    for (w, arg) in writable.enumerate() {
-        let ArgKind::Region {
+    // Every share succeeded: copy each share's window of host data back where it came
+    // from.
+    let host_regions = args.iter().filter_map(|a| match &a.kind {
+        ArgKind::Region {
             data,
             shape,
             elem,
             strategy,
+            resident: None,
             ..
-        } = &arg.kind
-        else {
-            continue;
-        };
+        } if strategy.is_writable() => Some((data, shape, elem, strategy)),
+        _ => None,
+    });
+    for (w, (data, shape, elem, strategy)) in host_regions.enumerate() {
         let size = elem.size_bytes();
         for (copies, &range) in scratch.iter().zip(&ranges) {
             let (first, _) = window(strategy, shape.len, range);
@@ -167,6 +201,65 @@ pub(crate) fn run(
         }
     }
     Ok(())
+}
+
+/// The devices a `device = all` launch splits over: every GPU, or two CPU shares when
+/// there is none.
+pub(crate) fn share_devices() -> Vec<Device> {
+    let gpus: Vec<Device> = crate::devices()
+        .into_iter()
+        .filter(|d| matches!(d, Device::Cuda { .. }))
+        .collect();
+    if gpus.is_empty() {
+        vec![Device::Cpu, Device::Cpu]
+    } else {
+        gpus
+    }
+}
+
+/// Each share's workgroups: where a scattered `SplitBuffer`'s windows start when a region
+/// is one (every such region must agree), else an even split.
+fn share_ranges(
+    args: &[KernelArg<'_>],
+    groups: u32,
+    parts: u32,
+    elements_per_group: &dyn Fn(&Strategy) -> usize,
+) -> Result<Vec<(u32, u32)>, Error> {
+    let mut starts: Option<Vec<u32>> = None;
+    for arg in args {
+        let ArgKind::Region {
+            strategy,
+            resident: Some(Resident {
+                split: Some(split), ..
+            }),
+            ..
+        } = &arg.kind
+        else {
+            continue;
+        };
+        let per_group = elements_per_group(strategy);
+        let mut these = Vec::new();
+        for &(first, _) in &split.windows {
+            if first % per_group != 0 {
+                return Err(Error::InvalidLaunch(format!(
+                    "a `SplitBuffer` part starts at element {first}, which is not where a workgroup of this launch starts (every {per_group} elements)"
+                )));
+            }
+            these.push(((first / per_group) as u32).min(groups));
+        }
+        match &starts {
+            Some(s) if *s != these => {
+                return Err(Error::InvalidLaunch(
+                    "the `SplitBuffer` regions of this launch are cut at different elements".into(),
+                ));
+            }
+            _ => starts = Some(these),
+        }
+    }
+    let starts = starts.unwrap_or_else(|| (0..parts).map(|p| groups * p / parts).collect());
+    Ok((0..parts as usize)
+        .map(|p| (starts[p], starts.get(p + 1).copied().unwrap_or(groups)))
+        .collect())
 }
 
 /// Runs workgroups `group_base..group_base + grid[0]` of the launch on `device`.

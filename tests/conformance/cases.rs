@@ -57,6 +57,7 @@ macro_rules! for_each_case {
         $m!(out_of_memory_is_an_error);
         $m!(panic_before_a_barrier_and_subgroup_sum_is_reported);
         $m!(dynamic_shared_memory_beyond_48_kib);
+        $m!(split_buffers_stay_on_every_device);
     };
 }
 
@@ -1240,7 +1241,7 @@ pub fn launches_split_across_all_devices(o: LaunchOptions) -> CaseResult {
     let mut seen = vec![0u8; 100];
     match histogram(all, &mut bins, &xs[..100], &mut seen) {
         Err(Error::InvalidLaunch(m))
-            if m.contains("`device = all` splits launches over host data") =>
+            if m.contains("`device = all` splits launches whose regions are") =>
         {
             Ok(())
         }
@@ -1730,4 +1731,43 @@ pub fn dynamic_shared_memory_beyond_48_kib(o: LaunchOptions) -> CaseResult {
         })
         .collect();
     compare("sums over 96 KiB of shared memory", &out, &want)
+}
+
+/// Device-resident data split over every device of a `device = all` launch: `y`
+/// scattered (each device works on its window in place), `x` replicated.
+pub fn split_buffers_stay_on_every_device(o: LaunchOptions) -> CaseResult {
+    let n = 100_000usize;
+    let x: Vec<f32> = (0..n).map(|i| (i % 23) as f32).collect();
+    let y: Vec<f32> = (0..n).map(|i| (i % 5) as f32).collect();
+    let dx = SplitBuffer::replicate(&x).map_err(|e| e.to_string())?;
+    let mut dy = SplitBuffer::scatter(&y, 256).map_err(|e| e.to_string())?;
+    let all = LaunchOptions {
+        all_devices: true,
+        ..o
+    };
+    for _ in 0..3 {
+        saxpy(all, &mut dy, &dx, 0.5).map_err(|e| e.to_string())?;
+    }
+    let want: Vec<f32> = (0..n).map(|i| y[i] + 1.5 * x[i]).collect();
+    compare(
+        "split saxpy",
+        &dy.to_vec().map_err(|e| e.to_string())?,
+        &want,
+    )?;
+    match saxpy(o, &mut dy, &dx, 0.5) {
+        Err(Error::InvalidLaunch(m))
+            if m == "a `SplitBuffer` is spread over several devices: launch with `device = all`" => {
+        }
+        other => return Err(format!("a split buffer without `device = all`: {other:?}")),
+    }
+    // Parts cut every 100 elements do not fit workgroups of 256 threads.
+    let mut odd = SplitBuffer::scatter(&y, 100).map_err(|e| e.to_string())?;
+    if odd.devices().len() > 1 {
+        match saxpy(all, &mut odd, &dx, 0.5) {
+            Err(Error::InvalidLaunch(m))
+                if m.contains("not where a workgroup of this launch starts") => {}
+            other => return Err(format!("parts that do not fit the workgroups: {other:?}")),
+        }
+    }
+    Ok(())
 }
