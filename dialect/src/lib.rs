@@ -22,7 +22,7 @@
 //! | `offload.atomic_rmw(atomic, index, value) {kind}` | atomic read-modify-write; returns the previous value |
 //! | `offload.atomic_cas(atomic, index, current, new)` | atomic compare-and-swap; returns the previous value |
 //! | `offload.panic(values...) {site}` | stop this thread, reporting panic site `site` |
-//! | `offload.thread_id`, `offload.workgroup_id`, `offload.workgroup_dim` `{dim}` | thread position |
+//! | `offload.thread_id`, `offload.workgroup_id`, `offload.workgroup_dim`, `offload.workgroup_count` `{dim}` | thread position |
 //! | `offload.alloc_shared {len, offset}` | a kernel's shared array (`len` -1: dynamic shared memory) |
 //! | `offload.barrier` | workgroup barrier |
 //! | `offload.subgroup_size`, `offload.subgroup_lane` | subgroup width and this thread's lane |
@@ -56,6 +56,7 @@ pub mod ops {
     pub const THREAD_ID: &str = "offload.thread_id";
     pub const WORKGROUP_ID: &str = "offload.workgroup_id";
     pub const WORKGROUP_DIM: &str = "offload.workgroup_dim";
+    pub const WORKGROUP_COUNT: &str = "offload.workgroup_count";
     pub const ALLOC_SHARED: &str = "offload.alloc_shared";
     pub const BARRIER: &str = "offload.barrier";
     pub const SUBGROUP_SIZE: &str = "offload.subgroup_size";

@@ -199,4 +199,11 @@ irdl.dialect @offload {
     irdl.attributes { "dim" = %dim }
     irdl.results(size: %index)
   }
+  // Workgroups in the whole launch along `dim`.
+  irdl.operation @workgroup_count {
+    %dim = irdl.base "#builtin.integer"
+    %index = irdl.is index
+    irdl.attributes { "dim" = %dim }
+    irdl.results(count: %index)
+  }
 }

@@ -286,6 +286,7 @@ impl Emitter<'_> {
                     Position::Thread => "offload.thread_id",
                     Position::Workgroup => "offload.workgroup_id",
                     Position::WorkgroupSize => "offload.workgroup_dim",
+                    Position::WorkgroupCount => "offload.workgroup_count",
                 };
                 self.index_query(
                     &format!("\"{op}\"() {{dim = {d} : i64}} : () -> index"),

@@ -3,8 +3,9 @@
 //! in turn:
 //!
 //! ```text
-//! func @k(%group_begin, %group_end, %groups_x, %size_x, %size_y, %thread_begin,
-//!         %thread_end, %shared: memref<?xi8>, %barrier: index, <kernel_abi args>) {
+//! func @k(%group_begin, %group_end, %groups_x, %groups_y, %size_x, %size_y,
+//!         %thread_begin, %thread_end, %shared: memref<?xi8>, %barrier: index,
+//!         <kernel_abi args>) {
 //!   scf.for %group = %group_begin to %group_end {
 //!     (%group_x, %group_y) = (%group % %groups_x, %group / %groups_x)
 //!     scf.for %thread = %thread_begin to %thread_end {
@@ -28,9 +29,9 @@ use offload_dialect::ops;
 pub const NAME: &str = "convert-offload-to-cpu";
 
 /// Arguments the CPU entry point takes before the kernel's own: `group_begin`,
-/// `group_end`, `groups_x`, `size_x`, `size_y`, `thread_begin`, `thread_end`, `shared`,
-/// `barrier`.
-pub const LEADING_ARGS: usize = 9;
+/// `group_end`, `groups_x`, `groups_y` (the whole launch's workgroups), `size_x`,
+/// `size_y`, `thread_begin`, `thread_end`, `shared`, `barrier`.
+pub const LEADING_ARGS: usize = 10;
 
 /// Words those arguments take in the packed calling convention (`shared` is a memref of
 /// five words).
@@ -49,7 +50,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             let func_ref = OperationRef::from_raw(func);
             let (name, args) = kernel_abi::signature(func_ref)?;
             let skeleton = format!(
-                "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %size_x: index, %size_y: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, %barrier: index, {}) {{
+                "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %groups_y: index, %size_x: index, %size_y: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, %barrier: index, {}) {{
   %c1 = arith.constant 1 : index
   scf.for %group = %group_begin to %group_end step %c1 {{
     %group_x = arith.remui %group, %groups_x : index
@@ -76,10 +77,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             );
             let group = [result(rem[0]), result(div[0])];
             let thread = [result(rem[1]), result(div[1])];
-            let size = [
-                mlirBlockGetArgument(host_entry, 3),
-                mlirBlockGetArgument(host_entry, 4),
-            ];
+            let arg = |i| mlirBlockGetArgument(host_entry, i);
+            let count = [arg(2), arg(3)];
+            let size = [arg(4), arg(5)];
 
             // Launches on the CPU are at most two-dimensional (the runtime refuses
             // others), so along z every thread and workgroup is the first of one.
@@ -87,6 +87,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                 (ops::THREAD_ID, thread, 0),
                 (ops::WORKGROUP_ID, group, 0),
                 (ops::WORKGROUP_DIM, size, 1),
+                (ops::WORKGROUP_COUNT, count, 1),
             ] {
                 for op in rewrite::collect(func_ref, op_name) {
                     let value = match rewrite::int_attribute(op, "dim") {
@@ -97,8 +98,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                     rewrite::replace(op, &[value]);
                 }
             }
-            let shared = mlirBlockGetArgument(host_entry, 7);
-            let barrier = mlirBlockGetArgument(host_entry, 8);
+            let (shared, barrier) = (arg(8), arg(9));
             workgroup_memory(context, func_ref, shared)?;
             let mut calls_barrier = false;
             for op in rewrite::collect(func_ref, ops::BARRIER) {

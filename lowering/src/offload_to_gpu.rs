@@ -1,8 +1,9 @@
 //! `convert-offload-to-gpu`: moves each kernel into its own `gpu.module` as a `gpu.func`
-//! with the [`kernel_abi`](crate::kernel_abi) signature plus two last `index` arguments:
-//! the first workgroup's x index (0 unless a launch is split across devices) and the
-//! launch's dynamic shared memory in bytes. It maps thread positions to `gpu.thread_id`,
-//! `gpu.block_id` (+ that base in x) and `gpu.block_dim`; shared arrays to workgroup
+//! with the [`kernel_abi`](crate::kernel_abi) signature plus three last `index`
+//! arguments: the first workgroup's x index (0 unless a launch is split across devices),
+//! the launch's dynamic shared memory in bytes, and the whole launch's workgroups in x. It
+//! maps thread positions to `gpu.thread_id`, `gpu.block_id` (+ that base in x),
+//! `gpu.block_dim` and `gpu.grid_dim` (that count in x); shared arrays to workgroup
 //! `memref.global`s (dynamic shared memory to `gpu.dynamic_shared_memory`); barriers to
 //! `gpu.barrier`; and subgroup operations to warp shuffles and votes (32 lanes).
 
@@ -29,6 +30,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                 mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
             let dynamic_bytes =
                 mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
+            let groups_x =
+                mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
             kernel_abi::set_function_type(func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
             subgroups(context, func_ref)?;
@@ -40,6 +43,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                 (ops::THREAD_ID, "gpu.thread_id"),
                 (ops::WORKGROUP_ID, "gpu.block_id"),
                 (ops::WORKGROUP_DIM, "gpu.block_dim"),
+                (ops::WORKGROUP_COUNT, "gpu.grid_dim"),
             ] {
                 for op in rewrite::collect(func_ref, name) {
                     let dim = rewrite::int_attribute(op, "dim")
@@ -48,6 +52,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                         .get(dim as usize)
                         .ok_or("`dim` must be 0, 1 or 2")?;
                     let b = rewrite::Builder::before(context, op);
+                    if name == ops::WORKGROUP_COUNT && dim == 0 {
+                        rewrite::replace(op, &[groups_x]);
+                        continue;
+                    }
                     let attr = b.attr(&format!("#gpu<dim {axis}>"));
                     let mut v = b.op(gpu, &[], &[b.ty("index")], &[("dimension", attr)]);
                     if name == ops::WORKGROUP_ID && dim == 0 {

@@ -82,9 +82,9 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     };
     let workgroup = Workgroup {
         kernel: &kernel,
-        // A split launch's share starts at `group_base` (one-dimensional, so the
-        // workgroup's x index is its number: `groups_x` only has to exceed it).
-        groups_x: launch.grid[0] as u64 + launch.group_base as u64,
+        // Workgroups are numbered row by row over the whole launch; a split launch's
+        // share is the one-dimensional range from `group_base`.
+        groups: [launch.groups[0] as u64, launch.groups[1] as u64],
         size_x: launch.block[0] as u64,
         size_y: launch.block[1] as u64,
         kernel_words: &words,
@@ -138,7 +138,8 @@ use offload_lowering::{CPU_LEADING_WORDS, CpuBarrier, CpuKernel};
 #[cfg(feature = "jit")]
 struct Workgroup<'a> {
     kernel: &'a CpuKernel,
-    groups_x: u64,
+    /// The whole launch's workgroups in x and y.
+    groups: [u64; 2],
     size_x: u64,
     size_y: u64,
     /// The kernel ABI's words: regions, slices, scalars, the panic buffer.
@@ -176,7 +177,8 @@ impl Workgroup<'_> {
         let mut words = vec![
             groups[0],
             groups[1],
-            self.groups_x,
+            self.groups[0],
+            self.groups[1],
             self.size_x,
             self.size_y,
             threads[0],

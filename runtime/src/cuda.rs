@@ -171,6 +171,7 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
     words.push(launch.group_base as u64);
     words.push(launch.dyn_cache as u64);
+    words.push(launch.groups[0] as u64);
 
     let mut builder = stream.launch_builder(&func);
     // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many bytes

@@ -117,6 +117,13 @@ pub fn workgroup_dim(dim: usize) -> usize {
     unreachable!("{NEVER}")
 }
 
+/// Workgroups in the launch along `dim`; CUDA's `gridDim`. In a launch split across
+/// devices, the whole launch's count.
+pub fn workgroup_count(dim: usize) -> usize {
+    let _ = dim;
+    unreachable!("{NEVER}")
+}
+
 /// A kernel's view of an `Atomic<T>` parameter: every thread may update any element with
 /// these operations, which are atomic on the device. Each returns the element's previous
 /// value; indices are bounds-checked. Integers (`i32`, `u32`, `i64`, `u64`) have them all;

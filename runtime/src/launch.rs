@@ -365,6 +365,8 @@ pub(crate) struct Launch<'b, 'a> {
     pub dyn_cache: u32,
     /// The first workgroup's x index: 0, or a share's start in a split launch.
     pub group_base: u32,
+    /// The whole launch's workgroups: `grid`, or all shares' in a split launch.
+    pub groups: [u32; 3],
 }
 
 /// Runs a kernel. What the `offload!` and `try_offload!` macros expand to; call it
@@ -418,6 +420,7 @@ pub fn launch(
         block,
         dyn_cache: options.dyn_cache,
         group_base: 0,
+        groups: grid,
     };
     match device {
         Device::Cuda { ordinal, .. } => crate::cuda::run(launch, ordinal),

@@ -76,7 +76,7 @@ pub(crate) fn run(
             grid,
             block,
             dyn_cache,
-            0,
+            (0, grid[0]),
         );
     }
     let parts = devices.len() as u32;
@@ -154,9 +154,9 @@ pub(crate) fn run(
                     if start == end {
                         return Ok(());
                     }
-                    let grid = [end - start, 1, 1];
+                    let range = (start, end);
                     launch_on(
-                        device, body, descriptor, share.0, grid, block, dyn_cache, start,
+                        device, body, descriptor, share.0, grid, block, dyn_cache, range,
                     )
                 })
             })
@@ -262,26 +262,27 @@ fn share_ranges(
         .collect())
 }
 
-/// Runs workgroups `group_base..group_base + grid[0]` of the launch on `device`.
+/// Runs workgroups `start..end` (in x) of a launch of `groups` on `device`.
 #[allow(clippy::too_many_arguments)]
 fn launch_on(
     device: &Device,
     body: &Body,
     descriptor: &'static KernelDescriptor,
     args: &mut [KernelArg<'_>],
-    grid: [u32; 3],
+    groups: [u32; 3],
     block: [u32; 3],
     dyn_cache: u32,
-    group_base: u32,
+    (start, end): (u32, u32),
 ) -> Result<(), Error> {
     let launch = Launch {
         body,
         descriptor,
         args,
-        grid,
+        grid: [end - start, groups[1], groups[2]],
         block,
         dyn_cache,
-        group_base,
+        group_base: start,
+        groups,
     };
     match device {
         Device::Cuda { ordinal, .. } => crate::cuda::run(launch, *ordinal),

@@ -58,6 +58,7 @@ macro_rules! for_each_case {
         $m!(panic_before_a_barrier_and_subgroup_sum_is_reported);
         $m!(dynamic_shared_memory_beyond_48_kib);
         $m!(split_buffers_stay_on_every_device);
+        $m!(workgroup_count_is_the_whole_launch);
     };
 }
 
@@ -1768,6 +1769,28 @@ pub fn split_buffers_stay_on_every_device(o: LaunchOptions) -> CaseResult {
                 if m.contains("not where a workgroup of this launch starts") => {}
             other => return Err(format!("parts that do not fit the workgroups: {other:?}")),
         }
+    }
+    Ok(())
+}
+
+#[offload_kernel]
+fn counts(mut out: Region<usize, Linear1D>) {
+    let c = workgroup_count(0) * 100 + workgroup_count(1) * 10 + workgroup_count(2);
+    if let Some(v) = out.get_mut() {
+        *v = c;
+    }
+}
+
+pub fn workgroup_count_is_the_whole_launch(o: LaunchOptions) -> CaseResult {
+    // 1000 elements in workgroups of 256: four workgroups, also when split.
+    for all_devices in [false, true] {
+        let mut out = vec![0usize; 1000];
+        counts(LaunchOptions { all_devices, ..o }, &mut out).map_err(|e| e.to_string())?;
+        compare(
+            &format!("counts (device = all: {all_devices})"),
+            &out,
+            &[411; 1000],
+        )?;
     }
     Ok(())
 }

@@ -541,13 +541,16 @@ pub enum Position {
     Workgroup,
     /// Threads per workgroup (`blockDim`).
     WorkgroupSize,
+    /// Workgroups in the launch (`gridDim`); the whole launch's, also in a split one.
+    WorkgroupCount,
 }
 
 impl Position {
-    pub const ALL: [Position; 3] = [
+    pub const ALL: [Position; 4] = [
         Position::Thread,
         Position::Workgroup,
         Position::WorkgroupSize,
+        Position::WorkgroupCount,
     ];
 
     /// The text name, which is also the kernel-side function's name.
@@ -556,6 +559,7 @@ impl Position {
             Position::Thread => "thread_idx",
             Position::Workgroup => "workgroup_idx",
             Position::WorkgroupSize => "workgroup_dim",
+            Position::WorkgroupCount => "workgroup_count",
         }
     }
 }

@@ -196,7 +196,7 @@ fn reduce(n: usize, reps: usize) -> Result<()> {
     let panic: CudaSlice<i64> = k.stream.alloc_zeros(7)?;
     let (px, po, pp) = (k.addr(&dx), k.addr(&*out.borrow()), k.addr(&panic));
     // The kernel ABI: the atomic and the slice as memrefs, the stride, the panic buffer,
-    // the workgroup base and the dynamic shared memory size.
+    // the workgroup base, the dynamic shared memory size and the workgroups in x.
     let words = [
         po,
         po,
@@ -216,6 +216,7 @@ fn reduce(n: usize, reps: usize) -> Result<()> {
         1,
         0,
         0,
+        grid as u64,
     ];
     let cfg = LaunchConfig {
         grid_dim: (grid, 1, 1),
@@ -274,12 +275,38 @@ fn matmul_bench(n: usize, reps: usize) -> Result<()> {
     let panic: CudaSlice<i64> = k.stream.alloc_zeros(7)?;
     let (pa, pb, pc, pp) = (k.addr(&da), k.addr(&db), k.addr(&dc), k.addr(&panic));
     let (n64, nn) = (n as u64, (n * n) as u64);
-    // The kernel ABI: the 2-D region (rows, row length, strides), two slices, n, the
-    // panic buffer, the workgroup base and the dynamic shared memory size.
-    let words = [
-        pc, pc, 0, n64, n64, n64, 1, pa, pa, 0, nn, 1, pb, pb, 0, nn, 1, n64, pp, pp, 0, 7, 1, 0, 0,
-    ];
     let tiles = (n as u32).div_ceil(16);
+    // The kernel ABI: the 2-D region (rows, row length, strides), two slices, n, the
+    // panic buffer, the workgroup base, the dynamic shared memory size and the workgroups
+    // in x.
+    let words = [
+        pc,
+        pc,
+        0,
+        n64,
+        n64,
+        n64,
+        1,
+        pa,
+        pa,
+        0,
+        nn,
+        1,
+        pb,
+        pb,
+        0,
+        nn,
+        1,
+        n64,
+        pp,
+        pp,
+        0,
+        7,
+        1,
+        0,
+        0,
+        tiles as u64,
+    ];
     let cfg = LaunchConfig {
         grid_dim: (tiles, tiles, 1),
         block_dim: (16, 16, 1),
@@ -518,7 +545,12 @@ fn main() -> Result<()> {
     for _ in 0..=launches {
         want.iter_mut().zip(&x).for_each(|(y, x)| *y = a * x + *y);
     }
-    let wrong = sy.to_vec()?.iter().zip(&want).filter(|(g, w)| g != w).count();
+    let wrong = sy
+        .to_vec()?
+        .iter()
+        .zip(&want)
+        .filter(|(g, w)| g != w)
+        .count();
     if wrong != 0 {
         bail!("split saxpy on device data differs from the host in {wrong} elements");
     }
@@ -577,12 +609,30 @@ fn main() -> Result<()> {
     let (px, py) = (addr(&dx), addr(&dy));
     let pp = cudarc::driver::DevicePtr::device_ptr(&panic, &stream).0;
     let a_bits = a.to_bits() as u64;
-    // The kernel ABI: two memrefs, the scalar, the panic buffer, the workgroup base, the
-    // dynamic shared memory size.
-    let words: [u64; 18] = [
-        py, py, 0, n as u64, 1, px, px, 0, n as u64, 1, a_bits, pp, pp, 0, 7, 1, 0, 0,
-    ];
     let grid = (n as u32).div_ceil(BLOCK);
+    // The kernel ABI: two memrefs, the scalar, the panic buffer, the workgroup base, the
+    // dynamic shared memory size, the workgroups in x.
+    let words: [u64; 19] = [
+        py,
+        py,
+        0,
+        n as u64,
+        1,
+        px,
+        px,
+        0,
+        n as u64,
+        1,
+        a_bits,
+        pp,
+        pp,
+        0,
+        7,
+        1,
+        0,
+        0,
+        grid as u64,
+    ];
     let cfg = LaunchConfig {
         grid_dim: (grid, 1, 1),
         block_dim: (BLOCK, 1, 1),
@@ -659,7 +709,7 @@ fn main() -> Result<()> {
     let rx = stream.clone_htod(&vec![1.0f32; small])?;
     let ry = stream.clone_htod(&vec![0.0f32; small])?;
     let (rxp, ryp) = (addr(&rx), addr(&ry));
-    let small_words: [u64; 18] = [
+    let small_words: [u64; 19] = [
         ryp,
         ryp,
         0,
@@ -678,6 +728,7 @@ fn main() -> Result<()> {
         1,
         0,
         0,
+        (small as u64).div_ceil(BLOCK as u64),
     ];
     let small_cfg = LaunchConfig {
         grid_dim: ((small as u32).div_ceil(BLOCK), 1, 1),
