@@ -543,7 +543,7 @@ fn main() -> Result<()> {
     let split_ms = t.elapsed().as_secs_f64() * 1e3 / launches as f64;
     let mut want = y0.clone();
     for _ in 0..=launches {
-        want.iter_mut().zip(&x).for_each(|(y, x)| *y = a * x + *y);
+        want.iter_mut().zip(&x).for_each(|(y, x)| *y += a * x);
     }
     let wrong = sy
         .to_vec()?
