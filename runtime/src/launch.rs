@@ -422,9 +422,16 @@ pub fn launch(
         group_base: 0,
         groups: grid,
     };
-    match device {
-        Device::Cuda { ordinal, .. } => crate::cuda::run(launch, ordinal),
-        Device::Cpu => crate::cpu::run(launch),
+    launch.run_on(&device)
+}
+
+impl Launch<'_, '_> {
+    /// Runs the launch on `device`'s backend.
+    pub(crate) fn run_on(self, device: &Device) -> Result<(), Error> {
+        match device {
+            Device::Cuda { ordinal, .. } => crate::cuda::run(self, *ordinal),
+            Device::Cpu => crate::cpu::run(self),
+        }
     }
 }
 

@@ -274,7 +274,7 @@ fn launch_on(
     dyn_cache: u32,
     (start, end): (u32, u32),
 ) -> Result<(), Error> {
-    let launch = Launch {
+    Launch {
         body,
         descriptor,
         args,
@@ -283,11 +283,8 @@ fn launch_on(
         dyn_cache,
         group_base: start,
         groups,
-    };
-    match device {
-        Device::Cuda { ordinal, .. } => crate::cuda::run(launch, *ordinal),
-        Device::Cpu => crate::cpu::run(launch),
     }
+    .run_on(device)
 }
 
 /// One share's arguments, moved to the thread that runs the share.
