@@ -69,11 +69,12 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
 
         let root = OperationRef::from_raw(func);
         for op in rewrite::collect(root, ops::LEN) {
+            // The element count: a 2-D region's flat view has all its rows.
             let b = Builder::before(context, op);
             let zero = b.index_constant(0);
             let dim = b.op(
                 "memref.dim",
-                &[rewrite::operand(op, 0), zero],
+                &[flat_view(rewrite::operand(op, 0)), zero],
                 &[b.ty("index")],
                 &[],
             );

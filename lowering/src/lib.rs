@@ -1,7 +1,8 @@
 //! Lowers offload MIR through the `offload` dialect to PTX for NVIDIA GPUs and to machine
 //! code for the CPU backend.
 //!
-//! The entry points take a [`Validated`] body, so everything here may assume valid MIR:
+//! The entry points take a [`Linked`] body (inlined, simplified, validated and verified
+//! safe by `offload_mir::link`), so everything here may assume valid MIR:
 //!
 //! - [`compile_ptx`]: MIR → PTX for a [`GpuTarget`];
 //! - [`compile_cpu`]: MIR → a JIT-compiled [`CpuKernel`];
@@ -25,7 +26,7 @@ pub use kernel_abi::PANIC_BUFFER_WORDS;
 pub use offload_to_cpu::LEADING_WORDS as CPU_LEADING_WORDS;
 pub use pipeline::{GpuTarget, Session, Stage};
 
-use offload_mir::Validated;
+use offload_mir::Linked;
 
 /// A failure inside the lowering. Valid MIR should never produce one; when it does, the
 /// MLIR diagnostics say which pass refused what.
@@ -38,10 +39,6 @@ pub enum LowerError {
         stage: &'static str,
         diagnostics: String,
     },
-    #[error(
-        "`{0}` is not a kernel with its device-function calls inlined; link it first (offload_mir::inline)"
-    )]
-    Unlinked(String),
     #[error("CPU code generation failed: {0}")]
     Jit(String),
 }
@@ -54,7 +51,7 @@ pub struct PtxKernel {
 }
 
 /// Compiles a kernel to PTX.
-pub fn compile_ptx(body: Validated<'_>, target: &GpuTarget) -> Result<PtxKernel, LowerError> {
+pub fn compile_ptx(body: &Linked, target: &GpuTarget) -> Result<PtxKernel, LowerError> {
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
     dump(body, Stage::Offload, &module);
@@ -70,7 +67,7 @@ pub fn compile_ptx(body: Validated<'_>, target: &GpuTarget) -> Result<PtxKernel,
 }
 
 /// Compiles a kernel for the CPU backend.
-pub fn compile_cpu(body: Validated<'_>) -> Result<CpuKernel, LowerError> {
+pub fn compile_cpu(body: &Linked) -> Result<CpuKernel, LowerError> {
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
     session.to_cpu(&mut module)?;
@@ -81,7 +78,7 @@ pub fn compile_cpu(body: Validated<'_>) -> Result<CpuKernel, LowerError> {
 /// The text of every stage from `offload` up to and including `last`, in order. The GPU
 /// stages (`gpu`, `llvm`, `ptx`) and the CPU stage are separate paths from `offload`.
 pub fn emit(
-    body: Validated<'_>,
+    body: &Linked,
     last: Stage,
     target: &GpuTarget,
 ) -> Result<Vec<(Stage, String)>, LowerError> {
@@ -111,7 +108,7 @@ pub fn emit(
 }
 
 /// `OFFLOAD_DUMP_IR=kernel_name` (or `all`) prints each stage to stderr as it is built.
-fn dump(body: Validated<'_>, stage: Stage, module: &melior::ir::Module<'_>) {
+fn dump(body: &Linked, stage: Stage, module: &melior::ir::Module<'_>) {
     let Ok(wanted) = std::env::var("OFFLOAD_DUMP_IR") else {
         return;
     };

@@ -37,7 +37,7 @@ pub fn mlir_type(t: Ty) -> String {
 }
 
 /// Prints the kernel as a module in the `offload` dialect.
-pub fn emit(body: Validated<'_>) -> String {
+pub fn emit(body: &Linked) -> String {
     let mut e = Emitter {
         body: body.body(),
         out: String::new(),

@@ -168,10 +168,12 @@ unsafe fn workgroup_memory(
             let len = match array.len {
                 Some(len) => b.index_constant(len as i64),
                 None => {
-                    // Dynamic shared memory is the rest of the block.
+                    // Dynamic shared memory is the rest of the block (none if the
+                    // block ends before it starts).
                     let zero = b.index_constant(0);
                     let total = b.op("memref.dim", &[shared, zero], &[index], &[])[0];
-                    let rest = b.op("arith.subi", &[total, start], &[index], &[])[0];
+                    let end = b.op("arith.maxui", &[total, start], &[index], &[])[0];
+                    let rest = b.op("arith.subi", &[end, start], &[index], &[])[0];
                     let size = b.index_constant(array.element_bytes as i64);
                     b.op("arith.divui", &[rest, size], &[index], &[])[0]
                 }

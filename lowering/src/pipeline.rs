@@ -20,7 +20,7 @@ use melior::{
         register_all_passes,
     },
 };
-use offload_mir::Validated;
+use offload_mir::Linked;
 use std::{cell::RefCell, rc::Rc, sync::Once};
 
 /// A stage whose IR `offload-opt` can print.
@@ -122,14 +122,7 @@ impl Session {
     }
 
     /// MIR → the `offload` dialect, verified, with locals promoted to SSA values.
-    pub fn offload_module(&self, body: Validated<'_>) -> Result<Module<'_>, LowerError> {
-        let calls = body
-            .blocks
-            .iter()
-            .any(|b| matches!(b.terminator.kind, offload_mir::TerminatorKind::Call { .. }));
-        if body.kind != offload_mir::BodyKind::Kernel || calls {
-            return Err(LowerError::Unlinked(body.name.clone()));
-        }
+    pub fn offload_module(&self, body: &Linked) -> Result<Module<'_>, LowerError> {
         let text = crate::mir_to_offload::emit(body);
         let Some(mut module) = Module::parse(&self.context, &text) else {
             return Err(LowerError::Internal {
@@ -273,7 +266,9 @@ const MATH_TO_INTRINSICS: PassSpec = (
 );
 
 /// Wraps a Rust rewrite as a real MLIR pass on `builtin.module`. A failure is emitted as
-/// an error diagnostic at the module and fails the pass manager.
+/// an error diagnostic at the module and fails the pass manager. A panic in the rewrite
+/// (an internal bug) is caught here and becomes such a failure too: unwinding through
+/// MLIR's C++ frames would abort the process.
 fn make(id: &'static PassId, name: &'static str, body: PassBody) -> Pass {
     create_external(
         move |op: OperationRef<'_, '_>, pass: ExternalPass<'_>| {
@@ -283,7 +278,17 @@ fn make(id: &'static PassId, name: &'static str, body: PassBody) -> Pass {
             // SAFETY: `context_ref` lives until the end of this call, and the context it
             // names outlives every pass run on its operations.
             let context = unsafe { context_ref.to_ref() };
-            if let Err(message) = body(context, op) {
+            let outcome =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| body(context, op)))
+                    .unwrap_or_else(|panic| {
+                        let what = panic
+                            .downcast_ref::<String>()
+                            .map(String::as_str)
+                            .or_else(|| panic.downcast_ref::<&str>().copied())
+                            .unwrap_or("a panic");
+                        Err(format!("internal error: {what}"))
+                    });
+            if let Err(message) = outcome {
                 let message =
                     std::ffi::CString::new(format!("{name}: {message}")).unwrap_or_default();
                 unsafe { mlir_sys::mlirEmitError(op.location().to_raw(), message.as_ptr()) };

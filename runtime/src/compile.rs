@@ -16,27 +16,36 @@ fn key(descriptor: &'static KernelDescriptor, target: &str) -> Key {
     )
 }
 
-/// Looks `key` up in `cache`, compiling with `make` on a miss. Compilation holds the
-/// cache lock: MLIR work is serialised, which also keeps at most one compile of a kernel.
+/// One compiled kernel, or the compile in progress: its own lock, so a slow compile of
+/// one kernel never holds up the first launch of another.
+type Cell<T> = Arc<Mutex<Option<Arc<T>>>>;
+
+/// Looks `key` up in `cache`, compiling with `make` on a miss. The cache's lock is held
+/// only to find the kernel's cell; the cell's lock is held while it compiles, so each
+/// kernel and target is compiled at most once at a time. A failed compile is not cached.
 fn cached<T>(
-    cache: &Mutex<HashMap<Key, Arc<T>>>,
+    cache: &Mutex<HashMap<Key, Cell<T>>>,
     key: Key,
     make: impl FnOnce() -> Result<T, Error>,
 ) -> Result<Arc<T>, Error> {
-    let mut map = cache
+    let cell = cache
         .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(hit) = map.get(&key) {
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .entry(key)
+        .or_default()
+        .clone();
+    let mut slot = cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(hit) = &*slot {
         return Ok(hit.clone());
     }
     let value = Arc::new(make()?);
-    map.insert(key, value.clone());
+    *slot = Some(value.clone());
     Ok(value)
 }
 
 /// PTX for a kernel and chip (`sm_90`).
 pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Arc<String>, Error> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, Arc<String>>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<HashMap<Key, Cell<String>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     cached(cache, key(descriptor, chip), || jit_ptx(descriptor, chip))
 }
@@ -46,25 +55,24 @@ pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<A
 pub(crate) fn cpu(
     descriptor: &'static KernelDescriptor,
 ) -> Result<Arc<offload_lowering::CpuKernel>, Error> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, Arc<offload_lowering::CpuKernel>>>> = OnceLock::new();
+    static CACHE: OnceLock<Mutex<HashMap<Key, Cell<offload_lowering::CpuKernel>>>> =
+        OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
     cached(cache, key(descriptor, "cpu"), || {
         let body = descriptor.body()?;
-        let valid = offload_mir::validate(body).expect("validated when parsed");
-        offload_lowering::compile_cpu(valid).map_err(|e| compile_error(descriptor, e))
+        offload_lowering::compile_cpu(body).map_err(|e| compile_error(descriptor, e))
     })
 }
 
 #[cfg(feature = "jit")]
 fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, Error> {
     let body = descriptor.body()?;
-    let valid = offload_mir::validate(body).expect("validated when parsed");
     let target = offload_lowering::GpuTarget {
         chip: chip.to_string(),
         ..Default::default()
     };
     let kernel =
-        offload_lowering::compile_ptx(valid, &target).map_err(|e| compile_error(descriptor, e))?;
+        offload_lowering::compile_ptx(body, &target).map_err(|e| compile_error(descriptor, e))?;
     Ok(kernel.ptx)
 }
 

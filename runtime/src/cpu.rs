@@ -33,6 +33,11 @@ pub(crate) fn host_memory_bytes() -> Option<u64> {
     kib.checked_mul(1024)
 }
 
+/// The most dynamic shared memory a CPU workgroup may have: the largest NVIDIA GPUs'
+/// (227 KiB), so a program that runs here fits there too.
+#[cfg(feature = "jit")]
+const MAX_DYNAMIC_SHARED: u32 = 227 * 1024;
+
 #[cfg(not(feature = "jit"))]
 pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     Err(Error::Compile {
@@ -75,11 +80,15 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     let groups = launch.grid[0] as u64 * launch.grid[1] as u64;
     let host = host_threads().min(groups as usize).max(1) as u64;
     let layout = launch.body.shared_layout();
-    let shared_bytes = if launch.dyn_cache > 0 {
-        layout.dynamic_offset + launch.dyn_cache as usize
-    } else {
-        layout.static_bytes
-    };
+    if launch.dyn_cache > MAX_DYNAMIC_SHARED {
+        return Err(Error::InvalidLaunch(format!(
+            "dyn_cache = {} bytes is more than the CPU backend's {MAX_DYNAMIC_SHARED} bytes of dynamic shared memory per workgroup",
+            launch.dyn_cache
+        )));
+    }
+    // Dynamic shared memory starts at `dynamic_offset` even when there is none, so its
+    // length (the block's end minus that offset) is never negative.
+    let shared_bytes = layout.dynamic_offset + launch.dyn_cache as usize;
     let workgroup = Workgroup {
         kernel: &kernel,
         // Workgroups are numbered row by row over the whole launch; a split launch's

@@ -7,7 +7,7 @@ use crate::{
     region::{IntoAtomic, IntoRegion, IntoSlice, PartitioningStrategy, Shape, SliceData},
     scalar::Scalar,
 };
-use offload_mir::{Body, ScalarTy, Strategy, Ty};
+use offload_mir::{Body, Linked, ScalarTy, Strategy, Ty};
 use std::{marker::PhantomData, sync::OnceLock};
 
 /// What `#[offload_kernel]` emits for each kernel (each instance of a generic one): its
@@ -17,7 +17,7 @@ pub struct KernelDescriptor {
     pub name: &'static str,
     pub mir: &'static str,
     pub device_functions: &'static [&'static DeviceFn],
-    body: OnceLock<Result<Body, String>>,
+    body: OnceLock<Result<Linked, String>>,
 }
 
 /// What `#[offload_device]` emits for a function kernels may call: its name, the MIR of
@@ -57,19 +57,19 @@ impl KernelDescriptor {
         }
     }
 
-    /// The kernel's MIR with its device functions inlined, parsed and validated once.
-    pub fn body(&self) -> Result<&Body, Error> {
-        let parsed = self.body.get_or_init(|| self.link());
-        parsed.as_ref().map_err(|message| Error::Compile {
+    /// The kernel's MIR linked with its device functions and verified safe
+    /// ([`offload_mir::link`]), once.
+    pub fn body(&self) -> Result<&Linked, Error> {
+        let linked = self.body.get_or_init(|| self.link());
+        linked.as_ref().map_err(|message| Error::Compile {
             kernel: self.name.to_string(),
             message: message.clone(),
         })
     }
 
-    fn link(&self) -> Result<Body, String> {
+    fn link(&self) -> Result<Linked, String> {
         let kernel = offload_mir::parse(self.mir)
             .map_err(|e| format!("embedded MIR does not parse: {e}"))?;
-        offload_mir::validate(&kernel).map_err(|e| format!("embedded MIR is invalid: {e}"))?;
         // Every device function reachable from the kernel, each once.
         let mut reachable: Vec<&'static DeviceFn> = Vec::new();
         let mut stack: Vec<&'static DeviceFn> = self.device_functions.to_vec();
@@ -82,21 +82,14 @@ impl KernelDescriptor {
         let mut bodies: Vec<Body> = Vec::new();
         for f in &reachable {
             for mir in f.instances {
-                let body = offload_mir::parse(mir)
-                    .map_err(|e| format!("MIR of `{}` does not parse: {e}", f.name))?;
-                offload_mir::validate(&body)
-                    .map_err(|e| format!("MIR of `{}` is invalid: {e}", f.name))?;
-                bodies.push(body);
+                bodies.push(
+                    offload_mir::parse(mir)
+                        .map_err(|e| format!("MIR of `{}` does not parse: {e}", f.name))?,
+                );
             }
         }
-        let mut device: offload_mir::inline::DeviceFunctions = Default::default();
-        for body in &bodies {
-            device.entry(body.name.as_str()).or_default().push(body);
-        }
-        let linked = offload_mir::inline::inline_calls(&kernel, &device)?;
-        offload_mir::validate(&linked)
-            .map_err(|e| format!("the kernel with its device functions inlined is invalid: {e}"))?;
-        Ok(linked)
+        let device: Vec<&Body> = bodies.iter().collect();
+        offload_mir::link(&kernel, &device).map_err(|e| e.to_string())
     }
 }
 
@@ -384,6 +377,7 @@ pub fn launch(
             check(shape, grid, block)?;
         }
     }
+    check_region_shapes(args)?;
     if options.all_devices {
         return crate::split::run(body, descriptor, args, grid, block, options.dyn_cache);
     }
@@ -478,6 +472,10 @@ fn geometry(
     options: &LaunchOptions,
     args: &[KernelArg<'_>],
 ) -> Result<([u32; 3], [u32; 3]), Error> {
+    // Checked before a strategy divides by the workgroup size.
+    if let Some(block) = options.thread_dim {
+        check_workgroup_size(block)?;
+    }
     let (grid, block) = match options.workgroup_dim {
         Some(grid) => (
             grid,
@@ -501,16 +499,67 @@ fn geometry(
             default_geometry(shape, options.thread_dim)?
         }
     };
-    if grid.contains(&0) || block.contains(&0) {
+    if grid.contains(&0) {
         return Err(Error::InvalidLaunch(format!(
-            "workgroup_dim {grid:?} and thread_dim {block:?} must not contain zero"
+            "workgroup_dim {grid:?} must not contain zero"
+        )));
+    }
+    check_workgroup_size(block)?;
+    Ok((grid, block))
+}
+
+/// Threads per workgroup: at least one along each axis and at most 1024 in all (the
+/// limit of current GPUs, kept on the CPU backend so programs move between them). The
+/// safety verifier relies on this: products of workgroup sizes cannot wrap.
+fn check_workgroup_size(block: [u32; 3]) -> Result<(), Error> {
+    if block.contains(&0) {
+        return Err(Error::InvalidLaunch(format!(
+            "thread_dim {block:?} must not contain zero"
         )));
     }
     let threads: u64 = block.iter().map(|&d| d as u64).product();
-    if threads > 1024 {
+    if threads > MAX_WORKGROUP_SIZE {
         return Err(Error::InvalidLaunch(format!(
-            "thread_dim {block:?} has {threads} threads per workgroup; the limit is 1024"
+            "thread_dim {block:?} has {threads} threads per workgroup; the limit is {MAX_WORKGROUP_SIZE}"
         )));
     }
-    Ok((grid, block))
+    Ok(())
+}
+
+/// The most threads one workgroup may have.
+pub const MAX_WORKGROUP_SIZE: u64 = 1024;
+
+/// Every 2-D region of a launch must have one shape: threads are laid over the first
+/// one's rows and columns, and a stencil read of another shape would be clamped to the
+/// wrong edges.
+fn check_region_shapes(args: &[KernelArg<'_>]) -> Result<(), Error> {
+    let mut first: Option<(usize, (usize, usize))> = None;
+    for (i, arg) in args.iter().enumerate() {
+        let ArgKind::Region {
+            shape, strategy, ..
+        } = &arg.kind
+        else {
+            continue;
+        };
+        if !strategy.is_2d() {
+            continue;
+        }
+        let extents = shape.extents();
+        match first {
+            None => first = Some((i, extents)),
+            Some((j, other)) if other != extents => {
+                return Err(Error::InvalidLaunch(format!(
+                    "the 2-D regions of one launch must have one shape: argument {} is {} rows of {}, argument {} is {} rows of {}",
+                    j + 1,
+                    other.1,
+                    other.0,
+                    i + 1,
+                    extents.1,
+                    extents.0
+                )));
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(())
 }

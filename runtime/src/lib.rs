@@ -46,9 +46,13 @@ pub use buffer::{DeviceBuffer, SplitBuffer};
 pub use device::{Device, default_device, devices, parse_selection, synchronize};
 pub use error::Error;
 pub use kernel_view::Atomic;
-pub use launch::{
-    DEFAULT_WORKGROUP_SIZE, DeviceFn, KernelArg, KernelDescriptor, LaunchOptions, launch,
-};
+pub use launch::{DEFAULT_WORKGROUP_SIZE, LaunchOptions, MAX_WORKGROUP_SIZE};
+// What the macros expand to. Hidden, and safe to call only because nothing it is given
+// is trusted: `KernelDescriptor::body` links and verifies the MIR
+// (`offload_mir::link`), `launch` re-checks every argument against it, and strategies
+// are sealed, so their `check_launch` is ours.
+#[doc(hidden)]
+pub use launch::{DeviceFn, KernelArg, KernelDescriptor, launch};
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;
 pub use region::{

@@ -22,8 +22,19 @@ impl Shape {
     }
 }
 
+mod sealed {
+    /// Only this crate's strategies exist: each one's `check_launch` is part of the
+    /// safety argument, so a user strategy could break it.
+    pub trait Sealed {}
+    impl Sealed for super::Linear1D {}
+    impl Sealed for super::Linear2D {}
+    impl<const N: usize> Sealed for super::Chunked<N> {}
+    impl<const R: usize> Sealed for super::Stencil2D<R> {}
+}
+
 /// A partitioning strategy: how a region's elements are shared out among threads.
-pub trait PartitioningStrategy: Send + Sync + 'static {
+/// Sealed: the strategies are [`Linear1D`], [`Linear2D`], [`Chunked`] and [`Stencil2D`].
+pub trait PartitioningStrategy: sealed::Sealed + Send + Sync + 'static {
     const KIND: Strategy;
 
     /// Refuses launch geometry (and region shapes) under which two threads could reach
@@ -140,7 +151,19 @@ impl<const N: usize> PartitioningStrategy for Chunked<N> {
                 "`Chunked<{N}>` needs 1 to 2^32 - 1 elements per thread"
             )));
         }
-        one_dimensional(&format!("Chunked<{N}>"), grid, block)
+        one_dimensional(&format!("Chunked<{N}>"), grid, block)?;
+        // Thread `t`'s chunk starts at `t * N`, computed in 64 bits on the device: it must
+        // not wrap for any thread, or two threads would own one chunk.
+        let threads = grid[0] as u64 * block[0] as u64;
+        if threads
+            .checked_mul(N as u64)
+            .is_none_or(|e| e > isize::MAX as u64)
+        {
+            return Err(Error::InvalidLaunch(format!(
+                "{threads} threads of `Chunked<{N}>` would address more elements than fit in memory"
+            )));
+        }
+        Ok(())
     }
 
     fn default_geometry(

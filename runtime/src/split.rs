@@ -82,18 +82,24 @@ pub(crate) fn run(
     let parts = devices.len() as u32;
     let groups = grid[0];
     let threads_per_group = block[0] as usize;
+    // `check_launch` has bounded every region's elements by the address space; the
+    // arithmetic saturates all the same, so a window can never wrap.
     let elements_per_group = |strategy: &Strategy| {
-        threads_per_group
-            * match strategy {
-                Strategy::Chunked(n) => *n as usize,
-                _ => 1,
-            }
+        threads_per_group.saturating_mul(match strategy {
+            Strategy::Chunked(n) => *n as usize,
+            _ => 1,
+        })
     };
     let ranges = share_ranges(args, groups, parts, &elements_per_group)?;
     // The elements of a region the threads of workgroups `start..end` own.
     let window = |strategy: &Strategy, len: usize, (start, end): (u32, u32)| {
-        let at = |group: u32| (group as usize * elements_per_group(strategy)).min(len);
-        (at(start), at(end))
+        let at = |group: u32| {
+            (group as usize)
+                .saturating_mul(elements_per_group(strategy))
+                .min(len)
+        };
+        let first = at(start);
+        (first, at(end).max(first))
     };
 
     // Per share: copies of its window of each writable region, and arguments pointing
@@ -245,7 +251,7 @@ fn share_ranges(
                     "a `SplitBuffer` part starts at element {first}, which is not where a workgroup of this launch starts (every {per_group} elements)"
                 )));
             }
-            these.push(((first / per_group) as u32).min(groups));
+            these.push((first / per_group).min(groups as usize) as u32);
         }
         match &starts {
             Some(s) if *s != these => {
@@ -256,7 +262,16 @@ fn share_ranges(
             _ => starts = Some(these),
         }
     }
-    let starts = starts.unwrap_or_else(|| (0..parts).map(|p| groups * p / parts).collect());
+    let starts = starts.unwrap_or_else(|| {
+        (0..parts)
+            .map(|p| (groups as u64 * p as u64 / parts as u64) as u32)
+            .collect()
+    });
+    if starts.windows(2).any(|w| w[0] > w[1]) {
+        return Err(Error::InvalidLaunch(
+            "the parts of a `SplitBuffer` must be in increasing order".into(),
+        ));
+    }
     Ok((0..parts as usize)
         .map(|p| (starts[p], starts.get(p + 1).copied().unwrap_or(groups)))
         .collect())

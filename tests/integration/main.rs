@@ -13,11 +13,11 @@ mod cpu_backend;
 mod mir;
 mod stages;
 
-use offload_mir::Body;
+use offload_mir::{Body, Linked};
 
 /// The kernels of a file under `tests/kernels/`, every instance of generic ones, with the
 /// file's `#[offload_device]` functions inlined.
-pub fn kernels(file: &str) -> Vec<Body> {
+pub fn kernels(file: &str) -> Vec<Linked> {
     use offload_mir::translate::{instances, translate_device, translate_instance};
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
     let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
@@ -37,13 +37,10 @@ pub fn kernels(file: &str) -> Vec<Body> {
             }
         }
     }
-    let mut by_name: offload_mir::inline::DeviceFunctions = Default::default();
-    for body in &device {
-        by_name.entry(body.name.as_str()).or_default().push(body);
-    }
+    let device: Vec<&Body> = device.iter().collect();
     kernels
         .iter()
-        .map(|k| offload_mir::inline::inline_calls(k, &by_name).expect("test kernels link"))
+        .map(|k| offload_mir::link(k, &device).unwrap_or_else(|e| panic!("test kernels link: {e}")))
         .collect()
 }
 

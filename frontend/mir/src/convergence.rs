@@ -16,7 +16,6 @@
 //!   Accesses made through the `unsafe` raw API are exempt.
 
 use crate::ir::*;
-use std::collections::HashSet;
 
 /// Why a kernel was refused, at a MIR span.
 #[derive(Debug, Clone, PartialEq)]
@@ -205,23 +204,44 @@ enum Access {
 }
 
 /// Checks that no safe access to a `Shared` array can race with another thread's.
-/// `raw` lists the statements (block, index) made by the `unsafe` raw API, which the
-/// user vouches for.
-pub fn check_shared_races(
-    body: &Body,
-    raw: &HashSet<(BasicBlock, usize)>,
-) -> Result<(), ConvergenceError> {
-    let shared: Vec<Local> = (0..body.locals.len())
-        .map(|i| Local(i as u32))
-        .filter(|l| matches!(body.locals[l.index()].ty, Ty::Shared(..)))
-        .collect();
-    if shared.is_empty() {
+/// Statements made by the `unsafe` raw API ([`Statement::raw`]) are exempt: the user
+/// vouches for them. Every `DynShared` view of a kernel is the same memory, so they are
+/// checked as one array, and views of different element sizes are refused: a thread's own
+/// slot in one would overlap other threads' slots in the other.
+pub fn check_shared_races(body: &Body) -> Result<(), ConvergenceError> {
+    // One entry per distinct memory: each static array, and all dynamic views together.
+    let mut memories: Vec<Vec<Local>> = Vec::new();
+    let mut dynamic: Option<(usize, ScalarTy)> = None;
+    for (i, decl) in body.locals.iter().enumerate() {
+        let local = Local(i as u32);
+        match decl.ty {
+            Ty::Shared(_, Some(_)) => memories.push(vec![local]),
+            Ty::Shared(elem, None) => match dynamic {
+                Some((_, first)) if first.size_bytes() != elem.size_bytes() => {
+                    let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
+                    return Err(ConvergenceError {
+                        span,
+                        message: format!(
+                            "every `DynShared` view of a kernel is the same memory, so they must have elements of one size; found `{first}` and `{elem}`"
+                        ),
+                    });
+                }
+                Some((k, _)) => memories[k].push(local),
+                None => {
+                    dynamic = Some((memories.len(), elem));
+                    memories.push(vec![local]);
+                }
+            },
+            _ => {}
+        }
+    }
+    if memories.is_empty() {
         return Ok(());
     }
-    let slot = |l: Local| shared.iter().position(|s| *s == l);
-    // Per block and statement, the accesses it makes.
-    let accesses = |bb: usize, i: usize, s: &Statement| -> Vec<(usize, Access)> {
-        if raw.contains(&(BasicBlock(bb as u32), i)) {
+    let slot = |l: Local| memories.iter().position(|m| m.contains(&l));
+    // Per statement, the accesses it makes.
+    let accesses = |s: &Statement| -> Vec<(usize, Access)> {
+        if s.raw {
             return Vec::new();
         }
         let mut out = Vec::new();
@@ -240,14 +260,15 @@ pub fn check_shared_races(
         }
         out
     };
+    let shared: Vec<Local> = memories.iter().map(|m| m[0]).collect();
     // State per array: (written, read) since the last barrier on some path.
     type State = Vec<(bool, bool)>;
     let n = body.blocks.len();
     let mut ins: Vec<State> = vec![vec![(false, false); shared.len()]; n];
     let transfer = |bb: usize, mut state: State, report: bool| -> Result<State, ConvergenceError> {
         let block = &body.blocks[bb];
-        for (i, s) in block.statements.iter().enumerate() {
-            for (k, access) in accesses(bb, i, s) {
+        for s in &block.statements {
+            for (k, access) in accesses(s) {
                 let name = body.locals[shared[k].index()]
                     .debug
                     .as_ref()

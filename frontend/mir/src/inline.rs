@@ -146,6 +146,7 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
                 place: remap_place(s.place, &local),
                 rvalue: remap_rvalue(&s.rvalue, &local),
                 span: here,
+                raw: s.raw,
             })
             .collect();
         let kind = match &data.terminator.kind {
@@ -154,6 +155,7 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
                     place: Place::local(dest),
                     rvalue: Rvalue::Use(Operand::Copy(Place::local(local(Local::RETURN)))),
                     span: here,
+                    raw: false,
                 });
                 TerminatorKind::Goto(target)
             }
@@ -200,6 +202,7 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
             place: Place::local(local(Local(i as u32 + 1))),
             rvalue: Rvalue::Use(arg),
             span: here,
+            raw: false,
         });
     }
     caller.terminator = Terminator {

@@ -303,7 +303,7 @@ pub enum Operand {
     Const(Const),
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum BinOp {
     Add,
     Sub,
@@ -380,7 +380,7 @@ impl BinOp {
     }
 }
 
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum UnOp {
     Neg,
     Not,
@@ -397,7 +397,7 @@ impl UnOp {
 
 /// A built-in function on scalars: the `f32`/`f64` and integer methods kernels may
 /// call. Written in text as its Rust method name, e.g. `sqrt(copy _3)`.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Intrinsic {
     Sqrt,
     Exp,
@@ -533,7 +533,7 @@ impl Intrinsic {
 }
 
 /// A thread-position query.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Position {
     /// The thread's index in its workgroup (CUDA's `threadIdx`).
     Thread,
@@ -726,6 +726,10 @@ pub struct Statement {
     pub place: Place,
     pub rvalue: Rvalue,
     pub span: Span,
+    /// Made by the `unsafe` raw shared-memory API (`load`, `store`), printed with an
+    /// `unsafe` prefix. The safety verifier still proves its index in bounds, but exempts
+    /// it from the own-slot and race rules: the user vouches for those.
+    pub raw: bool,
 }
 
 /// Why an `assert` terminator panics.

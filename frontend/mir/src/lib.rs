@@ -73,13 +73,17 @@
 
 pub mod convergence;
 pub mod inline;
+mod link;
 mod ir;
 mod parse;
 mod print;
+pub mod safety;
+mod simplify;
 pub mod translate;
 mod validate;
 
 pub use ir::*;
+pub use link::{LinkError, Linked, Violation, link};
 pub use parse::{ParseError, parse, parse_module};
 pub use print::print_module;
 pub use validate::{Validated, ValidationError, validate};

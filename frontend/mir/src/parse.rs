@@ -535,9 +535,10 @@ impl Parser {
                     terminator: Terminator { kind, span },
                 });
             }
+            let raw = self.eat_word("unsafe");
             let place = self.place()?;
             self.expect("=")?;
-            if self.eat_word("call") {
+            if !raw && self.eat_word("call") {
                 if place.index.is_some() {
                     return Err(self.error("a call's destination must be a local".into()));
                 }
@@ -573,6 +574,7 @@ impl Parser {
                 place,
                 rvalue,
                 span,
+                raw,
             });
         }
     }

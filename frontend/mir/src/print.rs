@@ -170,7 +170,8 @@ fn write_kernel(f: &mut impl Write, body: &Body) -> fmt::Result {
         writeln!(f)?;
         writeln!(f, "    {}: {{", BasicBlock(i as u32))?;
         for s in &block.statements {
-            writeln!(f, "        {} = {}; // {}", s.place, s.rvalue, s.span)?;
+            let raw = if s.raw { "unsafe " } else { "" };
+            writeln!(f, "        {raw}{} = {}; // {}", s.place, s.rvalue, s.span)?;
         }
         let t = &block.terminator;
         writeln!(f, "        {}; // {}", t.kind, t.span)?;

@@ -8,7 +8,7 @@
 
 use crate::ir::*;
 use proc_macro2::Span as SynSpan;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use syn::spanned::Spanned;
 
 /// Unsupported or malformed kernel code, at a span of the user's source.
@@ -412,7 +412,7 @@ impl Builder {
                 message: e.message,
             };
             crate::convergence::check_convergence(&body).map_err(at_source)?;
-            crate::convergence::check_shared_races(&body, &b.raw_shared).map_err(at_source)?;
+            crate::convergence::check_shared_races(&body).map_err(at_source)?;
         }
         Ok(body)
     }
@@ -578,8 +578,6 @@ struct Builder {
     flexible: HashMap<Local, (usize, usize)>,
     /// Types this pass saw flexible locals meet.
     learned: HashMap<(usize, usize), ScalarTy>,
-    /// Statements made by the `unsafe` raw shared-memory API, which the race check skips.
-    raw_shared: HashSet<(BasicBlock, usize)>,
     /// The syntax span behind each MIR span, to report MIR-level checks at the source.
     syn_spans: HashMap<Span, SynSpan>,
 }
@@ -611,7 +609,6 @@ impl Builder {
             subst: Vec::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
-            raw_shared: HashSet::new(),
             syn_spans: HashMap::new(),
         };
         b.current = Some(b.new_block());
@@ -698,6 +695,7 @@ impl Builder {
             place,
             rvalue,
             span: span_of(span),
+            raw: false,
         });
     }
 
@@ -1532,16 +1530,17 @@ impl Builder {
         let span = i.if_token.span;
         let (then_bb, else_bb, join) = (self.new_block(), self.new_block(), self.new_block());
         self.scopes.push(HashMap::new());
-        if let syn::Expr::Let(l) = &*i.cond {
-            self.region_get_mut(l, then_bb, else_bb)?;
+        let then_start = if let syn::Expr::Let(l) = &*i.cond {
+            self.region_get_mut(l, then_bb, else_bb)?
         } else {
             let (cond, _) = self.scalar_expr(&i.cond, Some(ScalarTy::Bool))?;
             self.switch_bool(cond, then_bb, else_bb, span);
-        }
+            then_bb
+        };
         // The result temporary is made when the first branch yields a value, so its type
         // is that value's (literals included) unless the context expects one.
         let mut result: Option<(Local, ScalarTy)> = None;
-        self.current = Some(then_bb);
+        self.current = Some(then_start);
         let then_expected = if i.else_branch.is_some() {
             expected
         } else {
@@ -1577,13 +1576,13 @@ impl Builder {
     }
 
     /// `if let Some(v) = region.get_mut()`: the thread owns an element iff its index is
-    /// below the region's length.
+    /// below the region's length. Returns the block where the `then` branch goes on.
     fn region_get_mut(
         &mut self,
         l: &syn::ExprLet,
         then_bb: BasicBlock,
         else_bb: BasicBlock,
-    ) -> Result<()> {
+    ) -> Result<BasicBlock> {
         const FORM: &str = "the only supported `if let` is `if let Some(v) = region.get_mut()`";
         let syn::Pat::TupleStruct(ts) = &*l.pat else {
             return error(&l.pat, FORM);
@@ -1661,10 +1660,10 @@ impl Builder {
                 },
             );
             // The caller continues translating `then_bb`, now past these statements.
-            return Ok(());
+            return Ok(then_bb);
         }
         self.bind(binding, Binding::RegionElement { region, index });
-        Ok(())
+        Ok(then_bb)
     }
 
     fn strategy_of(&self, region: Local) -> Strategy {
@@ -1827,7 +1826,7 @@ impl Builder {
         binding: &syn::Ident,
         then_bb: BasicBlock,
         else_bb: BasicBlock,
-    ) -> Result<()> {
+    ) -> Result<BasicBlock> {
         let span = m.method.span();
         let (region, index, inside) = self.stencil_neighbour(m, false)?;
         let inside = inside.expect("unclamped reads test the edges");
@@ -1838,13 +1837,16 @@ impl Builder {
             .element()
             .expect("a region has elements");
         let value = self.declare(Ty::Scalar(elem), false, Some((binding, binding.span())));
+        // Inside the region the index is in bounds; the check states it for the safety
+        // verifier (and catches a region with no rows).
+        let index = self.checked_index(region, Operand::Copy(Place::local(index)), span);
         self.push(
             Place::local(value),
             Rvalue::Use(Operand::Copy(Place::element(region, index))),
             span,
         );
         self.bind(binding, Binding::Local(value));
-        Ok(())
+        Ok(self.current.expect("the read was just pushed"))
     }
 
     fn region_receiver(&self, e: &syn::Expr) -> Result<Local> {
@@ -1927,6 +1929,8 @@ impl Builder {
                     .ty
                     .element()
                     .expect("a region has elements");
+                // Clamped coordinates are in bounds unless the region is empty.
+                let index = self.checked_index(region, Operand::Copy(Place::local(index)), span);
                 Ok(Some((Operand::Copy(Place::element(region, index)), elem)))
             }
             "wrapping_add" | "wrapping_sub" | "wrapping_mul" if m.args.len() == 1 => {

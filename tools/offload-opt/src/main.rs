@@ -71,18 +71,15 @@ fn run(cli: Cli) -> Result<()> {
         out(&print_module(&bodies))?;
         return Ok(());
     }
-    // Kernels are lowered with the file's device functions inlined.
-    let mut device: offload_mir::inline::DeviceFunctions = Default::default();
-    for body in bodies.iter().filter(|b| b.kind == BodyKind::Device) {
-        device.entry(body.name.as_str()).or_default().push(body);
-    }
+    // Kernels are lowered linked with the file's device functions and verified.
+    let device: Vec<&Body> = bodies
+        .iter()
+        .filter(|b| b.kind == BodyKind::Device)
+        .collect();
     let kernels = bodies
         .iter()
         .filter(|b| b.kind == BodyKind::Kernel)
-        .map(|k| {
-            offload_mir::inline::inline_calls(k, &device)
-                .map_err(|e| anyhow::anyhow!("{display}: kernel `{}`: {e}", k.name))
-        })
+        .map(|k| offload_mir::link(k, &device).map_err(|e| anyhow::anyhow!("{e}")))
         .collect::<Result<Vec<_>>>()?;
     let bodies = kernels;
     let target = GpuTarget {
@@ -99,9 +96,13 @@ fn run(cli: Cli) -> Result<()> {
         Emit::Mir => unreachable!("handled above"),
     };
     for body in &bodies {
-        let stages = offload_lowering::emit(validate(body)?, last, &target)?;
+        let stages = offload_lowering::emit(body, last, &target)?;
         if cli.emit == Emit::All {
-            out(&format!("// ===== {} :: mir =====\n{body}\n", body.name))?;
+            out(&format!(
+                "// ===== {} :: mir =====\n{}\n",
+                body.name,
+                body.body()
+            ))?;
             for (stage, text) in stages {
                 out(&format!(
                     "// ===== {} :: {} =====\n{}\n",

@@ -157,8 +157,7 @@ impl Builder {
                     None
                 };
                 let (value, _) = self.scalar_expr(args[arity - 1], Some(elem))?;
-                let slot = self.own_slot(nth, span);
-                let index = self.checked_index(shared, slot, span);
+                let index = self.own_slot(shared, nth, span);
                 self.push(Place::element(shared, index), Rvalue::Use(value), span);
                 Ok(None)
             }
@@ -204,15 +203,18 @@ impl Builder {
         (Place::local(t), elem)
     }
 
-    /// Records the statement just pushed as made by the raw API.
+    /// Marks the statement just pushed as made by the raw API.
     fn mark_raw(&mut self) {
         let bb = self.current.expect("a statement was just pushed");
-        let i = self.body.blocks[bb.index()].statements.len() - 1;
-        self.raw_shared.insert((bb, i));
+        if let Some(s) = self.body.blocks[bb.index()].statements.last_mut() {
+            s.raw = true;
+        }
     }
 
-    /// The thread's `nth` own slot (`0` without `nth`): `nth * threads + rank`.
-    fn own_slot(&mut self, nth: Option<Operand>, span: SynSpan) -> Operand {
+    /// The thread's `nth` own slot of `shared` (`0` without `nth`), `nth * threads +
+    /// rank`, checked: `rank < len`, or `nth < len / threads`, which keeps the product
+    /// from wrapping onto another thread's slot.
+    fn own_slot(&mut self, shared: Local, nth: Option<Operand>, span: SynSpan) -> Local {
         let usize_ = ScalarTy::Usize;
         let pos = |b: &mut Builder, p, d| b.assign_temp(usize_, Rvalue::Position(p, d), span);
         let bin =
@@ -232,11 +234,18 @@ impl Builder {
         let row = bin(self, BinOp::Add, plane, ty);
         let rows = bin(self, BinOp::Mul, row, dx);
         let rank = bin(self, BinOp::Add, rows, tx);
-        let Some(nth) = nth else { return rank };
+        let Some(nth) = nth else {
+            return self.checked_index(shared, rank, span);
+        };
         let area = bin(self, BinOp::Mul, dx, dy);
         let threads = bin(self, BinOp::Mul, area, dz);
-        let base = bin(self, BinOp::Mul, nth, threads);
-        bin(self, BinOp::Add, base, rank)
+        let len = self.assign_temp(usize_, Rvalue::Len(shared), span);
+        let per_thread = bin(self, BinOp::Div, len, threads);
+        let nth = self.as_local(nth, usize_, span);
+        self.bounds_check(nth, per_thread, span);
+        let base = bin(self, BinOp::Mul, Operand::Copy(Place::local(nth)), threads);
+        let slot = bin(self, BinOp::Add, base, rank);
+        self.as_local(slot, usize_, span)
     }
 
     /// `subgroup_sum(v)` and the other subgroup functions.

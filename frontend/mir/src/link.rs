@@ -1,0 +1,155 @@
+//! Linking: from a kernel's MIR and the device functions it may call to the one verified
+//! body that is lowered.
+//!
+//! [`link`] is the only way to a [`Linked`] receipt, and lowering accepts nothing else,
+//! so every kernel that runs, from the macro, a build script, `offload-opt` or a test, has
+//! passed the same steps:
+//!
+//! 1. the kernel and every device function are valid MIR ([`validate`]);
+//! 2. device-function calls are inlined ([`crate::inline`]);
+//! 3. branches on constants are folded and unreachable blocks dropped (`simplify`), so
+//!    the MLIR pipeline never sees code it would cut off itself;
+//! 4. the result is valid MIR again, and the safety verifier accepts it: barriers and
+//!    subgroup operations in uniform control flow and no shared-memory races
+//!    ([`crate::convergence`]), and every access in bounds and owned
+//!    ([`crate::safety`]).
+
+use crate::ir::*;
+use crate::{Validated, ValidationError, validate};
+use std::fmt;
+
+/// A kernel with its device functions inlined, simplified, validated and verified safe.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Linked {
+    body: Body,
+}
+
+impl Linked {
+    pub fn body(&self) -> &Body {
+        &self.body
+    }
+
+    /// The receipt of validation, for code that needs only that.
+    pub fn validated(&self) -> Validated<'_> {
+        validate(&self.body).expect("a linked body was validated when linked")
+    }
+}
+
+impl std::ops::Deref for Linked {
+    type Target = Body;
+    fn deref(&self) -> &Body {
+        &self.body
+    }
+}
+
+/// One reason the safety verifier refused a kernel, at its MIR location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub block: Option<BasicBlock>,
+    pub span: Span,
+    pub message: String,
+}
+
+/// Why a kernel could not be linked.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LinkError {
+    /// The kernel or a device function is not valid MIR.
+    #[error(transparent)]
+    Invalid(#[from] ValidationError),
+    /// A call could not be inlined (unknown function, no matching instance, recursion).
+    #[error("{file}: in kernel `{kernel}`: {message}")]
+    Inline {
+        kernel: String,
+        file: String,
+        message: String,
+    },
+    /// The safety verifier refused the linked kernel; every violation found is listed.
+    #[error("{}", render(kernel, file, violations))]
+    Unsafe {
+        kernel: String,
+        file: String,
+        violations: Vec<Violation>,
+    },
+}
+
+fn render(kernel: &str, file: &str, violations: &[Violation]) -> String {
+    let mut out = String::new();
+    for (i, v) in violations.iter().enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let block = v.block.map(|b| format!(", {b}")).unwrap_or_default();
+        out.push_str(&format!(
+            "{file}:{}: in kernel `{kernel}`{block}: {}",
+            v.span, v.message
+        ));
+    }
+    out
+}
+
+impl fmt::Display for Violation {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.span, self.message)
+    }
+}
+
+/// Links `kernel` with the device functions it may call (every instance of each, by
+/// name) into one verified body.
+pub fn link(kernel: &Body, device_functions: &[&Body]) -> Result<Linked, LinkError> {
+    validate(kernel)?;
+    if kernel.kind != BodyKind::Kernel {
+        return Err(LinkError::Inline {
+            kernel: kernel.name.clone(),
+            file: kernel.file.clone(),
+            message: "only a kernel can be linked; this is a device function".into(),
+        });
+    }
+    let mut by_name: crate::inline::DeviceFunctions = Default::default();
+    for f in device_functions {
+        validate(f)?;
+        by_name.entry(f.name.as_str()).or_default().push(f);
+    }
+    let mut body =
+        crate::inline::inline_calls(kernel, &by_name).map_err(|message| LinkError::Inline {
+            kernel: kernel.name.clone(),
+            file: kernel.file.clone(),
+            message,
+        })?;
+    crate::simplify::simplify(&mut body);
+    validate(&body)?;
+    let violations = verify(&body);
+    if !violations.is_empty() {
+        return Err(LinkError::Unsafe {
+            kernel: body.name.clone(),
+            file: body.file.clone(),
+            violations,
+        });
+    }
+    Ok(Linked { body })
+}
+
+/// Every safety violation of a linked body.
+fn verify(body: &Body) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let convergence = |e: crate::convergence::ConvergenceError| Violation {
+        block: None,
+        span: e.span,
+        message: e.message,
+    };
+    if let Err(e) = crate::convergence::check_convergence(body) {
+        out.push(convergence(e));
+    }
+    if let Err(e) = crate::convergence::check_shared_races(body) {
+        out.push(convergence(e));
+    }
+    out.extend(
+        crate::safety::check_memory_safety(body)
+            .into_iter()
+            .map(|e| Violation {
+                block: Some(e.block),
+                span: e.span,
+                message: e.message,
+            }),
+    );
+    out
+}

@@ -1,0 +1,705 @@
+//! The memory-safety verifier: proves, on the body that is lowered, that no element
+//! access can be out of bounds or race, and that no integer division can trap.
+//!
+//! The frontend emits checks in known shapes; this verifier does not trust the frontend
+//! but re-proves every access from the checks that dominate it, so hand-written or
+//! mutated MIR gets the same guarantee. What it cannot prove is an error.
+//!
+//! # The rules
+//!
+//! | access | proof required |
+//! |---|---|
+//! | `_s[_i]` read of a slice, a `Stencil2D` region or a shared array | `_i < Len(_s)` holds (a constant bound for static shared arrays) |
+//! | `_r[_i]` of a `Linear1D` region | `_i` is `RegionIndex(_r)` and `RegionIndex(_r) < Len(_r)` holds |
+//! | `_r[_i]` of a `Linear2D` region | `_i` is `RegionIndex(_r)` and both coordinates are below their extents |
+//! | `_r[_i]` of a `Chunked<N>` region | `_i` is `RegionIndex(_r)` or `RegionIndex(_r) + k` with `k < min(Len(_r) - RegionIndex(_r), N)`, and `RegionIndex(_r) < Len(_r)` |
+//! | safe write `_s[_i]` of a shared array | `_i` is the thread's rank in its workgroup (`(tz * dy + ty) * dx + tx`) or `k * threads + rank` with `k < Len(_s) / threads`, and in bounds |
+//! | `AtomicRmw`/`AtomicCas` on `_a[_i]` | `_i < Len(_a)` |
+//! | integer `Div`/`Rem` by `d` | `d != 0`, and for signed types not `MIN / -1` |
+//!
+//! Writes to slices and `Stencil2D` regions, and plain reads or writes of atomics, are
+//! refused. Statements made by the `unsafe` raw shared-memory API need only the bounds
+//! proof. A `Linear1D`/`Chunked` region's elements are distinct per thread because the
+//! host's `check_launch` refuses geometry that would give two threads one index.
+//!
+//! # How facts are found
+//!
+//! A forward must-analysis over the control-flow graph names the value of every local
+//! symbolically ([`values`]) and collects the conditions known to hold: an `assert`'s
+//! condition on its success edge, a `switchInt` on a `bool` on each edge. Conditions
+//! split through `!`, `&` (when true) and `|` (when false). At a join a fact survives
+//! only if every incoming path has it.
+
+mod values;
+
+use crate::ir::*;
+use std::collections::BTreeSet;
+use values::{Expr, Sym, Values, truncate};
+
+/// The most static shared memory one workgroup may declare, in bytes (the limit of
+/// NVIDIA GPUs without opting in; the CPU backend uses the same).
+pub const MAX_STATIC_SHARED_BYTES: usize = 48 * 1024;
+
+/// One violation, at a MIR location.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SafetyError {
+    pub block: BasicBlock,
+    pub span: Span,
+    pub message: String,
+}
+
+/// Checks every access and division of `body`; returns every violation found.
+pub fn check_memory_safety(body: &Body) -> Vec<SafetyError> {
+    let mut errors = Vec::new();
+    let layout = body.shared_layout();
+    if layout.static_bytes > MAX_STATIC_SHARED_BYTES {
+        let at = layout
+            .arrays
+            .last()
+            .map(|(l, _)| *l)
+            .unwrap_or(Local::RETURN);
+        errors.push(SafetyError {
+            block: BasicBlock::ENTRY,
+            span: body.locals[at.index()].debug.as_ref().map(|d| d.1).unwrap_or_default(),
+            message: format!(
+                "the kernel's `Shared` arrays take {} bytes of workgroup memory; at most {MAX_STATIC_SHARED_BYTES} can be declared statically (use `DynShared` and `dyn_cache` for more)",
+                layout.static_bytes
+            ),
+        });
+    }
+    let mut analysis = Analysis {
+        body,
+        values: Values::default(),
+        errors: Vec::new(),
+        report: false,
+    };
+    match analysis.solve() {
+        Some(entries) => {
+            analysis.report = true;
+            for (b, entry) in entries.into_iter().enumerate() {
+                if let Some(state) = entry {
+                    analysis.block(BasicBlock(b as u32), state);
+                }
+            }
+        }
+        None => analysis.errors.push(SafetyError {
+            block: BasicBlock::ENTRY,
+            span: Span::default(),
+            message: "the safety verifier did not reach a fixed point on this kernel; simplify its control flow".into(),
+        }),
+    }
+    errors.extend(analysis.errors);
+    errors.sort_by_key(|e| (e.block, e.span.line, e.span.column));
+    errors.dedup();
+    errors
+}
+
+/// What is known at a program point: each local's value, and conditions that hold.
+#[derive(Clone, PartialEq, Eq, Debug)]
+struct State {
+    vals: Vec<Option<Sym>>,
+    facts: BTreeSet<(Sym, bool)>,
+}
+
+#[derive(Copy, Clone, PartialEq, Eq)]
+enum Access {
+    Read,
+    Write,
+}
+
+struct Analysis<'a> {
+    body: &'a Body,
+    values: Values,
+    errors: Vec<SafetyError>,
+    /// Whether violations are recorded (only once the states are final).
+    report: bool,
+}
+
+impl Analysis<'_> {
+    /// The state at the entry of every reachable block, or `None` if the iteration did
+    /// not settle.
+    fn solve(&mut self) -> Option<Vec<Option<State>>> {
+        let n = self.body.blocks.len();
+        let mut entries: Vec<Option<State>> = vec![None; n];
+        // Incoming states per block, by (predecessor, edge number).
+        let mut incoming: Vec<Vec<((usize, usize), State)>> = vec![Vec::new(); n];
+        let mut work: BTreeSet<usize> = BTreeSet::from([0]);
+        let budget = 64 * (n + 1) * (n + 1).max(16);
+        let mut steps = 0;
+        while let Some(b) = work.pop_first() {
+            steps += 1;
+            if steps > budget {
+                return None;
+            }
+            let mut states: Vec<State> = incoming[b].iter().map(|(_, s)| s.clone()).collect();
+            if b == 0 {
+                states.push(self.entry_state());
+            }
+            let state = self.join(BasicBlock(b as u32), states);
+            if entries[b].as_ref() == Some(&state) {
+                continue;
+            }
+            entries[b] = Some(state.clone());
+            for (k, (succ, out)) in self
+                .block(BasicBlock(b as u32), state)
+                .into_iter()
+                .enumerate()
+            {
+                let s = succ.index();
+                let slot = incoming[s].iter_mut().find(|(from, _)| *from == (b, k));
+                match slot {
+                    Some((_, old)) if *old == out => continue,
+                    Some((_, old)) => *old = out,
+                    None => incoming[s].push(((b, k), out)),
+                }
+                work.insert(s);
+            }
+        }
+        Some(entries)
+    }
+
+    fn entry_state(&mut self) -> State {
+        let mut vals = vec![None; self.body.locals.len()];
+        for (local, decl) in self.body.args() {
+            if decl.ty.scalar().is_some() {
+                vals[local.index()] = Some(self.values.intern(Expr::Arg(local)));
+            }
+        }
+        State {
+            vals,
+            facts: BTreeSet::new(),
+        }
+    }
+
+    /// Where paths meet at `b`: names made at `b` are forgotten (this entry makes new
+    /// instances), values that differ become `Merge(b, local)`, and only common facts
+    /// survive.
+    fn join(&mut self, b: BasicBlock, mut states: Vec<State>) -> State {
+        for s in &mut states {
+            s.facts.retain(|(f, _)| !self.values.rooted_at(*f, b));
+        }
+        let vals = (0..self.body.locals.len())
+            .map(|l| {
+                let first = states[0].vals[l]?;
+                let mut all = states.iter().map(|s| s.vals[l]);
+                if all.any(|v| v.is_none()) {
+                    // Unassigned on some path: the validator forbids its use here.
+                    return None;
+                }
+                let same = states.iter().all(|s| s.vals[l] == Some(first));
+                Some(if same && !self.values.rooted_at(first, b) {
+                    first
+                } else {
+                    self.values.intern(Expr::Merge(b, Local(l as u32)))
+                })
+            })
+            .collect();
+        let mut facts = states[0].facts.clone();
+        for s in &states[1..] {
+            facts.retain(|f| s.facts.contains(f));
+        }
+        State { vals, facts }
+    }
+
+    /// Runs block `b` from `state`, checking its accesses when reporting; returns the
+    /// state on each outgoing edge.
+    fn block(&mut self, b: BasicBlock, mut state: State) -> Vec<(BasicBlock, State)> {
+        let block = &self.body.blocks[b.index()];
+        for (i, s) in block.statements.iter().enumerate() {
+            self.statement(b, i, s, &mut state);
+        }
+        let span = block.terminator.span;
+        match &block.terminator.kind {
+            TerminatorKind::Goto(t) => vec![(*t, state)],
+            TerminatorKind::Barrier { target } => vec![(*target, state)],
+            TerminatorKind::Return | TerminatorKind::Unreachable => Vec::new(),
+            TerminatorKind::Assert { cond, msg, target } => {
+                let n = block.statements.len();
+                let c = self.operand(b, n, 0, cond, span, &state);
+                if let AssertMessage::BoundsCheck { len, index } = msg {
+                    self.operand(b, n, 1, len, span, &state);
+                    self.operand(b, n, 2, index, span, &state);
+                }
+                self.assume(&mut state, c, true);
+                vec![(*target, state)]
+            }
+            TerminatorKind::SwitchInt {
+                discr,
+                targets,
+                otherwise,
+            } => {
+                let n = block.statements.len();
+                let d = self.operand(b, n, 0, discr, span, &state);
+                let is_bool = self.operand_ty(discr) == Some(ScalarTy::Bool);
+                let mut out = Vec::new();
+                for (v, t) in targets {
+                    let mut s = state.clone();
+                    if is_bool {
+                        self.assume(&mut s, d, *v != 0);
+                    }
+                    out.push((*t, s));
+                }
+                let listed: BTreeSet<bool> = targets.iter().map(|(v, _)| *v != 0).collect();
+                if is_bool && listed.len() == 1 {
+                    let unlisted = !listed.contains(&true);
+                    self.assume(&mut state, d, unlisted);
+                }
+                out.push((*otherwise, state));
+                out
+            }
+            TerminatorKind::Call { dest, target, .. } => {
+                self.error(b, span, "a call is left after linking; device functions must be inlined before lowering".into());
+                let n = block.statements.len();
+                state.vals[dest.index()] = Some(self.values.intern(Expr::Opaque(b, n, 0)));
+                vec![(*target, state)]
+            }
+        }
+    }
+
+    fn statement(&mut self, b: BasicBlock, i: usize, s: &Statement, state: &mut State) {
+        let span = s.span;
+        let value = match &s.rvalue {
+            Rvalue::Use(a) => self.operand(b, i, 0, a, span, state),
+            Rvalue::BinaryOp(op, a, c) => {
+                let (x, y) = (
+                    self.operand(b, i, 0, a, span, state),
+                    self.operand(b, i, 1, c, span, state),
+                );
+                if matches!(op, BinOp::Div | BinOp::Rem)
+                    && let Some(t) = self.operand_ty(a).filter(|t| t.is_integer())
+                {
+                    self.check_division(b, span, x, y, t, state);
+                }
+                self.values.intern(Expr::Binary(*op, x, y))
+            }
+            Rvalue::UnaryOp(op, a) => {
+                let x = self.operand(b, i, 0, a, span, state);
+                self.values.intern(Expr::Unary(*op, x))
+            }
+            Rvalue::Cast(a, t) => {
+                let x = self.operand(b, i, 0, a, span, state);
+                if self.operand_ty(a) == Some(*t) {
+                    x
+                } else {
+                    self.values.intern(Expr::Cast(x, *t))
+                }
+            }
+            Rvalue::Intrinsic(f, args) => {
+                let args = args
+                    .iter()
+                    .enumerate()
+                    .map(|(k, a)| self.operand(b, i, k as u8, a, span, state))
+                    .collect();
+                self.values.intern(Expr::Intrinsic(*f, args))
+            }
+            Rvalue::Subgroup(_, args) => {
+                for (k, a) in args.iter().enumerate() {
+                    self.operand(b, i, k as u8, a, span, state);
+                }
+                self.values.intern(Expr::Opaque(b, i, 0))
+            }
+            Rvalue::AtomicRmw(_, place, v) => {
+                self.operand(b, i, 1, v, span, state);
+                self.atomic(b, span, *place, state);
+                self.values.intern(Expr::Opaque(b, i, 0))
+            }
+            Rvalue::AtomicCas(place, c, n) => {
+                self.operand(b, i, 1, c, span, state);
+                self.operand(b, i, 2, n, span, state);
+                self.atomic(b, span, *place, state);
+                self.values.intern(Expr::Opaque(b, i, 0))
+            }
+            Rvalue::Len(l) => match self.body.locals[l.index()].ty {
+                Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
+                _ => self.values.intern(Expr::Len(*l)),
+            },
+            Rvalue::RegionIndex(l) => self.values.intern(Expr::RegionIndex(*l)),
+            Rvalue::RegionCoord(l, d) => self.values.intern(Expr::RegionCoord(*l, *d)),
+            Rvalue::RegionExtent(l, d) => self.values.intern(Expr::RegionExtent(*l, *d)),
+            Rvalue::Position(p, d) => self.values.intern(Expr::Position(*p, *d)),
+        };
+        match s.place.index {
+            Some(index) => self.access(b, span, s.place.local, index, Access::Write, s.raw, state),
+            None => state.vals[s.place.local.index()] = Some(value),
+        }
+    }
+
+    /// The value of an operand; an element read is checked and yields a fresh name.
+    fn operand(
+        &mut self,
+        b: BasicBlock,
+        i: usize,
+        k: u8,
+        op: &Operand,
+        span: Span,
+        state: &State,
+    ) -> Sym {
+        match op {
+            Operand::Const(c) => self.values.constant(*c),
+            Operand::Copy(p) | Operand::Move(p) => match p.index {
+                Some(index) => {
+                    let raw = self.body.blocks[b.index()]
+                        .statements
+                        .get(i)
+                        .is_some_and(|s| s.raw);
+                    self.access(b, span, p.local, index, Access::Read, raw, state);
+                    let read_only = match self.body.locals[p.local.index()].ty {
+                        Ty::Slice(_) => true,
+                        Ty::Region(_, s) => !s.is_writable(),
+                        _ => false,
+                    };
+                    match state.vals[index.index()] {
+                        Some(i) if read_only => self.values.intern(Expr::Element(p.local, i)),
+                        _ => self.values.intern(Expr::Opaque(b, i, k)),
+                    }
+                }
+                None => state.vals[p.local.index()]
+                    .unwrap_or_else(|| self.values.intern(Expr::Opaque(b, i, k))),
+            },
+        }
+    }
+
+    fn operand_ty(&self, op: &Operand) -> Option<ScalarTy> {
+        match op {
+            Operand::Const(c) => Some(c.ty()),
+            Operand::Copy(p) | Operand::Move(p) => {
+                let ty = self.body.locals.get(p.local.index())?.ty;
+                if p.index.is_some() {
+                    ty.element()
+                } else {
+                    ty.scalar()
+                }
+            }
+        }
+    }
+
+    /// Records that `cond` is `value` here, with what follows from it.
+    fn assume(&mut self, state: &mut State, cond: Sym, value: bool) {
+        if !state.facts.insert((cond, value)) {
+            return;
+        }
+        match (self.values.get(cond).clone(), value) {
+            (Expr::Unary(UnOp::Not, x), v) => self.assume(state, x, !v),
+            (Expr::Binary(BinOp::BitAnd, x, y), true)
+            | (Expr::Binary(BinOp::BitOr, x, y), false)
+                if self.is_bool(x) =>
+            {
+                self.assume(state, x, value);
+                self.assume(state, y, value);
+            }
+            _ => {}
+        }
+    }
+
+    fn is_bool(&self, s: Sym) -> bool {
+        match self.values.get(s) {
+            Expr::Const(_, t) | Expr::Cast(_, t) => *t == ScalarTy::Bool,
+            Expr::Binary(op, ..) if op.is_comparison() => true,
+            Expr::Binary(_, a, _) | Expr::Unary(_, a) => self.is_bool(*a),
+            Expr::Merge(_, l) => self.local_is_bool(*l),
+            Expr::Arg(l) => self.local_is_bool(*l),
+            _ => false,
+        }
+    }
+
+    fn local_is_bool(&self, l: Local) -> bool {
+        self.body
+            .locals
+            .get(l.index())
+            .is_some_and(|d| d.ty == Ty::Scalar(ScalarTy::Bool))
+    }
+
+    fn holds(&self, state: &State, cond: Sym, value: bool) -> bool {
+        state.facts.contains(&(cond, value))
+            || self.values.const_bits(cond) == Some((value as u128, ScalarTy::Bool))
+    }
+
+    /// Whether `a < b` (unsigned `usize`) is known.
+    fn less(&mut self, state: &State, a: Sym, b: Sym) -> bool {
+        if let (Some((x, _)), Some((y, _))) = (self.values.const_bits(a), self.values.const_bits(b))
+        {
+            return x < y;
+        }
+        let lt = self.values.intern(Expr::Binary(BinOp::Lt, a, b));
+        let gt = self.values.intern(Expr::Binary(BinOp::Gt, b, a));
+        let ge = self.values.intern(Expr::Binary(BinOp::Ge, a, b));
+        let le = self.values.intern(Expr::Binary(BinOp::Le, b, a));
+        if self.holds(state, lt, true)
+            || self.holds(state, gt, true)
+            || self.holds(state, ge, false)
+            || self.holds(state, le, false)
+        {
+            return true;
+        }
+        // `a < c` for a constant `c` no larger than a constant `b`.
+        let Some((bound, _)) = self.values.const_bits(b) else {
+            return false;
+        };
+        state.facts.iter().any(|(f, v)| {
+            let (op, x, y) = match self.values.get(*f) {
+                Expr::Binary(op, x, y) => (*op, *x, *y),
+                _ => return false,
+            };
+            let c = match (op, v) {
+                (BinOp::Lt, true) | (BinOp::Ge, false) if x == a => y,
+                (BinOp::Gt, true) | (BinOp::Le, false) if y == a => x,
+                _ => return false,
+            };
+            self.values.const_bits(c).is_some_and(|(c, _)| c <= bound)
+        })
+    }
+
+    fn in_bounds(&mut self, state: &State, container: Local, index: Sym) -> bool {
+        let len = match self.body.locals[container.index()].ty {
+            Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
+            _ => self.values.intern(Expr::Len(container)),
+        };
+        self.less(state, index, len)
+    }
+
+    fn access(
+        &mut self,
+        b: BasicBlock,
+        span: Span,
+        container: Local,
+        index: Local,
+        access: Access,
+        raw: bool,
+        state: &State,
+    ) {
+        let Some(i) = state.vals.get(index.index()).copied().flatten() else {
+            return self.error(
+                b,
+                span,
+                format!("the index `{index}` is used before it is assigned"),
+            );
+        };
+        let name = self.name(container);
+        let shown = format!("`{name}[{index}]`");
+        let ty = self.body.locals[container.index()].ty;
+        let refused = match (ty, access) {
+            (Ty::Slice(_), Access::Write) => Some(format!("{shown} writes a read-only slice")),
+            (Ty::Region(_, Strategy::Stencil2D(_)), Access::Write) => {
+                Some(format!("{shown} writes a read-only `Stencil2D` region"))
+            }
+            (Ty::Atomic(_), _) => Some(format!(
+                "{shown} reaches an element of an `Atomic` without an atomic operation"
+            )),
+            (Ty::Region(_, s), _) if s.is_writable() => (!self.owned(state, container, s, i)).then(|| {
+                format!(
+                    "{shown} is not proven to be this thread's own element: a `{s}` region is reached only at its `RegionIndex`, inside the check that the thread's element exists"
+                )
+            }),
+            (Ty::Shared(..), Access::Write) if !raw => (!self.own_slot(state, container, i)).then(|| {
+                format!(
+                    "{shown} is not proven to be this thread's own slot: safe code writes shared memory only at `rank` or `k * threads + rank` with `k < Len / threads`"
+                )
+            }),
+            (Ty::Slice(_) | Ty::Region(..) | Ty::Shared(..), _) => (!self.in_bounds(state, container, i)).then(|| {
+                format!("{shown} is not proven in bounds: no check that `{index} < Len({container})` precedes it on every path")
+            }),
+            _ => Some(format!("{shown} indexes a local of type `{ty}`")),
+        };
+        if let Some(message) = refused {
+            self.error(b, span, message);
+        }
+    }
+
+    fn atomic(&mut self, b: BasicBlock, span: Span, place: Place, state: &State) {
+        let Some(index) = place.index else { return };
+        let Some(i) = state.vals.get(index.index()).copied().flatten() else {
+            return self.error(
+                b,
+                span,
+                format!("the index `{index}` is used before it is assigned"),
+            );
+        };
+        if !matches!(self.body.locals[place.local.index()].ty, Ty::Atomic(_)) {
+            return self.error(
+                b,
+                span,
+                format!("`{}` is not an `Atomic`", self.name(place.local)),
+            );
+        }
+        if !self.in_bounds(state, place.local, i) {
+            let message = format!(
+                "the atomic operation on `{}[{index}]` is not proven in bounds: no check that `{index} < Len({})` precedes it on every path",
+                self.name(place.local),
+                place.local
+            );
+            self.error(b, span, message);
+        }
+    }
+
+    /// Whether index `i` of region `r` is the calling thread's own element.
+    fn owned(&mut self, state: &State, r: Local, strategy: Strategy, i: Sym) -> bool {
+        let own = self.values.intern(Expr::RegionIndex(r));
+        let len = self.values.intern(Expr::Len(r));
+        match strategy {
+            Strategy::Linear1D => i == own && self.less(state, own, len),
+            Strategy::Linear2D => {
+                let inside = |a: &mut Self, d: u8| {
+                    let c = a.values.intern(Expr::RegionCoord(r, d));
+                    let e = a.values.intern(Expr::RegionExtent(r, d));
+                    a.less(state, c, e)
+                };
+                i == own && inside(self, 0) && inside(self, 1)
+            }
+            Strategy::Chunked(n) => {
+                if !self.less(state, own, len) {
+                    return false;
+                }
+                if i == own {
+                    return true;
+                }
+                let Expr::Binary(BinOp::Add, base, k) = self.values.get(i).clone() else {
+                    return false;
+                };
+                if base != own {
+                    return false;
+                }
+                // `k < min(Len - RegionIndex, N)`: within the chunk and the region.
+                let rest = self.values.intern(Expr::Binary(BinOp::Sub, len, own));
+                let n = self.values.usize(n as u128);
+                let bound = [
+                    self.values
+                        .intern(Expr::Intrinsic(Intrinsic::Min, vec![rest, n])),
+                    self.values
+                        .intern(Expr::Intrinsic(Intrinsic::Min, vec![n, rest])),
+                ];
+                bound.into_iter().any(|m| self.less(state, k, m))
+            }
+            Strategy::Stencil2D(_) => false,
+        }
+    }
+
+    /// Whether index `i` of shared array `s` is one of the calling thread's own slots.
+    fn own_slot(&mut self, state: &State, s: Local, i: Sym) -> bool {
+        let v = &mut self.values;
+        let pos = |v: &mut Values, p, d| v.intern(Expr::Position(p, d));
+        let (tx, ty, tz) = (
+            pos(v, Position::Thread, 0),
+            pos(v, Position::Thread, 1),
+            pos(v, Position::Thread, 2),
+        );
+        let (dx, dy, dz) = (
+            pos(v, Position::WorkgroupSize, 0),
+            pos(v, Position::WorkgroupSize, 1),
+            pos(v, Position::WorkgroupSize, 2),
+        );
+        let bin = |v: &mut Values, op, a, b| v.intern(Expr::Binary(op, a, b));
+        let plane = bin(v, BinOp::Mul, tz, dy);
+        let row = bin(v, BinOp::Add, plane, ty);
+        let rows = bin(v, BinOp::Mul, row, dx);
+        let rank = bin(v, BinOp::Add, rows, tx);
+        if i == rank {
+            return self.in_bounds(state, s, i);
+        }
+        let area = bin(v, BinOp::Mul, dx, dy);
+        let threads = bin(v, BinOp::Mul, area, dz);
+        let Expr::Binary(BinOp::Add, base, r) = v.get(i).clone() else {
+            return false;
+        };
+        let Expr::Binary(BinOp::Mul, k, t) = v.get(base).clone() else {
+            return false;
+        };
+        if r != rank || t != threads {
+            return false;
+        }
+        // `k < Len / threads` keeps `k * threads + rank` below `Len` without wrapping.
+        let len = match self.body.locals[s.index()].ty {
+            Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
+            _ => self.values.intern(Expr::Len(s)),
+        };
+        let per_thread = self.values.intern(Expr::Binary(BinOp::Div, len, threads));
+        self.less(state, k, per_thread)
+    }
+
+    fn check_division(
+        &mut self,
+        b: BasicBlock,
+        span: Span,
+        lhs: Sym,
+        d: Sym,
+        t: ScalarTy,
+        state: &State,
+    ) {
+        let zero = self.values.intern(Expr::Const(0, t));
+        let ne = self.values.intern(Expr::Binary(BinOp::Ne, d, zero));
+        let eq = self.values.intern(Expr::Binary(BinOp::Eq, d, zero));
+        let nonzero = match self.values.const_bits(d) {
+            Some((v, _)) => v != 0,
+            None => self.holds(state, ne, true) || self.holds(state, eq, false) || self.positive(d),
+        };
+        if !nonzero {
+            self.error(b, span, format!("this division is not proven to have a nonzero divisor: no check that the divisor is not 0 precedes it"));
+        }
+        if !t.is_signed() {
+            return;
+        }
+        let minus_one = self.values.intern(Expr::Const(truncate(u128::MAX, t), t));
+        let min = self.values.intern(Expr::Const(1u128 << (t.bits() - 1), t));
+        if self
+            .values
+            .const_bits(d)
+            .is_some_and(|(v, _)| v != truncate(u128::MAX, t))
+            || self
+                .values
+                .const_bits(lhs)
+                .is_some_and(|(v, _)| v != 1u128 << (t.bits() - 1))
+        {
+            return;
+        }
+        let is_minus_one = self.values.intern(Expr::Binary(BinOp::Eq, d, minus_one));
+        let not_minus_one = self.values.intern(Expr::Binary(BinOp::Ne, d, minus_one));
+        let is_min = self.values.intern(Expr::Binary(BinOp::Eq, lhs, min));
+        let both = [
+            self.values
+                .intern(Expr::Binary(BinOp::BitAnd, is_minus_one, is_min)),
+            self.values
+                .intern(Expr::Binary(BinOp::BitAnd, is_min, is_minus_one)),
+        ];
+        let fine = self.holds(state, is_minus_one, false)
+            || self.holds(state, not_minus_one, true)
+            || self.holds(state, is_min, false)
+            || both.iter().any(|x| self.holds(state, *x, false));
+        if !fine {
+            self.error(b, span, "this signed division is not proven free of overflow: no check that it is not `MIN / -1` precedes it".into());
+        }
+    }
+
+    /// Values the launch guarantees are at least 1: workgroup sizes and their products
+    /// (at most 1024 threads per workgroup, so the products cannot wrap).
+    fn positive(&self, s: Sym) -> bool {
+        match self.values.get(s) {
+            Expr::Position(Position::WorkgroupSize | Position::WorkgroupCount, _) => true,
+            Expr::Binary(BinOp::Mul, a, b) => self.workgroup_size(*a) && self.workgroup_size(*b),
+            _ => false,
+        }
+    }
+
+    fn workgroup_size(&self, s: Sym) -> bool {
+        match self.values.get(s) {
+            Expr::Position(Position::WorkgroupSize, _) => true,
+            Expr::Binary(BinOp::Mul, a, b) => self.workgroup_size(*a) && self.workgroup_size(*b),
+            _ => false,
+        }
+    }
+
+    fn name(&self, l: Local) -> String {
+        self.body.locals[l.index()]
+            .debug
+            .as_ref()
+            .map_or(l.to_string(), |d| d.0.clone())
+    }
+
+    fn error(&mut self, block: BasicBlock, span: Span, message: String) {
+        if self.report {
+            self.errors.push(SafetyError {
+                block,
+                span,
+                message,
+            });
+        }
+    }
+}
