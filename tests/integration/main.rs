@@ -10,7 +10,9 @@
 
 mod conformance;
 mod cpu_backend;
+mod filetests;
 mod mir;
+mod safety;
 mod stages;
 
 use offload_mir::{Body, Linked};

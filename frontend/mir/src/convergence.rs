@@ -240,7 +240,7 @@ pub fn check_shared_races(body: &Body) -> Result<(), ConvergenceError> {
     }
     let slot = |l: Local| memories.iter().position(|m| m.contains(&l));
     // Per statement, the accesses it makes.
-    let accesses = |s: &Statement| -> Vec<(usize, Access)> {
+    let accesses = |s: &Statement| -> Vec<(usize, Access, Local)> {
         if s.raw {
             return Vec::new();
         }
@@ -248,31 +248,30 @@ pub fn check_shared_races(body: &Body) -> Result<(), ConvergenceError> {
         if s.place.index.is_some()
             && let Some(k) = slot(s.place.local)
         {
-            out.push((k, Access::Write));
+            out.push((k, Access::Write, s.place.local));
         }
         for op in rvalue_operands(&s.rvalue) {
             if let Operand::Copy(p) | Operand::Move(p) = op
                 && p.index.is_some()
                 && let Some(k) = slot(p.local)
             {
-                out.push((k, Access::Read));
+                out.push((k, Access::Read, p.local));
             }
         }
         out
     };
-    let shared: Vec<Local> = memories.iter().map(|m| m[0]).collect();
     // State per array: (written, read) since the last barrier on some path.
     type State = Vec<(bool, bool)>;
     let n = body.blocks.len();
-    let mut ins: Vec<State> = vec![vec![(false, false); shared.len()]; n];
+    let mut ins: Vec<State> = vec![vec![(false, false); memories.len()]; n];
     let transfer = |bb: usize, mut state: State, report: bool| -> Result<State, ConvergenceError> {
         let block = &body.blocks[bb];
         for s in &block.statements {
-            for (k, access) in accesses(s) {
-                let name = body.locals[shared[k].index()]
+            for (k, access, local) in accesses(s) {
+                let name = body.locals[local.index()]
                     .debug
                     .as_ref()
-                    .map_or(shared[k].to_string(), |d| d.0.clone());
+                    .map_or(local.to_string(), |d| d.0.clone());
                 let (written, read) = &mut state[k];
                 match access {
                     Access::Read if *written && report => {

@@ -655,6 +655,9 @@ impl Builder {
     }
 
     fn declare(&mut self, ty: Ty, mutable: bool, name: Option<(&syn::Ident, SynSpan)>) -> Local {
+        if let Some((_, s)) = name {
+            self.syn_spans.entry(span_of(s)).or_insert(s);
+        }
         self.body.locals.push(LocalDecl {
             ty,
             mutable,

@@ -94,6 +94,18 @@ impl Builder {
         if elem == ScalarTy::Bool {
             return error(ty_segment, "shared memory holds numbers, not `bool`");
         }
+        let limit = crate::safety::MAX_STATIC_SHARED_BYTES;
+        if let Some(n) = len
+            && n as usize * elem.size_bytes() > limit
+        {
+            return error(
+                ty_segment,
+                format!(
+                    "`Shared::<{elem}, {n}>` takes {} bytes; a workgroup may declare at most {limit} bytes of static shared memory (use `DynShared` with `dyn_cache` for more)",
+                    n as u64 * elem.size_bytes() as u64
+                ),
+            );
+        }
         let l = self.declare(
             Ty::Shared(elem, len),
             id.mutability.is_some(),

@@ -1,0 +1,96 @@
+//! File tests of linking: each `.mir` file under `tests/filetests/link/` is linked (every
+//! kernel with the file's device functions) and lowered to the CPU stage.
+//!
+//! A file states what linking must report in `// error: ` lines right after its header,
+//! one per line of the error, in order; a file without them must link and lower. After an
+//! intended change, rerun with `OFFLOAD_BLESS=1` to rewrite the expectations, and review
+//! the diff.
+
+use offload_lowering::{GpuTarget, Stage, emit};
+use offload_mir::{Body, BodyKind, link, parse_module};
+use std::path::Path;
+
+const ERROR: &str = "// error: ";
+
+#[test]
+fn link_filetests() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/link");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mir"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no file tests in {}", dir.display());
+    let bless = std::env::var_os("OFFLOAD_BLESS").is_some();
+    let mut failures = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("a readable file test");
+        let expected: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix(ERROR)).collect();
+        let actual = run(&text);
+        if actual != expected {
+            if bless {
+                std::fs::write(path, blessed(&text, &actual)).expect("a writable file test");
+            } else {
+                failures.push(format!(
+                    "{}:\n  expected: {expected:#?}\n  actual:   {actual:#?}",
+                    path.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n(rerun with OFFLOAD_BLESS=1 to accept)",
+        failures.join("\n")
+    );
+}
+
+/// The error lines linking and lowering `text` gives; none when both succeed.
+fn run(text: &str) -> Vec<String> {
+    // Comment lines after the header are for readers; blanking them keeps line numbers.
+    let source: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i > 0 && l.trim_start().starts_with("//") {
+                ""
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let bodies = match parse_module(&source) {
+        Ok(b) => b,
+        Err(e) => return vec![format!("parse: {e}")],
+    };
+    let device: Vec<&Body> = bodies
+        .iter()
+        .filter(|b| b.kind == BodyKind::Device)
+        .collect();
+    let mut out = Vec::new();
+    for kernel in bodies.iter().filter(|b| b.kind == BodyKind::Kernel) {
+        match link(kernel, &device) {
+            Ok(linked) => {
+                if let Err(e) = emit(&linked, Stage::Cpu, &GpuTarget::default()) {
+                    out.push(format!("lowering: {e}"));
+                }
+            }
+            Err(e) => out.extend(e.to_string().lines().map(str::to_string)),
+        }
+    }
+    out
+}
+
+fn blessed(text: &str, errors: &[String]) -> String {
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.starts_with(ERROR))
+        .map(str::to_string)
+        .collect();
+    for (i, e) in errors.iter().enumerate() {
+        lines.insert(1 + i, format!("{ERROR}{e}"));
+    }
+    lines.join("\n") + "\n"
+}

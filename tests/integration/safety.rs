@@ -1,0 +1,241 @@
+//! Regression tests for the ways safe code once reached memory it must not (issue 8's
+//! holes), on the CPU backend: each is now a launch error, a kernel panic or a correct
+//! result. The `.mir` cases of the verifier are in `filetests`; the compile errors in
+//! `tests/ui/`.
+
+use offload::prelude::*;
+use offload::{Device, LaunchOptions};
+
+fn cpu() -> LaunchOptions {
+    let cpu = offload::devices()
+        .iter()
+        .position(|d| *d == Device::Cpu)
+        .expect("the CPU is listed");
+    LaunchOptions {
+        device: Some(cpu),
+        ..LaunchOptions::DEFAULT
+    }
+}
+
+fn geometry(workgroups: u32, threads: u32) -> LaunchOptions {
+    LaunchOptions {
+        workgroup_dim: Some([workgroups, 1, 1]),
+        thread_dim: Some([threads, 1, 1]),
+        ..cpu()
+    }
+}
+
+fn panic_message(e: Error) -> String {
+    match e {
+        Error::KernelPanic { message, .. } => message,
+        other => panic!("expected a kernel panic, got {other:?}"),
+    }
+}
+
+#[offload_kernel]
+fn dynamic_len(mut out: Region<u64, Linear1D>) {
+    let mut tile = Shared::<f32, 1>::new();
+    let cache = DynShared::<u64>::new();
+    tile.write(1.0);
+    let n = cache.len();
+    if let Some(v) = out.get_mut() {
+        *v = n as u64;
+    }
+}
+
+#[offload_kernel]
+fn dynamic_read(mut out: Region<u64, Linear1D>) {
+    let mut tile = Shared::<f32, 1>::new();
+    let cache = DynShared::<u64>::new();
+    tile.write(1.0);
+    let first = cache[0];
+    if let Some(v) = out.get_mut() {
+        *v = first;
+    }
+}
+
+/// Hole 1: without `dyn_cache` a `DynShared` view is empty, also after a static array.
+#[test]
+fn dynamic_shared_memory_without_dyn_cache_is_empty() {
+    let mut out = vec![7u64; 1];
+    dynamic_len(geometry(1, 1), &mut out).unwrap();
+    assert_eq!(out, [0]);
+    let err = dynamic_read(geometry(1, 1), &mut out).unwrap_err();
+    assert_eq!(
+        panic_message(err),
+        "index out of bounds: the len is 0 but the index is 0"
+    );
+    assert_eq!(out, [0], "a panicking launch leaves the data as it was");
+}
+
+#[offload_kernel]
+fn nth_slot(mut out: Region<u32, Linear1D>, nth: usize) {
+    let mut tile = Shared::<u32, 8>::new();
+    let t = thread_idx(0);
+    tile.write(t as u32);
+    if t == 2 {
+        tile.write_nth(nth, 99);
+    }
+    sync_threads();
+    let seen = tile[1];
+    if let Some(v) = out.get_mut() {
+        *v = seen;
+    }
+}
+
+/// Hole 3: `nth * threads + rank` once wrapped onto another thread's slot.
+#[test]
+fn write_nth_cannot_wrap_onto_another_threads_slot() {
+    let mut out = vec![0u32; 3];
+    nth_slot(geometry(1, 3), &mut out, 0).unwrap();
+    assert_eq!(out, [1, 1, 1]);
+    let err = nth_slot(geometry(1, 3), &mut out, 0x5555_5555_5555_5555).unwrap_err();
+    assert_eq!(
+        panic_message(err),
+        "index out of bounds: the len is 2 but the index is 6148914691236517205"
+    );
+    assert_eq!(out, [1, 1, 1]);
+}
+
+#[offload_kernel]
+fn huge_chunks(mut out: Region<u64, Chunked<4294901761>>) {
+    if let Some(c) = out.get_mut() {
+        c[0] = 1;
+    }
+}
+
+/// Holes 4 and 6: a chunk start `thread * N` that would wrap is refused, on one device
+/// and split over several.
+#[test]
+fn chunk_starts_that_would_wrap_are_refused() {
+    let mut data = vec![0u64; 65552];
+    let err = huge_chunks(geometry(4194369, 1024), &mut data).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: 4295033856 threads of `Chunked<4294901761>` would address more elements than fit in memory"
+    );
+    let split = LaunchOptions {
+        all_devices: true,
+        device: None,
+        ..geometry(4194369, 1024)
+    };
+    let err = huge_chunks(split, &mut data).unwrap_err();
+    assert!(matches!(err, Error::InvalidLaunch(_)), "{err}");
+    assert!(data.iter().all(|&v| v == 0));
+}
+
+#[offload_device]
+fn my_tid(offset: usize) -> usize {
+    thread_idx(0) + offset
+}
+
+#[offload_kernel]
+fn barrier_behind_device_fn(mut out: Region<f32, Linear1D>) {
+    let t: usize = my_tid(0);
+    if t == 0 {
+        sync_threads();
+    }
+    if let Some(v) = out.get_mut() {
+        *v = 1.0;
+    }
+}
+
+#[offload_kernel]
+fn subgroup_behind_device_fn(mut out: Region<f32, Linear1D>) {
+    let t: usize = my_tid(0);
+    let mut s = 0.0f32;
+    if t < 16 {
+        s = subgroup_sum(1.0f32);
+    }
+    if let Some(v) = out.get_mut() {
+        *v = s;
+    }
+}
+
+/// Hole 7: convergence is checked on the kernel with its device functions inlined.
+#[test]
+fn divergence_through_device_functions_is_refused() {
+    let mut out = vec![0f32; 64];
+    let err = barrier_behind_device_fn(cpu(), &mut out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `barrier_behind_device_fn` could not be compiled: tests/integration/safety.rs:136:9: in kernel `barrier_behind_device_fn`: `sync_threads()` must be reached by every thread of the workgroup together, but it depends on a value that differs between threads (the branch at line 135, column 5)"
+    );
+    let err = subgroup_behind_device_fn(cpu(), &mut out).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("`subgroup_sum` must be reached by every thread of the workgroup together"),
+        "{err}"
+    );
+    assert!(out.iter().all(|&v| v == 0.0));
+}
+
+/// Hole 8: a zero workgroup size is refused before anything divides by it.
+#[test]
+fn zero_threads_per_workgroup_is_refused() {
+    let mut out = vec![0u64; 64];
+    let options = LaunchOptions {
+        thread_dim: Some([0, 1, 1]),
+        ..cpu()
+    };
+    let err = dynamic_len(options, &mut out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: thread_dim [0, 1, 1] must not contain zero"
+    );
+}
+
+/// Hole 9: more dynamic shared memory than a workgroup may have is refused.
+#[test]
+fn dynamic_shared_memory_past_the_limit_is_refused() {
+    let mut out = vec![0u64; 1];
+    let options = LaunchOptions {
+        dyn_cache: 300_000,
+        ..geometry(1, 1)
+    };
+    let err = dynamic_len(options, &mut out).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: dyn_cache = 300000 bytes is more than the CPU backend's 232448 bytes of dynamic shared memory per workgroup"
+    );
+}
+
+#[offload_kernel]
+fn copy_stencil(mut out: Region<f32, Linear2D>, img: Region<f32, Stencil2D<1>>) {
+    let p = img.get_clamped(0, 1);
+    if let Some(v) = out.get_mut() {
+        *v = p;
+    }
+}
+
+/// Hole 10: a stencil and the output it is read for must have one shape.
+#[test]
+fn two_dimensional_regions_of_different_shapes_are_refused() {
+    let img = vec![1f32; 64];
+    let mut out = vec![0f32; 32];
+    let err =
+        copy_stencil(cpu(), Region::new_2d(&mut out, 4), Region::stencil(&img, 8)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "invalid launch: the 2-D regions of one launch must have one shape: argument 1 is 8 rows of 4, argument 2 is 8 rows of 8"
+    );
+    let mut out = vec![0f32; 64];
+    copy_stencil(cpu(), Region::new_2d(&mut out, 8), Region::stencil(&img, 8)).unwrap();
+    assert!(out.iter().all(|&v| v == 1.0));
+}
+
+#[offload_kernel]
+fn element_count(mut out: Region<u64, Linear2D>) {
+    let n = out.len();
+    if let Some(v) = out.get_mut() {
+        *v = n as u64;
+    }
+}
+
+/// `len()` of a 2-D region is its element count (it was once the row count).
+#[test]
+fn two_dimensional_len_counts_every_element() {
+    let mut out = vec![0u64; 12];
+    element_count(cpu(), Region::new_2d(&mut out, 4)).unwrap();
+    assert!(out.iter().all(|&v| v == 12), "{out:?}");
+}
