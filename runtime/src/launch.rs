@@ -93,6 +93,29 @@ impl KernelDescriptor {
     }
 }
 
+/// A launch argument described at run time; see [`KernelArg::dynamic`].
+#[doc(hidden)]
+pub enum DynamicArg<'a> {
+    Region {
+        elem: ScalarTy,
+        strategy: Strategy,
+        data: &'a mut [u8],
+        row_len: Option<usize>,
+    },
+    Slice {
+        elem: ScalarTy,
+        data: &'a [u8],
+    },
+    Atomic {
+        elem: ScalarTy,
+        data: &'a mut [u8],
+    },
+    Scalar {
+        ty: ScalarTy,
+        bits: u64,
+    },
+}
+
 /// Launch geometry and placement; every field may be left to its default.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct LaunchOptions {
@@ -144,11 +167,6 @@ impl KernelArg<'_> {
     }
 }
 
-/// A strategy's launch geometry for a region shape and optional threads per workgroup:
-/// `(workgroups, threads per workgroup)`.
-pub(crate) type DefaultGeometry =
-    fn(Shape, Option<[u32; 3]>) -> Result<([u32; 3], [u32; 3]), Error>;
-
 #[derive(Clone)]
 pub(crate) enum ArgKind {
     Region {
@@ -156,8 +174,6 @@ pub(crate) enum ArgKind {
         shape: Shape,
         elem: ScalarTy,
         strategy: Strategy,
-        check: fn(Shape, [u32; 3], [u32; 3]) -> Result<(), Error>,
-        default_geometry: DefaultGeometry,
         resident: Option<Resident>,
         /// Elements `first..last` of the region, when `data` holds only those (a share of
         /// a split launch, whose threads touch no others); `None`: `data` holds them all.
@@ -189,8 +205,6 @@ impl<'a> KernelArg<'a> {
                 shape: region.shape,
                 elem: T::TY,
                 strategy: S::KIND,
-                check: S::check_launch,
-                default_geometry: S::default_geometry,
                 resident: region.resident,
                 window: None,
             },
@@ -221,6 +235,57 @@ impl<'a> KernelArg<'a> {
             },
             _borrow: PhantomData,
         }
+    }
+
+    /// An argument whose types are known only at run time (tools that launch MIR they
+    /// made, such as the differential fuzzer). `data` holds the elements' bytes in the
+    /// host's order; its length must be a whole number of elements.
+    #[doc(hidden)]
+    pub fn dynamic(arg: DynamicArg<'a>) -> Result<Self, Error> {
+        let elements = |data: &[u8], elem: ScalarTy| {
+            let size = elem.size_bytes();
+            if !data.len().is_multiple_of(size) {
+                return Err(Error::InvalidLaunch(format!(
+                    "{} bytes are not a whole number of `{elem}` elements",
+                    data.len()
+                )));
+            }
+            Ok(data.len() / size)
+        };
+        let kind = match arg {
+            DynamicArg::Region {
+                elem,
+                strategy,
+                data,
+                row_len,
+            } => ArgKind::Region {
+                shape: Shape {
+                    len: elements(data, elem)?,
+                    row_len,
+                },
+                data: data.as_mut_ptr(),
+                elem,
+                strategy,
+                resident: None,
+                window: None,
+            },
+            DynamicArg::Slice { elem, data } => ArgKind::Slice {
+                len: elements(data, elem)?,
+                data: data.as_ptr(),
+                elem,
+                resident: None,
+            },
+            DynamicArg::Atomic { elem, data } => ArgKind::Atomic {
+                len: elements(data, elem)?,
+                data: data.as_mut_ptr(),
+                elem,
+            },
+            DynamicArg::Scalar { ty, bits } => ArgKind::Scalar { bits, ty },
+        };
+        Ok(KernelArg {
+            kind,
+            _borrow: PhantomData,
+        })
     }
 
     pub fn scalar<T: Scalar>(value: T) -> Self {
@@ -373,8 +438,11 @@ pub fn launch(
     check_signature(body, args)?;
     let (grid, block) = geometry(body, &options, args)?;
     for arg in args.iter() {
-        if let ArgKind::Region { shape, check, .. } = arg.kind {
-            check(shape, grid, block)?;
+        if let ArgKind::Region {
+            shape, strategy, ..
+        } = arg.kind
+        {
+            crate::region::check_launch(strategy, shape, grid, block)?;
         }
     }
     check_region_shapes(args)?;
@@ -484,19 +552,17 @@ fn geometry(
         None => {
             let first = args.iter().find_map(|a| match a.kind {
                 ArgKind::Region {
-                    shape,
-                    default_geometry,
-                    ..
-                } => Some((shape, default_geometry)),
+                    shape, strategy, ..
+                } => Some((shape, strategy)),
                 _ => None,
             });
-            let Some((shape, default_geometry)) = first else {
+            let Some((shape, strategy)) = first else {
                 return Err(Error::InvalidLaunch(format!(
                     "kernel `{}` has no `Region` argument to size the launch from; give `workgroup_dim`",
                     body.name
                 )));
             };
-            default_geometry(shape, options.thread_dim)?
+            crate::region::default_geometry(strategy, shape, options.thread_dim)?
         }
     };
     if grid.contains(&0) {

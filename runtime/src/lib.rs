@@ -52,9 +52,11 @@ pub use launch::{DEFAULT_WORKGROUP_SIZE, LaunchOptions, MAX_WORKGROUP_SIZE};
 // (`offload_mir::link`), `launch` re-checks every argument against it, and strategies
 // are sealed, so their `check_launch` is ours.
 #[doc(hidden)]
-pub use launch::{DeviceFn, KernelArg, KernelDescriptor, launch};
+pub use launch::{DeviceFn, DynamicArg, KernelArg, KernelDescriptor, launch};
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;
+#[doc(hidden)]
+pub use offload_mir::Strategy;
 pub use region::{
     Chunked, IntoAtomic, IntoRegion, IntoSlice, Linear1D, Linear2D, OneDimensional,
     PartitioningStrategy, Region, Shape, SliceData, Stencil2D,

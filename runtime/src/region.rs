@@ -40,14 +40,72 @@ pub trait PartitioningStrategy: sealed::Sealed + Send + Sync + 'static {
     /// Refuses launch geometry (and region shapes) under which two threads could reach
     /// the same element, or the kernel could not address the region. `grid` is the number
     /// of workgroups and `block` the threads per workgroup.
-    fn check_launch(shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error>;
+    fn check_launch(shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+        check_launch(Self::KIND, shape, grid, block)
+    }
 
     /// The geometry used when a launch gives no `workgroup_dim`: enough workgroups of
     /// `block` threads (or this strategy's default size) to cover the region.
     fn default_geometry(
         shape: Shape,
         block: Option<[u32; 3]>,
-    ) -> Result<([u32; 3], [u32; 3]), Error>;
+    ) -> Result<([u32; 3], [u32; 3]), Error> {
+        default_geometry(Self::KIND, shape, block)
+    }
+}
+
+/// [`PartitioningStrategy::check_launch`] for a strategy known at run time.
+pub(crate) fn check_launch(
+    strategy: Strategy,
+    shape: Shape,
+    grid: [u32; 3],
+    block: [u32; 3],
+) -> Result<(), Error> {
+    match strategy {
+        Strategy::Linear1D => one_dimensional("Linear1D", grid, block),
+        Strategy::Linear2D => two_dimensional("Linear2D", shape, grid, block),
+        Strategy::Stencil2D(r) => two_dimensional(&format!("Stencil2D<{r}>"), shape, grid, block),
+        Strategy::Chunked(n) => {
+            if n == 0 {
+                return Err(Error::InvalidLaunch(
+                    "`Chunked<0>` needs 1 to 2^32 - 1 elements per thread".into(),
+                ));
+            }
+            one_dimensional(&format!("Chunked<{n}>"), grid, block)?;
+            // Thread `t`'s chunk starts at `t * N`, computed in 64 bits on the device: it
+            // must not wrap for any thread, or two threads would own one chunk.
+            let threads = grid[0] as u64 * block[0] as u64;
+            if threads
+                .checked_mul(n as u64)
+                .is_none_or(|e| e > isize::MAX as u64)
+            {
+                return Err(Error::InvalidLaunch(format!(
+                    "{threads} threads of `Chunked<{n}>` would address more elements than fit in memory"
+                )));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// [`PartitioningStrategy::default_geometry`] for a strategy known at run time.
+pub(crate) fn default_geometry(
+    strategy: Strategy,
+    shape: Shape,
+    block: Option<[u32; 3]>,
+) -> Result<([u32; 3], [u32; 3]), Error> {
+    match strategy {
+        Strategy::Linear1D => {
+            let block = block.unwrap_or([crate::DEFAULT_WORKGROUP_SIZE, 1, 1]);
+            Ok(([groups(shape.len, block[0])?, 1, 1], block))
+        }
+        Strategy::Chunked(n) => {
+            let block = block.unwrap_or([crate::DEFAULT_WORKGROUP_SIZE, 1, 1]);
+            let chunks = shape.len.div_ceil(n.max(1) as usize);
+            Ok(([groups(chunks, block[0])?, 1, 1], block))
+        }
+        Strategy::Linear2D | Strategy::Stencil2D(_) => default_2d(shape, block),
+    }
 }
 
 fn groups(items: usize, per_group: u32) -> Result<u32, Error> {
@@ -105,18 +163,6 @@ pub struct Linear1D;
 
 impl PartitioningStrategy for Linear1D {
     const KIND: Strategy = Strategy::Linear1D;
-
-    fn check_launch(_: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
-        one_dimensional("Linear1D", grid, block)
-    }
-
-    fn default_geometry(
-        shape: Shape,
-        block: Option<[u32; 3]>,
-    ) -> Result<([u32; 3], [u32; 3]), Error> {
-        let block = block.unwrap_or([crate::DEFAULT_WORKGROUP_SIZE, 1, 1]);
-        Ok(([groups(shape.len, block[0])?, 1, 1], block))
-    }
 }
 
 /// A row-major 2-D region: the thread at (x, y) of the launch owns the element in row y,
@@ -125,17 +171,6 @@ pub struct Linear2D;
 
 impl PartitioningStrategy for Linear2D {
     const KIND: Strategy = Strategy::Linear2D;
-
-    fn check_launch(shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
-        two_dimensional("Linear2D", shape, grid, block)
-    }
-
-    fn default_geometry(
-        shape: Shape,
-        block: Option<[u32; 3]>,
-    ) -> Result<([u32; 3], [u32; 3]), Error> {
-        default_2d(shape, block)
-    }
 }
 
 /// `N` contiguous elements per thread: thread `t` owns elements `t * N .. t * N + N`
@@ -143,39 +178,16 @@ impl PartitioningStrategy for Linear2D {
 pub struct Chunked<const N: usize>;
 
 impl<const N: usize> PartitioningStrategy for Chunked<N> {
-    const KIND: Strategy = Strategy::Chunked(N as u32);
+    // A constant-evaluation error for `N` past `u32::MAX` (a compile error where used).
+    const KIND: Strategy = Strategy::Chunked(chunk_len(N));
+}
 
-    fn check_launch(_: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
-        if N == 0 || N > u32::MAX as usize {
-            return Err(Error::InvalidLaunch(format!(
-                "`Chunked<{N}>` needs 1 to 2^32 - 1 elements per thread"
-            )));
-        }
-        one_dimensional(&format!("Chunked<{N}>"), grid, block)?;
-        // Thread `t`'s chunk starts at `t * N`, computed in 64 bits on the device: it must
-        // not wrap for any thread, or two threads would own one chunk.
-        let threads = grid[0] as u64 * block[0] as u64;
-        if threads
-            .checked_mul(N as u64)
-            .is_none_or(|e| e > isize::MAX as u64)
-        {
-            return Err(Error::InvalidLaunch(format!(
-                "{threads} threads of `Chunked<{N}>` would address more elements than fit in memory"
-            )));
-        }
-        Ok(())
-    }
-
-    fn default_geometry(
-        shape: Shape,
-        block: Option<[u32; 3]>,
-    ) -> Result<([u32; 3], [u32; 3]), Error> {
-        let block = block.unwrap_or([crate::DEFAULT_WORKGROUP_SIZE, 1, 1]);
-        Ok((
-            [groups(shape.len.div_ceil(N.max(1)), block[0])?, 1, 1],
-            block,
-        ))
-    }
+const fn chunk_len(n: usize) -> u32 {
+    assert!(
+        n > 0 && n <= u32::MAX as usize,
+        "`Chunked<N>` needs 1 to 2^32 - 1 elements per thread"
+    );
+    n as u32
 }
 
 /// A read-only 2-D region: the thread at (x, y) reads the neighbourhood of radius `R`
@@ -185,17 +197,6 @@ pub struct Stencil2D<const R: usize>;
 
 impl<const R: usize> PartitioningStrategy for Stencil2D<R> {
     const KIND: Strategy = Strategy::Stencil2D(R as u32);
-
-    fn check_launch(shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
-        two_dimensional(&format!("Stencil2D<{R}>"), shape, grid, block)
-    }
-
-    fn default_geometry(
-        shape: Shape,
-        block: Option<[u32; 3]>,
-    ) -> Result<([u32; 3], [u32; 3]), Error> {
-        default_2d(shape, block)
-    }
 }
 
 /// Host data lent to one launch. Not `Copy` or `Clone`: while the launch runs, a region

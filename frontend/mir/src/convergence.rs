@@ -26,6 +26,10 @@ pub struct ConvergenceError {
 
 /// Checks that barriers and subgroup operations sit in workgroup-uniform control flow.
 pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
+    if !body.synchronizes() && !body.uses_subgroups() {
+        // Nothing needs uniform control flow.
+        return Ok(());
+    }
     let n = body.blocks.len();
     let pdom = post_dominators(body);
     let mut varying = vec![false; body.locals.len()];

@@ -73,6 +73,7 @@
 
 pub mod convergence;
 pub mod inline;
+pub mod interp;
 mod link;
 mod ir;
 mod parse;

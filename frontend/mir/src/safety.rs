@@ -101,6 +101,10 @@ struct State {
     facts: BTreeSet<(Sym, bool)>,
 }
 
+/// An edge into a block: its source and edge number there, and the state along it
+/// (`None` for an edge no thread can take).
+type Incoming = ((usize, usize), Option<State>);
+
 #[derive(Copy, Clone, PartialEq, Eq)]
 enum Access {
     Read,
@@ -118,24 +122,38 @@ struct Analysis<'a> {
 impl Analysis<'_> {
     /// The state at the entry of every reachable block, or `None` if the iteration did
     /// not settle.
+    ///
+    /// Blocks are visited in reverse postorder. At a loop header, the locals the loop
+    /// assigns are named anew (`Merge`) and the others keep the value they enter with,
+    /// so the names inside a loop do not depend on its back edges; the back edges only
+    /// take facts away (see [`Self::join`]).
     fn solve(&mut self) -> Option<Vec<Option<State>>> {
         let n = self.body.blocks.len();
+        let (rank, loop_assigned) = self.order();
         let mut entries: Vec<Option<State>> = vec![None; n];
-        // Incoming states per block, by (predecessor, edge number).
-        let mut incoming: Vec<Vec<((usize, usize), State)>> = vec![Vec::new(); n];
-        let mut work: BTreeSet<usize> = BTreeSet::from([0]);
+        // Incoming edges per block, by (predecessor, edge number): the state along the
+        // edge, or `None` for an edge no thread can take.
+        let mut incoming: Vec<Vec<Incoming>> = vec![Vec::new(); n];
+        let mut work: BTreeSet<(usize, usize)> = BTreeSet::from([(0, 0)]);
         let budget = 64 * (n + 1) * (n + 1).max(16);
         let mut steps = 0;
-        while let Some(b) = work.pop_first() {
+        while let Some((_, b)) = work.pop_first() {
             steps += 1;
             if steps > budget {
                 return None;
             }
-            let mut states: Vec<State> = incoming[b].iter().map(|(_, s)| s.clone()).collect();
+            // Each arrived state, and whether it came along a forward edge.
+            let mut states: Vec<(State, bool)> = incoming[b]
+                .iter()
+                .filter_map(|((from, _), s)| Some((s.clone()?, rank[*from] < rank[b])))
+                .collect();
             if b == 0 {
-                states.push(self.entry_state());
+                states.push((self.entry_state(), true));
             }
-            let state = self.join(BasicBlock(b as u32), states);
+            if !states.iter().any(|(_, forward)| *forward) {
+                continue;
+            }
+            let state = self.join(BasicBlock(b as u32), states, &loop_assigned[b]);
             if entries[b].as_ref() == Some(&state) {
                 continue;
             }
@@ -152,10 +170,99 @@ impl Analysis<'_> {
                     Some((_, old)) => *old = out,
                     None => incoming[s].push(((b, k), out)),
                 }
-                work.insert(s);
+                if rank[b] < rank[s] {
+                    // What enters a loop changed: the states its back edges brought were
+                    // made from the old entry, under other names. Drop them, so the loop
+                    // is entered afresh and they come back from the new one.
+                    incoming[s].retain(|((from, _), _)| rank[*from] < rank[s]);
+                }
+                work.insert((rank[s], s));
             }
         }
         Some(entries)
+    }
+
+    /// Each block's position in reverse postorder, and for each block entered by a back
+    /// edge (a loop header) the locals assigned in its loop: in the blocks that reach one
+    /// of its back edges without passing it.
+    fn order(&self) -> (Vec<usize>, Vec<Vec<bool>>) {
+        let n = self.body.blocks.len();
+        let succs: Vec<Vec<usize>> = self
+            .body
+            .blocks
+            .iter()
+            .map(|b| {
+                b.terminator
+                    .kind
+                    .successors()
+                    .iter()
+                    .map(|s| s.index())
+                    .collect()
+            })
+            .collect();
+        let mut post = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        // Iterative depth-first search: (block, next successor to visit).
+        let mut stack = vec![(0usize, 0usize)];
+        seen[0] = n > 0;
+        while let Some((b, i)) = stack.pop() {
+            match succs[b].get(i) {
+                Some(&s) => {
+                    stack.push((b, i + 1));
+                    if !seen[s] {
+                        seen[s] = true;
+                        stack.push((s, 0));
+                    }
+                }
+                None => post.push(b),
+            }
+        }
+        let mut rank = vec![usize::MAX; n];
+        for (i, b) in post.iter().rev().enumerate() {
+            rank[*b] = i;
+        }
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for b in (0..n).filter(|b| seen[*b]) {
+            for &s in &succs[b] {
+                preds[s].push(b);
+            }
+        }
+        let mut loop_assigned = vec![Vec::new(); n];
+        for h in (0..n).filter(|h| seen[*h]) {
+            let back: Vec<usize> = preds[h]
+                .iter()
+                .copied()
+                .filter(|p| rank[*p] >= rank[h])
+                .collect();
+            if back.is_empty() {
+                continue;
+            }
+            // The loop: `h` and the blocks that reach a back edge without passing `h`.
+            let mut body = vec![false; n];
+            body[h] = true;
+            let mut stack = back;
+            while let Some(b) = stack.pop() {
+                if !std::mem::replace(&mut body[b], true) {
+                    stack.extend(preds[b].iter().copied());
+                }
+            }
+            let mut assigned = vec![false; self.body.locals.len()];
+            for b in (0..n).filter(|b| body[*b]) {
+                let block = &self.body.blocks[b];
+                for st in block
+                    .statements
+                    .iter()
+                    .filter(|st| st.place.index.is_none())
+                {
+                    assigned[st.place.local.index()] = true;
+                }
+                if let TerminatorKind::Call { dest, .. } = &block.terminator.kind {
+                    assigned[dest.index()] = true;
+                }
+            }
+            loop_assigned[h] = assigned;
+        }
+        (rank, loop_assigned)
     }
 
     fn entry_state(&mut self) -> State {
@@ -172,30 +279,41 @@ impl Analysis<'_> {
     }
 
     /// Where paths meet at `b`: names made at `b` are forgotten (this entry makes new
-    /// instances), values that differ become `Merge(b, local)`, and only common facts
-    /// survive.
-    fn join(&mut self, b: BasicBlock, mut states: Vec<State>) -> State {
-        for s in &mut states {
+    /// instances), and only facts every arrived path has survive. A local a loop headed
+    /// by `b` assigns (`loop_assigned`) is `Merge(b, local)`; any other keeps the value
+    /// every forward edge brings (a back edge brings the same), or is `Merge(b, local)`
+    /// when they differ.
+    fn join(
+        &mut self,
+        b: BasicBlock,
+        mut states: Vec<(State, bool)>,
+        loop_assigned: &[bool],
+    ) -> State {
+        for (s, _) in &mut states {
             s.facts.retain(|(f, _)| !self.values.rooted_at(*f, b));
         }
         let vals = (0..self.body.locals.len())
             .map(|l| {
-                let first = states[0].vals[l]?;
-                let mut all = states.iter().map(|s| s.vals[l]);
-                if all.any(|v| v.is_none()) {
-                    // Unassigned on some path: the validator forbids its use here.
-                    return None;
+                let mut forward = states.iter().filter(|(_, f)| *f).map(|(s, _)| s.vals[l]);
+                let first = forward.next().flatten()?;
+                if !forward.all(|v| v == Some(first)) {
+                    // Unassigned on some path (the validator forbids a use here) or
+                    // different values.
+                    if states.iter().any(|(s, f)| *f && s.vals[l].is_none()) {
+                        return None;
+                    }
+                    return Some(self.values.intern(Expr::Merge(b, Local(l as u32))));
                 }
-                let same = states.iter().all(|s| s.vals[l] == Some(first));
-                Some(if same && !self.values.rooted_at(first, b) {
-                    first
-                } else {
+                let assigned = loop_assigned.get(l).copied().unwrap_or(false);
+                Some(if assigned || self.values.rooted_at(first, b) {
                     self.values.intern(Expr::Merge(b, Local(l as u32)))
+                } else {
+                    first
                 })
             })
             .collect();
-        let mut facts = states[0].facts.clone();
-        for s in &states[1..] {
+        let mut facts = states[0].0.facts.clone();
+        for (s, _) in &states[1..] {
             facts.retain(|f| s.facts.contains(f));
         }
         State { vals, facts }
@@ -203,7 +321,20 @@ impl Analysis<'_> {
 
     /// Runs block `b` from `state`, checking its accesses when reporting; returns the
     /// state on each outgoing edge.
-    fn block(&mut self, b: BasicBlock, mut state: State) -> Vec<(BasicBlock, State)> {
+    fn block(&mut self, b: BasicBlock, state: State) -> Vec<(BasicBlock, Option<State>)> {
+        self.run_block(b, state)
+            .into_iter()
+            .map(|(t, s)| {
+                // An edge guarded by a condition known false is never taken.
+                let feasible = !s.facts.iter().any(|(f, v)| {
+                    self.values.const_bits(*f) == Some(((!*v) as u128, ScalarTy::Bool))
+                });
+                (t, feasible.then_some(s))
+            })
+            .collect()
+    }
+
+    fn run_block(&mut self, b: BasicBlock, mut state: State) -> Vec<(BasicBlock, State)> {
         let block = &self.body.blocks[b.index()];
         for (i, s) in block.statements.iter().enumerate() {
             self.statement(b, i, s, &mut state);
@@ -319,7 +450,14 @@ impl Analysis<'_> {
             Rvalue::Position(p, d) => self.values.intern(Expr::Position(*p, *d)),
         };
         match s.place.index {
-            Some(index) => self.access(b, span, s.place.local, index, Access::Write, s.raw, state),
+            Some(index) => self.access(
+                b,
+                span,
+                Place::element(s.place.local, index),
+                Access::Write,
+                s.raw,
+                state,
+            ),
             None => state.vals[s.place.local.index()] = Some(value),
         }
     }
@@ -342,7 +480,7 @@ impl Analysis<'_> {
                         .statements
                         .get(i)
                         .is_some_and(|s| s.raw);
-                    self.access(b, span, p.local, index, Access::Read, raw, state);
+                    self.access(b, span, *p, Access::Read, raw, state);
                     let read_only = match self.body.locals[p.local.index()].ty {
                         Ty::Slice(_) => true,
                         Ty::Region(_, s) => !s.is_writable(),
@@ -457,16 +595,18 @@ impl Analysis<'_> {
         self.less(state, index, len)
     }
 
+    /// Checks a read or write of the element `place` (an index projection).
     fn access(
         &mut self,
         b: BasicBlock,
         span: Span,
-        container: Local,
-        index: Local,
+        place: Place,
         access: Access,
         raw: bool,
         state: &State,
     ) {
+        let container = place.local;
+        let Some(index) = place.index else { return };
         let Some(i) = state.vals.get(index.index()).copied().flatten() else {
             return self.error(
                 b,
@@ -592,26 +732,32 @@ impl Analysis<'_> {
         let row = bin(v, BinOp::Add, plane, ty);
         let rows = bin(v, BinOp::Mul, row, dx);
         let rank = bin(v, BinOp::Add, rows, tx);
-        if i == rank {
-            return self.in_bounds(state, s, i);
-        }
         let area = bin(v, BinOp::Mul, dx, dy);
         let threads = bin(v, BinOp::Mul, area, dz);
-        let Expr::Binary(BinOp::Add, base, r) = v.get(i).clone() else {
-            return false;
-        };
-        let Expr::Binary(BinOp::Mul, k, t) = v.get(base).clone() else {
-            return false;
-        };
-        if r != rank || t != threads {
-            return false;
-        }
-        // `k < Len / threads` keeps `k * threads + rank` below `Len` without wrapping.
         let len = match self.body.locals[s.index()].ty {
             Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
             _ => self.values.intern(Expr::Len(s)),
         };
         let per_thread = self.values.intern(Expr::Binary(BinOp::Div, len, threads));
+        if i == rank {
+            // `rank < len`, or `0 < len / threads` (the check of `write_nth(0, ..)`).
+            let zero = self.values.usize(0);
+            return self.in_bounds(state, s, i) || self.less(state, zero, per_thread);
+        }
+        let v = &mut self.values;
+        let Expr::Binary(BinOp::Add, base, r) = v.get(i).clone() else {
+            return false;
+        };
+        // `base` is `k * threads`, or `threads` itself when `k` folded to 1.
+        let (k, t) = match v.get(base).clone() {
+            _ if base == threads => (v.usize(1), threads),
+            Expr::Binary(BinOp::Mul, k, t) => (k, t),
+            _ => return false,
+        };
+        if r != rank || t != threads {
+            return false;
+        }
+        // `k < Len / threads` keeps `k * threads + rank` below `Len` without wrapping.
         self.less(state, k, per_thread)
     }
 
@@ -632,7 +778,7 @@ impl Analysis<'_> {
             None => self.holds(state, ne, true) || self.holds(state, eq, false) || self.positive(d),
         };
         if !nonzero {
-            self.error(b, span, format!("this division is not proven to have a nonzero divisor: no check that the divisor is not 0 precedes it"));
+            self.error(b, span, "this division is not proven to have a nonzero divisor: no check that the divisor is not 0 precedes it".into());
         }
         if !t.is_signed() {
             return;

@@ -1,5 +1,6 @@
-//! Control-flow clean-up before lowering: branches whose condition is a known constant
-//! become jumps, and blocks no thread can reach are dropped.
+//! Control-flow clean-up before lowering: locals whose value is a known constant are
+//! assigned that constant, branches whose condition is known become jumps, and blocks no
+//! thread can reach are dropped.
 //!
 //! Why here and not in MLIR: upstream canonicalization folds constant branches itself,
 //! and then rewrites the blocks it cut off before erasing them. Blocks that only reach
@@ -16,9 +17,15 @@ pub fn simplify(body: &mut Body) {
     let constants = propagate(body);
     for (b, state) in constants.iter().enumerate() {
         let Some(state) = state else { continue };
-        let state = after_statements(body, &body.blocks[b], state.clone());
-        if let Some(target) = taken(&body.blocks[b].terminator.kind, &state) {
-            body.blocks[b].terminator.kind = TerminatorKind::Goto(target);
+        let state = fold_statements(body, b, state.clone());
+        let kind = &mut body.blocks[b].terminator.kind;
+        if let Some(target) = taken(kind, &state) {
+            *kind = TerminatorKind::Goto(target);
+        } else if let TerminatorKind::Assert { cond, .. } = kind
+            && let Some(c) = value(cond, &state)
+        {
+            // An assert that always fails: its target is never reached.
+            *cond = Operand::Const(c);
         }
     }
     remove_unreachable(body);
@@ -65,6 +72,33 @@ fn propagate(body: &Body) -> Vec<Option<State>> {
         }
     }
     entry
+}
+
+/// Runs block `b`'s statements from `state`, replacing each computation whose result is
+/// known with that constant; returns the state after them.
+fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
+    for i in 0..body.blocks[b].statements.len() {
+        let s = &body.blocks[b].statements[i];
+        if s.place.index.is_some() {
+            continue;
+        }
+        let folded = fold(body, &s.rvalue, &state);
+        let local = s.place.local.index();
+        let pure = matches!(
+            s.rvalue,
+            Rvalue::Use(_) | Rvalue::BinaryOp(..) | Rvalue::UnaryOp(..) | Rvalue::Cast(..)
+        );
+        if let Some(c) = folded
+            && pure
+        {
+            body.blocks[b].statements[i].rvalue = Rvalue::Use(Operand::Const(c));
+        }
+        state[local] = folded;
+    }
+    if let TerminatorKind::Call { dest, .. } = &body.blocks[b].terminator.kind {
+        state[dest.index()] = None;
+    }
+    state
 }
 
 fn after_statements(body: &Body, block: &BlockData, mut state: State) -> State {

@@ -480,7 +480,7 @@ impl Validator<'_> {
             }
         }
         match &t.kind {
-            TerminatorKind::SwitchInt { discr, .. } => {
+            TerminatorKind::SwitchInt { discr, targets, .. } => {
                 let ty = self.operand_ty(bb, t.span, discr)?;
                 if ty.is_float() {
                     return self.err(
@@ -488,6 +488,30 @@ impl Validator<'_> {
                         t.span,
                         format!("`switchInt` needs an integer or `bool`, found `{ty}`"),
                     );
+                }
+                // Case values are the discriminant's bits: each must fit its width, and
+                // no two may be equal.
+                let max = if ty.bits() >= 128 {
+                    u128::MAX
+                } else {
+                    (1u128 << ty.bits()) - 1
+                };
+                let mut seen = std::collections::HashSet::new();
+                for (value, _) in targets {
+                    if *value > max {
+                        return self.err(
+                            Some(bb),
+                            t.span,
+                            format!("`switchInt` case {value} does not fit a `{ty}`"),
+                        );
+                    }
+                    if !seen.insert(*value) {
+                        return self.err(
+                            Some(bb),
+                            t.span,
+                            format!("`switchInt` has case {value} twice"),
+                        );
+                    }
                 }
             }
             TerminatorKind::Assert { cond, msg, .. } => {

@@ -39,8 +39,21 @@ enum Emit {
     All,
 }
 
+/// Parsing and translating Rust recurse once per nesting level; the limits below keep
+/// that within this stack, so deep input is an error rather than an overflow.
+const STACK_BYTES: usize = 256 << 20;
+
 fn main() -> ExitCode {
-    match run(Cli::parse()) {
+    let cli = Cli::parse();
+    let worker = std::thread::Builder::new()
+        .stack_size(STACK_BYTES)
+        .spawn(move || run(cli));
+    let outcome = match worker.map(|w| w.join()) {
+        Ok(Ok(outcome)) => outcome,
+        Ok(Err(_)) => Err(anyhow::anyhow!("internal error: offload-opt panicked")),
+        Err(e) => Err(anyhow::anyhow!("cannot start the worker thread: {e}")),
+    };
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -130,6 +143,7 @@ fn out(text: &str) -> Result<()> {
 /// Translates every `#[offload_kernel]` and `#[offload_device]` function of a Rust source
 /// file, every instance of generic ones.
 fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
+    check_nesting(source, display)?;
     let file = syn::parse_file(source).map_err(|e| {
         let at = e.span().start();
         anyhow::anyhow!("{display}:{}:{}: {e}", at.line, at.column + 1)
@@ -160,4 +174,51 @@ fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
         bail!("{display}: no `#[offload_kernel]` functions found");
     }
     Ok(bodies)
+}
+
+/// The deepest nesting of brackets, and the most `else` branches in one block, that a
+/// Rust file may have here: far beyond real kernels, well within [`STACK_BYTES`].
+const MAX_NESTING: usize = 256;
+const MAX_ELSE_CHAIN: usize = 1024;
+
+/// Refuses input nested deeper than the parser and translator can recurse, found with
+/// the lexer (which keeps its own stack) before any recursive parsing.
+fn check_nesting(source: &str, display: &str) -> Result<()> {
+    use proc_macro2::{TokenStream, TokenTree};
+    let tokens: TokenStream = source.parse().map_err(|e: proc_macro2::LexError| {
+        let at = e.span().start();
+        anyhow::anyhow!("{display}:{}:{}: {e}", at.line, at.column + 1)
+    })?;
+    let mut stack = vec![(tokens, 0usize)];
+    while let Some((stream, depth)) = stack.pop() {
+        let mut elses = 0;
+        for tree in stream {
+            match tree {
+                TokenTree::Group(g) => {
+                    if depth + 1 > MAX_NESTING {
+                        let at = g.span().start();
+                        bail!(
+                            "{display}:{}:{}: brackets nested more than {MAX_NESTING} deep are not supported",
+                            at.line,
+                            at.column + 1
+                        );
+                    }
+                    stack.push((g.stream(), depth + 1));
+                }
+                TokenTree::Ident(i) if i == "else" => {
+                    elses += 1;
+                    if elses > MAX_ELSE_CHAIN {
+                        let at = i.span().start();
+                        bail!(
+                            "{display}:{}:{}: more than {MAX_ELSE_CHAIN} `else` branches in one block are not supported",
+                            at.line,
+                            at.column + 1
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }

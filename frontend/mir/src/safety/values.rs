@@ -57,6 +57,10 @@ impl Values {
     }
 
     pub fn intern(&mut self, e: Expr) -> Sym {
+        let e = match self.simplified(e) {
+            Ok(s) => return s,
+            Err(e) => e,
+        };
         if let Some(s) = self.ids.get(&e) {
             return *s;
         }
@@ -74,6 +78,59 @@ impl Values {
         self.roots.push(roots);
         self.ids.insert(e, s);
         s
+    }
+
+    /// The value `e` is already known as, by the identities of integer arithmetic
+    /// (`x + 0`, `x * 1`, `x * 0`, and operations on two constants, wrapping in the
+    /// type's width); otherwise `e` itself. Constant operands appear where linking
+    /// folded known values, and must not hide the shapes the proof looks for.
+    fn simplified(&mut self, e: Expr) -> Result<Sym, Expr> {
+        let Expr::Binary(op, a, b) = e else {
+            return Err(e);
+        };
+        let (x, y) = (self.const_bits(a), self.const_bits(b));
+        let is = |c: Option<(u128, ScalarTy)>, v: u128| c.is_some_and(|(c, _)| c == v);
+        match op {
+            BinOp::Add if is(y, 0) => return Ok(a),
+            BinOp::Add if is(x, 0) => return Ok(b),
+            BinOp::Sub if is(y, 0) => return Ok(a),
+            BinOp::Mul if is(y, 1) => return Ok(a),
+            BinOp::Mul if is(x, 1) => return Ok(b),
+            BinOp::Mul if is(y, 0) => return Ok(b),
+            BinOp::Mul if is(x, 0) => return Ok(a),
+            _ => {}
+        }
+        let (Some((x, t)), Some((y, u))) = (x, y) else {
+            return Err(Expr::Binary(op, a, b));
+        };
+        if t != u || t == ScalarTy::Bool {
+            return Err(Expr::Binary(op, a, b));
+        }
+        let signed = |v: u128| {
+            let shift = 128 - t.bits();
+            ((v << shift) as i128) >> shift
+        };
+        let order = if t.is_signed() {
+            signed(x).cmp(&signed(y))
+        } else {
+            x.cmp(&y)
+        };
+        let value = match op {
+            BinOp::Add => Expr::Const(truncate(x.wrapping_add(y), t), t),
+            BinOp::Sub => Expr::Const(truncate(x.wrapping_sub(y), t), t),
+            BinOp::Mul => Expr::Const(truncate(x.wrapping_mul(y), t), t),
+            BinOp::BitAnd => Expr::Const(x & y, t),
+            BinOp::BitOr => Expr::Const(x | y, t),
+            BinOp::BitXor => Expr::Const(x ^ y, t),
+            BinOp::Eq => Expr::Const(order.is_eq() as u128, ScalarTy::Bool),
+            BinOp::Ne => Expr::Const(order.is_ne() as u128, ScalarTy::Bool),
+            BinOp::Lt => Expr::Const(order.is_lt() as u128, ScalarTy::Bool),
+            BinOp::Le => Expr::Const(order.is_le() as u128, ScalarTy::Bool),
+            BinOp::Gt => Expr::Const(order.is_gt() as u128, ScalarTy::Bool),
+            BinOp::Ge => Expr::Const(order.is_ge() as u128, ScalarTy::Bool),
+            _ => return Err(Expr::Binary(op, a, b)),
+        };
+        Ok(self.intern(value))
     }
 
     fn roots(&self, s: Sym) -> &[BasicBlock] {

@@ -1,0 +1,1075 @@
+//! A reference interpreter of MIR: runs a kernel over a launch on the host, with the
+//! semantics of the CPU backend's lowering, so that a kernel compiled by `offload-lowering`
+//! and run on the CPU can be checked against it (differential fuzzing).
+//!
+//! # What it models
+//!
+//! - **Scheduling** as the CPU backend's fibers do it: workgroups in launch order (x
+//!   fastest); in a workgroup, each unfinished thread in turn runs until it reaches a
+//!   barrier or ends, and such passes repeat until every thread has ended. A thread that
+//!   returned or panicked no longer takes part in barriers.
+//! - **Values** as the lowering computes them: integers wrap, shift amounts are masked to
+//!   the bit width, float-to-int casts saturate with NaN as 0, float `min`/`max` return the
+//!   non-NaN operand, `powi` is the square-and-multiply loop `convert-math-to-funcs`
+//!   outlines, transcendentals are the host's libm (as the CPU backend's calls are).
+//! - **Subgroups** one lane wide, as on the CPU: shuffles and reductions return the
+//!   thread's own value, a ballot is the thread's own bit, the size is 1 and the lane 0.
+//! - **Memory**: regions, slices and atomics are the arguments' data; each workgroup has
+//!   zeroed shared memory laid out as [`Body::shared_layout`] says, dynamic shared memory
+//!   (`dyn_shared_bytes` bytes) after the static arrays, every `Shared<T, dyn>` viewing it.
+//! - **Panics**: the first panic of the launch is the report; the data the kernel may
+//!   write (regions, atomics) is written back into the arguments only if no thread
+//!   panicked, as the runtime copies back.
+//!
+//! What the lowering leaves undefined is an [`InterpError`], not a result: an index out of
+//! bounds, an integer division by zero or `MIN / -1`, reaching `unreachable`. So is running
+//! past the step budget of [`Limits`]. The interpreter never panics on a body that passes
+//! [`crate::validate`]; it validates the body itself first.
+
+mod scalar;
+
+use crate::ir::*;
+use crate::validate::{ValidationError, validate};
+use scalar::*;
+pub use scalar::{bits_const, const_bits, mask};
+
+/// The geometry of a launch: workgroups in the grid, threads per workgroup (x, y, z),
+/// and the bytes of dynamic shared memory each workgroup gets.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Launch {
+    pub workgroups: [u32; 3],
+    pub threads: [u32; 3],
+    pub dyn_shared_bytes: u32,
+}
+
+/// One kernel argument.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ArgValue {
+    /// The data of a region, slice or atomic argument: the raw bits of each element (a
+    /// `bool` is 0 or 1, an `f32` its bits in the low half, a signed integer its two's
+    /// complement in the low bits). A 2-D region (`Linear2D`, `Stencil2D`) carries its row
+    /// length.
+    Buffer {
+        elem: ScalarTy,
+        data: Vec<u64>,
+        row_len: Option<usize>,
+    },
+    Scalar(Const),
+}
+
+impl ArgValue {
+    /// A buffer of `data` (raw bits per element) without a row length.
+    pub fn buffer(elem: ScalarTy, data: Vec<u64>) -> ArgValue {
+        ArgValue::Buffer {
+            elem,
+            data,
+            row_len: None,
+        }
+    }
+}
+
+/// How much work a run may do before it is cut off.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Statements and terminators executed, over all threads together.
+    pub max_steps: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_steps: 10_000_000,
+        }
+    }
+}
+
+/// A thread's panic: which `assert` failed and the values its message reports.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PanicReport {
+    /// The panic site: the position of the `assert` in [`Body::panic_sites`].
+    pub site: usize,
+    /// `[len, index]` for a bounds check; empty for a plain message.
+    pub values: Vec<u64>,
+    pub workgroup: [u32; 3],
+    pub thread: [u32; 3],
+}
+
+impl PanicReport {
+    /// The message as the runtime prints it (the values read back as `i64` words).
+    pub fn message(&self, body: &Body) -> String {
+        let value = |i: usize| self.values.get(i).map_or(0, |&v| v as i64);
+        match body.panic_sites().get(self.site) {
+            Some((AssertMessage::BoundsCheck { .. }, _)) => format!(
+                "index out of bounds: the len is {} but the index is {}",
+                value(0),
+                value(1)
+            ),
+            Some((AssertMessage::Panic(text), _)) => text.clone(),
+            None => format!("a thread panicked at an unknown site ({})", self.site),
+        }
+    }
+}
+
+/// What a launch did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outcome {
+    /// The first panic in launch order: what a run with one host thread reports.
+    pub panic: Option<PanicReport>,
+    /// Every panic, in the order the threads panicked. Workgroups run in parallel on a
+    /// multi-core CPU, so the reported panic may be the first of any workgroup's.
+    pub panics: Vec<PanicReport>,
+    /// Statements and terminators executed.
+    pub steps: u64,
+}
+
+/// Where in the launch something happened.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct At {
+    pub block: BasicBlock,
+    pub workgroup: [u32; 3],
+    pub thread: [u32; 3],
+}
+
+impl std::fmt::Display for At {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} (workgroup {:?}, thread {:?})",
+            self.block, self.workgroup, self.thread
+        )
+    }
+}
+
+/// Why a launch has no defined outcome.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum InterpError {
+    #[error("the body is not valid MIR: {0}")]
+    Invalid(ValidationError),
+    #[error("cannot interpret: {0}")]
+    Unsupported(String),
+    #[error("bad arguments: {0}")]
+    BadArguments(String),
+    #[error("bad launch: {0}")]
+    BadLaunch(String),
+    #[error("at {at}: index {index} is out of bounds of `{container}` (length {len})")]
+    IndexOutOfBounds {
+        at: At,
+        container: Local,
+        index: u64,
+        len: u64,
+    },
+    #[error("at {at}: integer division by zero")]
+    DivisionByZero { at: At },
+    #[error("at {at}: integer division overflows (`MIN / -1`)")]
+    DivisionOverflow { at: At },
+    #[error("at {at}: reached `unreachable`")]
+    ReachedUnreachable { at: At },
+    #[error("ran past the budget of {max_steps} steps")]
+    StepLimit { max_steps: u64 },
+}
+
+/// The most threads one workgroup may have; more is refused rather than allocated.
+const MAX_WORKGROUP_THREADS: u64 = 1 << 16;
+
+/// The most locals of all threads of a workgroup together, likewise.
+const MAX_THREAD_WORDS: u64 = 1 << 26;
+
+/// The most shared memory (static and dynamic) one workgroup may have, likewise.
+const MAX_SHARED_BYTES: usize = 1 << 24;
+
+/// Runs `body` over `launch` with `args`. On success the regions and atomics in `args`
+/// hold what the kernel wrote, unless a thread panicked (see [`Outcome::panic`]), in
+/// which case `args` are as they were.
+pub fn run(
+    body: &Body,
+    launch: &Launch,
+    args: &mut [ArgValue],
+    limits: &Limits,
+) -> Result<Outcome, InterpError> {
+    validate(body).map_err(InterpError::Invalid)?;
+    check_supported(body)?;
+    check_launch(body, launch)?;
+    let buffers = bind_buffers(body, args)?;
+    let scalars = bind_scalars(body, args)?;
+    let mut machine = Machine {
+        body,
+        launch: *launch,
+        limits: *limits,
+        buffers,
+        shared: SharedMemory::new(body, launch.dyn_shared_bytes),
+        sites: panic_site_numbers(body),
+        steps: 0,
+        panics: Vec::new(),
+    };
+    // Saturating: a launch that large runs out of steps long before.
+    let groups = (launch.workgroups.iter()).fold(1u64, |n, &d| n.saturating_mul(d as u64));
+    for g in 0..groups {
+        machine.run_workgroup(g, &scalars)?;
+    }
+    let Machine {
+        buffers,
+        panics,
+        steps,
+        ..
+    } = machine;
+    if panics.is_empty() {
+        write_back(body, args, buffers);
+    }
+    Ok(Outcome {
+        panic: panics.first().cloned(),
+        panics,
+        steps,
+    })
+}
+
+fn check_supported(body: &Body) -> Result<(), InterpError> {
+    if body.kind != BodyKind::Kernel {
+        return Err(InterpError::Unsupported(
+            "only kernels are launched; device functions are inlined into them".into(),
+        ));
+    }
+    let calls = body
+        .blocks
+        .iter()
+        .any(|b| matches!(b.terminator.kind, TerminatorKind::Call { .. }));
+    if calls {
+        return Err(InterpError::Unsupported(
+            "the kernel calls device functions: inline them first (`offload_mir::inline`)".into(),
+        ));
+    }
+    Ok(())
+}
+
+fn check_launch(body: &Body, launch: &Launch) -> Result<(), InterpError> {
+    if launch.workgroups.contains(&0) || launch.threads.contains(&0) {
+        return Err(InterpError::BadLaunch(format!(
+            "every dimension needs at least one workgroup and thread: {:?} x {:?}",
+            launch.workgroups, launch.threads
+        )));
+    }
+    let per_group = launch.threads.iter().map(|&n| n as u64).product::<u64>();
+    if per_group > MAX_WORKGROUP_THREADS {
+        return Err(InterpError::BadLaunch(format!(
+            "{per_group} threads per workgroup; the interpreter runs at most {MAX_WORKGROUP_THREADS}"
+        )));
+    }
+    if per_group.saturating_mul(body.locals.len() as u64) > MAX_THREAD_WORDS {
+        return Err(InterpError::BadLaunch(format!(
+            "{per_group} threads of {} locals each are more than the interpreter holds",
+            body.locals.len()
+        )));
+    }
+    let shared = body.shared_layout().dynamic_offset + launch.dyn_shared_bytes as usize;
+    if shared > MAX_SHARED_BYTES {
+        return Err(InterpError::BadLaunch(format!(
+            "{shared} bytes of shared memory per workgroup; the interpreter allocates at most {MAX_SHARED_BYTES}"
+        )));
+    }
+    Ok(())
+}
+
+/// The data of one region, slice or atomic argument while the kernel runs.
+struct Buffer {
+    elem: ScalarTy,
+    data: Vec<u64>,
+    /// `Some` for 2-D regions: (row length, rows).
+    rows: Option<(u64, u64)>,
+    strategy: Option<Strategy>,
+}
+
+impl Buffer {
+    /// (row length, rows), as `RegionExtent` reports them: a 1-D region is one row.
+    fn extents(&self) -> (u64, u64) {
+        self.rows.unwrap_or((self.data.len() as u64, 1))
+    }
+}
+
+/// Copies the container arguments, indexed by local.
+fn bind_buffers(body: &Body, args: &[ArgValue]) -> Result<Vec<Option<Buffer>>, InterpError> {
+    if args.len() != body.arg_count {
+        return Err(InterpError::BadArguments(format!(
+            "the kernel takes {} arguments, {} given",
+            body.arg_count,
+            args.len()
+        )));
+    }
+    let mut buffers: Vec<Option<Buffer>> = (0..body.locals.len()).map(|_| None).collect();
+    for ((local, decl), arg) in body.args().zip(args) {
+        let (want, strategy) = match decl.ty {
+            Ty::Region(e, s) => (e, Some(s)),
+            Ty::Slice(e) | Ty::Atomic(e) => (e, None),
+            _ => continue,
+        };
+        let ArgValue::Buffer {
+            elem,
+            data,
+            row_len,
+        } = arg
+        else {
+            return Err(InterpError::BadArguments(format!(
+                "`{local}` has type `{}` but is given a scalar",
+                decl.ty
+            )));
+        };
+        if *elem != want {
+            return Err(InterpError::BadArguments(format!(
+                "`{local}` has type `{}` but is given `{elem}` elements",
+                decl.ty
+            )));
+        }
+        let rows = match (strategy.is_some_and(Strategy::is_2d), *row_len) {
+            (false, _) => None,
+            (true, Some(w)) if w > 0 && data.len().is_multiple_of(w) => {
+                Some((w as u64, (data.len() / w) as u64))
+            }
+            (true, _) => {
+                return Err(InterpError::BadArguments(format!(
+                    "`{local}` is a 2-D region of {} elements: it needs a positive row length dividing that, got {row_len:?}",
+                    data.len()
+                )));
+            }
+        };
+        buffers[local.index()] = Some(Buffer {
+            elem: want,
+            data: data.iter().map(|&v| v & mask(want)).collect(),
+            rows,
+            strategy,
+        });
+    }
+    Ok(buffers)
+}
+
+/// The initial value of every local: the scalar arguments' bits, zero elsewhere.
+fn bind_scalars(body: &Body, args: &[ArgValue]) -> Result<Vec<u64>, InterpError> {
+    let mut locals = vec![0u64; body.locals.len()];
+    for ((local, decl), arg) in body.args().zip(args) {
+        let Ty::Scalar(want) = decl.ty else { continue };
+        match arg {
+            ArgValue::Scalar(c) if c.ty() == want => locals[local.index()] = const_bits(*c),
+            other => {
+                return Err(InterpError::BadArguments(format!(
+                    "`{local}` has type `{want}` but is given {other:?}"
+                )));
+            }
+        }
+    }
+    Ok(locals)
+}
+
+/// Writes what the kernel may have changed back into the arguments.
+fn write_back(body: &Body, args: &mut [ArgValue], mut buffers: Vec<Option<Buffer>>) {
+    for ((local, decl), arg) in body.args().zip(args.iter_mut()) {
+        let writable = match decl.ty {
+            Ty::Region(_, s) => s.is_writable(),
+            Ty::Atomic(_) => true,
+            _ => false,
+        };
+        if let (true, ArgValue::Buffer { data, .. }) = (writable, arg)
+            && let Some(buffer) = buffers[local.index()].take()
+        {
+            *data = buffer.data;
+        }
+    }
+}
+
+/// Each block's panic-site number, for blocks ending in `assert`.
+fn panic_site_numbers(body: &Body) -> Vec<Option<usize>> {
+    let mut next = 0;
+    body.blocks
+        .iter()
+        .map(|b| match b.terminator.kind {
+            TerminatorKind::Assert { .. } => {
+                next += 1;
+                Some(next - 1)
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+/// One workgroup's shared memory: the static arrays at their offsets, then the dynamic
+/// shared memory, little-endian as on the host.
+struct SharedMemory {
+    bytes: Vec<u8>,
+    /// Per local: (byte offset, elements) of a `Shared` array's view.
+    views: Vec<Option<(usize, u64)>>,
+}
+
+impl SharedMemory {
+    fn new(body: &Body, dyn_bytes: u32) -> SharedMemory {
+        let layout = body.shared_layout();
+        let mut views = vec![None; body.locals.len()];
+        for (local, offset) in &layout.arrays {
+            if let Ty::Shared(_, Some(n)) = body.locals[local.index()].ty {
+                views[local.index()] = Some((*offset, n as u64));
+            }
+        }
+        for (i, decl) in body.locals.iter().enumerate() {
+            if let Ty::Shared(e, None) = decl.ty {
+                let len = dyn_bytes as u64 / e.size_bytes() as u64;
+                views[i] = Some((layout.dynamic_offset, len));
+            }
+        }
+        SharedMemory {
+            bytes: vec![0; layout.dynamic_offset + dyn_bytes as usize],
+            views,
+        }
+    }
+
+    fn load(&self, elem: ScalarTy, at: usize) -> u64 {
+        let size = elem.size_bytes();
+        let mut word = [0u8; 8];
+        word[..size].copy_from_slice(&self.bytes[at..at + size]);
+        u64::from_le_bytes(word)
+    }
+
+    fn store(&mut self, elem: ScalarTy, at: usize, value: u64) {
+        let size = elem.size_bytes();
+        self.bytes[at..at + size].copy_from_slice(&value.to_le_bytes()[..size]);
+    }
+}
+
+/// Where a thread is and what it holds.
+struct Thread {
+    locals: Vec<u64>,
+    block: usize,
+    statement: usize,
+    /// Position in the workgroup, and the workgroup's in the grid.
+    pos: [u32; 3],
+    group: [u32; 3],
+    done: bool,
+}
+
+/// Why a thread stopped running.
+enum Pause {
+    Barrier,
+    Done,
+    Panicked(PanicReport),
+}
+
+/// Where control goes after a terminator.
+enum Flow {
+    Jump(usize),
+    Barrier(usize),
+    Return,
+    Panic(PanicReport),
+}
+
+struct Machine<'a> {
+    body: &'a Body,
+    launch: Launch,
+    limits: Limits,
+    buffers: Vec<Option<Buffer>>,
+    shared: SharedMemory,
+    sites: Vec<Option<usize>>,
+    steps: u64,
+    panics: Vec<PanicReport>,
+}
+
+/// `linear` as (x, y, z) coordinates in a grid of `dims`, x fastest.
+fn coords(linear: u64, dims: [u32; 3]) -> [u32; 3] {
+    let (x, y) = (dims[0] as u64, dims[1] as u64);
+    [
+        (linear % x) as u32,
+        (linear / x % y) as u32,
+        (linear / (x * y)) as u32,
+    ]
+}
+
+impl Machine<'_> {
+    /// Runs every thread of workgroup `g` to its end, pass after pass.
+    fn run_workgroup(&mut self, g: u64, scalars: &[u64]) -> Result<(), InterpError> {
+        self.shared.bytes.fill(0);
+        let group = coords(g, self.launch.workgroups);
+        let count = self
+            .launch
+            .threads
+            .iter()
+            .map(|&n| n as u64)
+            .product::<u64>();
+        let mut threads: Vec<Thread> = (0..count)
+            .map(|t| Thread {
+                locals: scalars.to_vec(),
+                block: 0,
+                statement: 0,
+                pos: coords(t, self.launch.threads),
+                group,
+                done: false,
+            })
+            .collect();
+        let mut waiting = true;
+        while waiting {
+            waiting = false;
+            for t in threads.iter_mut().filter(|t| !t.done) {
+                match self.run_thread(t)? {
+                    Pause::Barrier => waiting = true,
+                    Pause::Done => t.done = true,
+                    Pause::Panicked(report) => {
+                        t.done = true;
+                        self.panics.push(report);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `t` until it reaches a barrier or ends.
+    fn run_thread(&mut self, t: &mut Thread) -> Result<Pause, InterpError> {
+        let body = self.body;
+        loop {
+            self.steps += 1;
+            if self.steps > self.limits.max_steps {
+                return Err(InterpError::StepLimit {
+                    max_steps: self.limits.max_steps,
+                });
+            }
+            let block = &body.blocks[t.block];
+            if let Some(s) = block.statements.get(t.statement) {
+                self.statement(t, s)?;
+                t.statement += 1;
+                continue;
+            }
+            t.statement = 0;
+            match self.terminator(t, &block.terminator.kind)? {
+                Flow::Jump(b) => t.block = b,
+                Flow::Barrier(b) => {
+                    t.block = b;
+                    return Ok(Pause::Barrier);
+                }
+                Flow::Return => return Ok(Pause::Done),
+                Flow::Panic(report) => return Ok(Pause::Panicked(report)),
+            }
+        }
+    }
+
+    fn at(&self, t: &Thread) -> At {
+        At {
+            block: BasicBlock(t.block as u32),
+            workgroup: t.group,
+            thread: t.pos,
+        }
+    }
+
+    fn terminator(&mut self, t: &Thread, kind: &TerminatorKind) -> Result<Flow, InterpError> {
+        Ok(match kind {
+            TerminatorKind::Goto(b) => Flow::Jump(b.index()),
+            TerminatorKind::Barrier { target } => Flow::Barrier(target.index()),
+            TerminatorKind::Return => Flow::Return,
+            TerminatorKind::Unreachable => {
+                return Err(InterpError::ReachedUnreachable { at: self.at(t) });
+            }
+            TerminatorKind::SwitchInt {
+                discr,
+                targets,
+                otherwise,
+            } => {
+                let ty = self.operand_ty(discr);
+                let v = self.operand(t, discr)?;
+                let hit = targets.iter().find(|(k, _)| (*k as u64) & mask(ty) == v);
+                Flow::Jump(hit.map_or(otherwise.index(), |(_, b)| b.index()))
+            }
+            TerminatorKind::Assert { cond, msg, target } => {
+                // The lowering evaluates the message's operands whether or not it panics.
+                let ok = self.operand(t, cond)? != 0;
+                let values = match msg {
+                    AssertMessage::BoundsCheck { len, index } => {
+                        vec![self.operand(t, len)?, self.operand(t, index)?]
+                    }
+                    AssertMessage::Panic(_) => Vec::new(),
+                };
+                if ok {
+                    Flow::Jump(target.index())
+                } else {
+                    Flow::Panic(PanicReport {
+                        site: self.sites[t.block].expect("an assert block has a site"),
+                        values,
+                        workgroup: t.group,
+                        thread: t.pos,
+                    })
+                }
+            }
+            TerminatorKind::Call { .. } => unreachable!("calls are refused before the run"),
+        })
+    }
+
+    fn statement(&mut self, t: &mut Thread, s: &Statement) -> Result<(), InterpError> {
+        let value = self.rvalue(t, &s.rvalue)?;
+        match s.place.index {
+            None => t.locals[s.place.local.index()] = value,
+            Some(i) => {
+                let index = t.locals[i.index()];
+                self.store(t, s.place.local, index, value)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The scalar type an operand holds.
+    fn operand_ty(&self, op: &Operand) -> ScalarTy {
+        match op {
+            Operand::Const(c) => c.ty(),
+            Operand::Copy(p) | Operand::Move(p) => {
+                let ty = self.body.locals[p.local.index()].ty;
+                match p.index {
+                    Some(_) => ty.element(),
+                    None => ty.scalar(),
+                }
+                .expect("validated: operands are scalars or elements")
+            }
+        }
+    }
+
+    fn operand(&self, t: &Thread, op: &Operand) -> Result<u64, InterpError> {
+        match op {
+            Operand::Const(c) => Ok(const_bits(*c)),
+            Operand::Copy(p) | Operand::Move(p) => match p.index {
+                None => Ok(t.locals[p.local.index()]),
+                Some(i) => self.load(t, p.local, t.locals[i.index()]),
+            },
+        }
+    }
+
+    fn out_of_bounds(&self, t: &Thread, container: Local, index: u64, len: u64) -> InterpError {
+        InterpError::IndexOutOfBounds {
+            at: self.at(t),
+            container,
+            index,
+            len,
+        }
+    }
+
+    /// Element `index` of a container local.
+    fn load(&self, t: &Thread, container: Local, index: u64) -> Result<u64, InterpError> {
+        if let Some((offset, len)) = self.shared.views[container.index()] {
+            let elem = self.body.locals[container.index()].ty.element();
+            let elem = elem.expect("shared arrays have elements");
+            if index >= len {
+                return Err(self.out_of_bounds(t, container, index, len));
+            }
+            let at = offset + index as usize * elem.size_bytes();
+            return Ok(self.shared.load(elem, at));
+        }
+        let data = &self.buffer(container).data;
+        match usize::try_from(index).ok().and_then(|i| data.get(i)) {
+            Some(v) => Ok(*v),
+            None => Err(self.out_of_bounds(t, container, index, data.len() as u64)),
+        }
+    }
+
+    fn store(
+        &mut self,
+        t: &Thread,
+        container: Local,
+        index: u64,
+        value: u64,
+    ) -> Result<(), InterpError> {
+        if let Some((offset, len)) = self.shared.views[container.index()] {
+            let elem = self.body.locals[container.index()].ty.element();
+            let elem = elem.expect("shared arrays have elements");
+            if index >= len {
+                return Err(self.out_of_bounds(t, container, index, len));
+            }
+            self.shared
+                .store(elem, offset + index as usize * elem.size_bytes(), value);
+            return Ok(());
+        }
+        let len = self.buffer(container).data.len() as u64;
+        if index >= len {
+            return Err(self.out_of_bounds(t, container, index, len));
+        }
+        self.buffer_mut(container).data[index as usize] = value;
+        Ok(())
+    }
+
+    fn buffer(&self, l: Local) -> &Buffer {
+        self.buffers[l.index()]
+            .as_ref()
+            .expect("validated: indexed locals are containers")
+    }
+
+    fn buffer_mut(&mut self, l: Local) -> &mut Buffer {
+        self.buffers[l.index()]
+            .as_mut()
+            .expect("validated: indexed locals are containers")
+    }
+
+    fn rvalue(&mut self, t: &Thread, rv: &Rvalue) -> Result<u64, InterpError> {
+        Ok(match rv {
+            Rvalue::Use(a) => self.operand(t, a)?,
+            Rvalue::BinaryOp(op, a, b) => {
+                let (va, vb) = (self.operand(t, a)?, self.operand(t, b)?);
+                binary(*op, self.operand_ty(a), va, vb).map_err(|e| match e {
+                    ArithError::DivisionByZero => InterpError::DivisionByZero { at: self.at(t) },
+                    ArithError::Overflow => InterpError::DivisionOverflow { at: self.at(t) },
+                })?
+            }
+            Rvalue::UnaryOp(op, a) => unary(*op, self.operand_ty(a), self.operand(t, a)?),
+            Rvalue::Cast(a, to) => cast(self.operand_ty(a), *to, self.operand(t, a)?),
+            Rvalue::Intrinsic(i, args) => {
+                let values = self.operands(t, args)?;
+                intrinsic(*i, self.operand_ty(&args[0]), &values)
+            }
+            Rvalue::Subgroup(op, args) => {
+                let values = self.operands(t, args)?;
+                one_lane_subgroup(*op, &values)
+            }
+            Rvalue::AtomicRmw(op, place, value) => {
+                let v = self.operand(t, value)?;
+                self.atomic(t, *place, |elem, old| atomic_rmw(*op, elem, old, v))?
+            }
+            Rvalue::AtomicCas(place, current, new) => {
+                let (c, n) = (self.operand(t, current)?, self.operand(t, new)?);
+                self.atomic(t, *place, |_, old| if old == c { n } else { old })?
+            }
+            Rvalue::Position(p, d) => self.position(t, *p, *d as usize),
+            Rvalue::Len(l) => self.len(*l),
+            Rvalue::RegionIndex(l) => self.region_index(t, *l),
+            Rvalue::RegionCoord(l, d) => self.region_coord(t, *l, *d),
+            Rvalue::RegionExtent(l, d) => {
+                let (width, rows) = self.buffer(*l).extents();
+                if *d == 0 { width } else { rows }
+            }
+        })
+    }
+
+    fn operands(&self, t: &Thread, ops: &[Operand]) -> Result<Vec<u64>, InterpError> {
+        ops.iter().map(|o| self.operand(t, o)).collect()
+    }
+
+    /// Replaces element `place` of an atomic with `update(elem, old)`; yields `old`.
+    fn atomic(
+        &mut self,
+        t: &Thread,
+        place: Place,
+        update: impl FnOnce(ScalarTy, u64) -> u64,
+    ) -> Result<u64, InterpError> {
+        let index = t.locals[place.index.expect("validated: atomics are indexed").index()];
+        let old = self.load(t, place.local, index)?;
+        let elem = self.buffer(place.local).elem;
+        self.store(t, place.local, index, update(elem, old) & mask(elem))?;
+        Ok(old)
+    }
+
+    fn position(&self, t: &Thread, p: Position, d: usize) -> u64 {
+        (match p {
+            Position::Thread => t.pos[d],
+            Position::Workgroup => t.group[d],
+            Position::WorkgroupSize => self.launch.threads[d],
+            Position::WorkgroupCount => self.launch.workgroups[d],
+        }) as u64
+    }
+
+    /// The thread's position in the whole launch along `d`.
+    fn global_id(&self, t: &Thread, d: usize) -> u64 {
+        t.group[d] as u64 * self.launch.threads[d] as u64 + t.pos[d] as u64
+    }
+
+    fn len(&self, l: Local) -> u64 {
+        match self.shared.views[l.index()] {
+            Some((_, len)) => len,
+            // The element count, also of a 2-D region (its flat view's length).
+            None => self.buffer(l).data.len() as u64,
+        }
+    }
+
+    /// The element a thread owns, by the region's strategy (`offload-partition`).
+    fn region_index(&self, t: &Thread, l: Local) -> u64 {
+        let buffer = self.buffer(l);
+        match buffer.strategy.expect("validated: a region") {
+            Strategy::Linear1D => self.global_id(t, 0),
+            Strategy::Chunked(n) => self.global_id(t, 0).wrapping_mul(n as u64),
+            Strategy::Linear2D | Strategy::Stencil2D(_) => self
+                .global_id(t, 1)
+                .wrapping_mul(buffer.extents().0)
+                .wrapping_add(self.global_id(t, 0)),
+        }
+    }
+
+    fn region_coord(&self, t: &Thread, l: Local, d: u8) -> u64 {
+        let two_d = self.buffer(l).strategy.is_some_and(Strategy::is_2d);
+        match (two_d, d) {
+            (false, 1) => 0,
+            _ => self.global_id(t, d as usize),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SAXPY: &str = r#"// offload-mir v1
+kernel saxpy(mut _1: Region<f32, Linear1D>, _2: &[f32], _3: f32) {
+    file "saxpy.rs";
+    let mut _0: ();
+    let mut _4: usize;
+    let mut _5: usize;
+    let mut _6: bool;
+    let mut _7: usize;
+    let mut _8: bool;
+    let mut _9: f32;
+    let mut _10: f32;
+
+    bb0: {
+        _4 = RegionIndex(_1); // 1:1
+        _5 = Len(_1); // 1:1
+        _6 = Lt(copy _4, copy _5); // 1:1
+        switchInt(copy _6) -> [0: bb2, otherwise: bb1]; // 1:1
+    }
+
+    bb1: {
+        _7 = Len(_2); // 2:1
+        _8 = Lt(copy _4, copy _7); // 2:1
+        assert(copy _8, BoundsCheck { len: copy _7, index: copy _4 }) -> bb3; // 2:1
+    }
+
+    bb2: {
+        return; // 3:1
+    }
+
+    bb3: {
+        _9 = Mul(copy _3, copy _2[_4]); // 4:1
+        _10 = Add(copy _9, copy _1[_4]); // 4:1
+        _1[_4] = copy _10; // 4:1
+        goto -> bb2; // 4:1
+    }
+}
+"#;
+
+    fn f32s(values: &[f32]) -> Vec<u64> {
+        values.iter().map(|v| v.to_bits() as u64).collect()
+    }
+
+    fn launch(workgroups: u32, threads: u32) -> Launch {
+        Launch {
+            workgroups: [workgroups, 1, 1],
+            threads: [threads, 1, 1],
+            dyn_shared_bytes: 0,
+        }
+    }
+
+    fn data(arg: &ArgValue) -> &[u64] {
+        match arg {
+            ArgValue::Buffer { data, .. } => data,
+            ArgValue::Scalar(_) => panic!("not a buffer"),
+        }
+    }
+
+    #[test]
+    fn saxpy_matches_a_host_loop() {
+        let body = crate::parse(SAXPY).unwrap();
+        let x: Vec<f32> = (0..37).map(|i| i as f32 * 0.25 - 3.0).collect();
+        let y: Vec<f32> = (0..37).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+        let a = 1.5f32;
+        let mut args = vec![
+            ArgValue::buffer(ScalarTy::F32, f32s(&y)),
+            ArgValue::buffer(ScalarTy::F32, f32s(&x)),
+            ArgValue::Scalar(Const::Float(a as f64, ScalarTy::F32)),
+        ];
+        // 40 threads for 37 elements: the last three skip.
+        let outcome = run(&body, &launch(5, 8), &mut args, &Limits::default()).unwrap();
+        assert_eq!(outcome.panic, None);
+        let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a * x + y).collect();
+        assert_eq!(data(&args[0]), f32s(&want));
+    }
+
+    #[test]
+    fn saxpy_with_a_short_slice_panics_and_writes_nothing() {
+        let body = crate::parse(SAXPY).unwrap();
+        let y = f32s(&[1.0; 8]);
+        let mut args = vec![
+            ArgValue::buffer(ScalarTy::F32, y.clone()),
+            ArgValue::buffer(ScalarTy::F32, f32s(&[2.0; 5])),
+            ArgValue::Scalar(Const::Float(1.0, ScalarTy::F32)),
+        ];
+        let outcome = run(&body, &launch(2, 4), &mut args, &Limits::default()).unwrap();
+        let first = outcome.panic.expect("threads 5..8 index past the slice");
+        assert_eq!((first.site, &first.values[..]), (0, &[5, 5][..]));
+        assert_eq!((first.workgroup, first.thread), ([1, 0, 0], [1, 0, 0]));
+        assert_eq!(outcome.panics.len(), 3);
+        assert_eq!(
+            first.message(&body),
+            "index out of bounds: the len is 5 but the index is 5"
+        );
+        assert_eq!(data(&args[0]), y, "no copy-back after a panic");
+    }
+
+    /// Each thread writes its slot, waits, and reads its neighbour's: right only if every
+    /// thread wrote before any read.
+    const ROTATE: &str = r#"// offload-mir v1
+kernel rotate(mut _1: Region<u32, Linear1D>) {
+    file "rotate.rs";
+    let mut _0: ();
+    let mut _2: Shared<u32, 8>;
+    let mut _3: usize;
+    let mut _4: usize;
+    let mut _5: u32;
+    let mut _6: usize;
+    let mut _7: usize;
+    let mut _8: usize;
+    let mut _9: u32;
+    let mut _10: usize;
+    let mut _11: usize;
+    let mut _12: bool;
+
+    bb0: {
+        _3 = thread_idx(0); // 1:1
+        _4 = workgroup_dim(0); // 1:1
+        _5 = copy _3 as u32; // 1:1
+        _5 = Mul(copy _5, const 10u32); // 1:1
+        _2[_3] = copy _5; // 1:1
+        barrier -> bb1; // 1:1
+    }
+
+    bb1: {
+        _6 = Add(copy _3, const 1usize); // 2:1
+        _7 = Rem(copy _6, copy _4); // 2:1
+        _9 = copy _2[_7]; // 2:1
+        _10 = RegionIndex(_1); // 2:1
+        _11 = Len(_1); // 2:1
+        _12 = Lt(copy _10, copy _11); // 2:1
+        switchInt(copy _12) -> [0: bb3, otherwise: bb2]; // 2:1
+    }
+
+    bb2: {
+        _1[_10] = copy _9; // 3:1
+        goto -> bb3; // 3:1
+    }
+
+    bb3: {
+        return; // 4:1
+    }
+}
+"#;
+
+    #[test]
+    fn a_barrier_separates_writes_from_reads() {
+        let body = crate::parse(ROTATE).unwrap();
+        let mut args = vec![ArgValue::buffer(ScalarTy::U32, vec![0; 8])];
+        let outcome = run(&body, &launch(2, 4), &mut args, &Limits::default()).unwrap();
+        assert_eq!(outcome.panic, None);
+        assert_eq!(data(&args[0]), [10, 20, 30, 0, 10, 20, 30, 0]);
+    }
+
+    const CHECKED: &str = r#"// offload-mir v1
+kernel checked(mut _1: Region<i32, Linear1D>, _2: i32) {
+    file "checked.rs";
+    let mut _0: ();
+    let mut _3: usize;
+    let mut _4: i32;
+    let mut _5: bool;
+    let mut _6: i32;
+
+    bb0: {
+        _3 = RegionIndex(_1); // 1:1
+        _4 = copy _3 as i32; // 1:1
+        _5 = Ne(copy _4, copy _2); // 1:1
+        assert(copy _5, "hit the forbidden thread") -> bb1; // 1:1
+    }
+
+    bb1: {
+        _6 = Div(const 100i32, copy _4); // 2:1
+        _1[_3] = copy _6; // 2:1
+        return; // 2:1
+    }
+}
+"#;
+
+    #[test]
+    fn a_panic_is_reported_with_its_site_and_message() {
+        let body = crate::parse(CHECKED).unwrap();
+        let mut args = vec![
+            ArgValue::buffer(ScalarTy::I32, vec![7; 4]),
+            ArgValue::Scalar(Const::Int(2, ScalarTy::I32)),
+        ];
+        // Thread 0 divides by zero before thread 2 panics: undefined, not a panic.
+        let err = run(&body, &launch(1, 4), &mut args, &Limits::default()).unwrap_err();
+        assert!(matches!(err, InterpError::DivisionByZero { .. }), "{err}");
+        args[1] = ArgValue::Scalar(Const::Int(0, ScalarTy::I32));
+        let outcome = run(&body, &launch(1, 4), &mut args, &Limits::default()).unwrap();
+        let report = outcome.panic.unwrap();
+        assert_eq!((report.site, report.thread), (0, [0, 0, 0]));
+        assert_eq!(report.message(&body), "hit the forbidden thread");
+        assert_eq!(data(&args[0]), [7; 4]);
+    }
+
+    #[test]
+    fn endless_loops_run_out_of_steps() {
+        let text = "// offload-mir v1\nkernel spin(_1: u32) {\n    file \"spin.rs\";\n    let mut _0: ();\n\n    bb0: {\n        goto -> bb0; // 1:1\n    }\n}\n";
+        let body = crate::parse(text).unwrap();
+        let mut args = vec![ArgValue::Scalar(Const::Int(1, ScalarTy::U32))];
+        let limits = Limits { max_steps: 1000 };
+        let err = run(&body, &launch(1, 1), &mut args, &limits).unwrap_err();
+        assert_eq!(err, InterpError::StepLimit { max_steps: 1000 });
+        let err = run(&body, &launch(1, 1), &mut args[..0], &limits).unwrap_err();
+        assert!(matches!(err, InterpError::BadArguments(_)), "{err}");
+        let err = run(&body, &launch(0, 1), &mut args, &limits).unwrap_err();
+        assert!(matches!(err, InterpError::BadLaunch(_)), "{err}");
+    }
+
+    #[test]
+    fn casts_follow_rust_as() {
+        use ScalarTy::*;
+        let f = |v: f64| v.to_bits();
+        assert_eq!(cast(F64, I8, f(300.7)), 127);
+        assert_eq!(cast(F64, I8, f(-300.0)), 0x80);
+        assert_eq!(cast(F64, U64, f(-1.0)), 0);
+        assert_eq!(cast(F64, I32, f(f64::NAN)), 0);
+        assert_eq!(cast(F64, U64, f(1e30)), u64::MAX);
+        assert_eq!(
+            cast(F32, I64, (2.0f32.powi(63)).to_bits() as u64),
+            i64::MAX as u64
+        );
+        assert_eq!(cast(I8, U64, 0xFF), u64::MAX);
+        assert_eq!(cast(U8, I64, 0xFF), 0xFF);
+        assert_eq!(cast(I64, U8, u64::MAX - 1), 0xFE);
+        assert_eq!(cast(Bool, I32, 1), 1);
+        assert_eq!(cast(Bool, F32, 1), 1.0f32.to_bits() as u64);
+        assert_eq!(cast(U64, F32, u64::MAX), (u64::MAX as f32).to_bits() as u64);
+        assert_eq!(cast(I16, F64, 0x8000), f(-32768.0));
+    }
+
+    #[test]
+    fn integer_arithmetic_wraps_and_masks_shifts() {
+        use ScalarTy::*;
+        let ok = |op, ty, a, b| binary(op, ty, a, b).ok().unwrap();
+        assert_eq!(ok(BinOp::Add, U8, 200, 100), 44);
+        assert_eq!(ok(BinOp::Shl, U8, 1, 9), 2);
+        assert_eq!(ok(BinOp::Shr, I8, 0x80, 7), 0xFF);
+        assert_eq!(ok(BinOp::Shr, I8, 0x80, 0xFF), 0xFF, "-1 masks to 7");
+        assert_eq!(ok(BinOp::Lt, I32, 0xFFFF_FFFF, 0), 1);
+        assert_eq!(ok(BinOp::Lt, U32, 0xFFFF_FFFF, 0), 0);
+        assert_eq!(ok(BinOp::Rem, I8, (-7i8) as u8 as u64, 2), 0xFF);
+        assert!(binary(BinOp::Div, I16, 0x8000, 0xFFFF).is_err());
+        assert_eq!(ok(BinOp::Div, U16, 0x8000, 0xFFFF), 0);
+        assert_eq!(unary(UnOp::Neg, I8, 0x80), 0x80);
+        assert_eq!(
+            int_intrinsic(Intrinsic::Abs, I32, &[0x8000_0000]),
+            0x8000_0000
+        );
+        assert_eq!(int_intrinsic(Intrinsic::LeadingZeros, U16, &[1]), 15);
+        assert_eq!(int_intrinsic(Intrinsic::TrailingZeros, I8, &[0]), 8);
+        assert_eq!(int_intrinsic(Intrinsic::Min, I8, &[0xFF, 1]), 0xFF);
+        assert_eq!(int_intrinsic(Intrinsic::Max, U8, &[0xFF, 1]), 0xFF);
+    }
+
+    #[test]
+    fn float_functions_follow_the_lowering() {
+        let b = |v: f32| v.to_bits() as u64;
+        let nan = b(f32::NAN);
+        let min = |x, y| float_intrinsic::<f32>(Intrinsic::Min, &[x, y]);
+        assert_eq!(min(nan, b(2.0)), b(2.0));
+        assert_eq!(min(b(2.0), nan), b(2.0));
+        assert_eq!(min(b(0.0), b(-0.0)), b(0.0), "equal: the first operand");
+        assert_eq!(powi(3.0f32, 3), 27.0);
+        assert_eq!(powi(2.0f32, -2), 0.25);
+        assert_eq!(powi(0.0f64, -1), f64::INFINITY);
+        assert_eq!(powi(1.0f64, i32::MIN), 1.0);
+        assert_eq!(powi(f64::NAN, 0), 1.0);
+        let round = float_intrinsic::<f64>(Intrinsic::Round, &[(-2.5f64).to_bits()]);
+        assert_eq!(f64::from_bits(round), -3.0);
+        let neg = unary(UnOp::Neg, ScalarTy::F32, nan);
+        assert_eq!(neg, nan ^ (1 << 31));
+    }
+}
