@@ -20,13 +20,14 @@ mod offload_to_gpu;
 mod partition;
 mod pipeline;
 mod rewrite;
+mod ssa;
 
 pub use cpu::{CpuBarrier, CpuKernel};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
 pub use offload_to_cpu::LEADING_WORDS as CPU_LEADING_WORDS;
 pub use pipeline::{GpuTarget, Session, Stage};
 
-use offload_mir::Linked;
+use offload_mir::{Linked, TargetFacts};
 
 /// A failure inside the lowering. Valid MIR should never produce one; when it does, the
 /// MLIR diagnostics say which pass refused what.
@@ -43,6 +44,19 @@ pub enum LowerError {
     Jit(String),
 }
 
+/// What NVIDIA GPUs fix: warps of [`offload_to_gpu::WARP`] lanes.
+const GPU_FACTS: TargetFacts = TargetFacts {
+    subgroup_size: offload_to_gpu::WARP as u32,
+    no_z: false,
+};
+
+/// What the CPU backend fixes: one-lane subgroups, and launches without z (the runtime
+/// refuses others there).
+const CPU_FACTS: TargetFacts = TargetFacts {
+    subgroup_size: 1,
+    no_z: true,
+};
+
 /// PTX for one kernel, with the name of its entry point.
 #[derive(Clone, Debug)]
 pub struct PtxKernel {
@@ -52,6 +66,7 @@ pub struct PtxKernel {
 
 /// Compiles a kernel to PTX.
 pub fn compile_ptx(body: &Linked, target: &GpuTarget) -> Result<PtxKernel, LowerError> {
+    let body = &body.for_target(GPU_FACTS);
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
     dump(body, Stage::Offload, &module);
@@ -68,6 +83,7 @@ pub fn compile_ptx(body: &Linked, target: &GpuTarget) -> Result<PtxKernel, Lower
 
 /// Compiles a kernel for the CPU backend.
 pub fn compile_cpu(body: &Linked) -> Result<CpuKernel, LowerError> {
+    let body = &body.for_target(CPU_FACTS);
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
     session.to_cpu(&mut module)?;
@@ -82,6 +98,13 @@ pub fn emit(
     last: Stage,
     target: &GpuTarget,
 ) -> Result<Vec<(Stage, String)>, LowerError> {
+    // The `offload` stage alone is target-neutral; the others start from the kernel
+    // specialised for their target, as `compile_cpu` and `compile_ptx` do.
+    let body = &match last {
+        Stage::Offload => body.clone(),
+        Stage::Cpu => body.for_target(CPU_FACTS),
+        Stage::Gpu | Stage::Llvm | Stage::Ptx => body.for_target(GPU_FACTS),
+    };
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
     let text = |m: &melior::ir::Module<'_>| m.as_operation().to_string();

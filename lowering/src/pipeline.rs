@@ -124,6 +124,7 @@ impl Session {
     /// MIR → the `offload` dialect, verified, with locals promoted to SSA values.
     pub fn offload_module(&self, body: &Linked) -> Result<Module<'_>, LowerError> {
         let text = crate::mir_to_offload::emit(body);
+        if let Some(path) = std::env::var_os("OFFLOAD_TMP_DUMP") { std::fs::write(path, &text).unwrap(); }
         let Some(mut module) = Module::parse(&self.context, &text) else {
             return Err(LowerError::Internal {
                 stage: "offload",
@@ -140,7 +141,7 @@ impl Session {
             &mut module,
             "offload",
             &[],
-            "builtin.module(mem2reg, canonicalize, cse)",
+            "builtin.module(canonicalize, cse)",
         )?;
         Ok(module)
     }
@@ -233,6 +234,14 @@ impl Session {
         };
         let nested = PassManager::new(&self.context);
         nested.enable_verifier(true);
+        if std::env::var_os("OFFLOAD_PASS_TIMING").is_some() {
+            // SAFETY: both managers are live; MLIR prints the report to stderr when each
+            // is destroyed at the end of this function.
+            unsafe {
+                mlir_sys::mlirPassManagerEnableTiming(manager.to_raw());
+                mlir_sys::mlirPassManagerEnableTiming(nested.to_raw());
+            }
+        }
         parse_pass_pipeline(nested.as_operation_pass_manager(), pipeline)
             .map_err(|e| fail(format!("bad pipeline `{pipeline}`: {e}")))?;
         if !passes.is_empty() {

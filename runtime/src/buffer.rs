@@ -3,9 +3,10 @@
 //! A `DeviceBuffer<T>` is passed to `offload!` in place of host data (`&mut buf` for a
 //! `Region` parameter, `&buf` for a slice), and the launch uses it where it lives, with no
 //! copy. On a GPU, a launch that writes only device buffers returns without waiting; the
-//! host reaches a buffer's contents only through `to_vec`, which waits for the device and
-//! reports a panic of any launch since, so safe code cannot read a buffer while a kernel
-//! writes it.
+//! host reaches a buffer's contents only through `to_vec`, which waits for the device, so
+//! safe code cannot read a buffer while a kernel writes it. `to_vec` also reports a panic
+//! of the calling thread's launches on the device that no earlier synchronisation
+//! reported; another thread's panics are reported only to that thread.
 //!
 //! On the CPU backend a buffer is host memory that kernels run on in place. On any
 //! device, a launch that panics may leave a device buffer partly written: unlike host
@@ -25,6 +26,10 @@ pub(crate) struct Resident {
     /// For a [`SplitBuffer`]: every part, one per share of a `device = all` launch (the
     /// fields above describe the first).
     pub split: Option<std::sync::Arc<SplitParts>>,
+    /// The thread that made the launch argument: the launch's issuer, to whom an
+    /// asynchronous launch's panic is reported (also when a `device = all` launch runs its
+    /// shares on helper threads).
+    pub issuer: crate::cuda::Issuer,
 }
 
 /// Where a [`SplitBuffer`]'s parts live.
@@ -165,6 +170,12 @@ impl<T: Scalar> DeviceBuffer<T> {
     }
 
     /// The buffer's contents, after every launch that uses it has finished.
+    ///
+    /// On a GPU this waits for the device, and returns [`Error::KernelPanic`] for the first
+    /// panic (in launch order) among the calling thread's asynchronous launches on this
+    /// device since its last `to_vec` or [`synchronize`](crate::synchronize) there, whether
+    /// or not they wrote this buffer. Each panic is reported once; other threads' are not
+    /// reported here.
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
         let mut out: Vec<T> = Vec::with_capacity(self.len);
         let bytes = self.len * T::TY.size_bytes();
@@ -173,7 +184,8 @@ impl<T: Scalar> DeviceBuffer<T> {
                 let Device::Cuda { ordinal, .. } = self.device else {
                     unreachable!("CUDA storage is on a CUDA device")
                 };
-                // Waits for the launches that may write the buffer, and reports their panics.
+                // Waits for the launches that may write the buffer, and reports this
+                // thread's unreported panics on the device.
                 crate::cuda::synchronize(ordinal)?;
                 let stream = crate::cuda::stream(ordinal)?;
                 let host = stream
@@ -201,6 +213,15 @@ impl<T: Scalar> DeviceBuffer<T> {
             },
         }
         Ok(out)
+    }
+
+    /// Waits for the buffer's device as [`to_vec`](Self::to_vec) does, reporting the same
+    /// panics, without reading the buffer.
+    fn wait(&self) -> Result<(), Error> {
+        match self.device {
+            Device::Cuda { ordinal, .. } => crate::cuda::synchronize(ordinal),
+            Device::Cpu => Ok(()),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -232,6 +253,7 @@ impl<T: Scalar> DeviceBuffer<T> {
             len: self.len,
             address,
             split: None,
+            issuer: crate::cuda::issuer(),
         }
     }
 
@@ -278,7 +300,8 @@ impl<T: Scalar> DeviceBuffer<T> {
 ///
 /// Each part is allocated at the buffer's full length, so a kernel indexes it as usual;
 /// only the part's window is meaningful. Launches on split buffers do not wait for the
-/// devices; [`to_vec`](Self::to_vec) does, and reports their panics.
+/// devices; [`to_vec`](Self::to_vec) does, and reports the calling thread's unreported
+/// panics on them, as [`DeviceBuffer::to_vec`] does.
 pub struct SplitBuffer<T> {
     len: usize,
     parts: Vec<DeviceBuffer<T>>,
@@ -330,17 +353,28 @@ impl<T: Scalar> SplitBuffer<T> {
     }
 
     /// The buffer's contents (each part's window, in order), after every launch that uses
-    /// it has finished.
+    /// it has finished. Reads every part, so it waits for every part's device and reports
+    /// the first panic (parts in order) that [`DeviceBuffer::to_vec`] reports for one.
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
         let mut out = Vec::with_capacity(self.len);
-        for (part, &(first, last)) in self.parts.iter().zip(&self.windows) {
-            let all = part.to_vec()?;
-            if self.replicated {
-                return Ok(all);
+        let mut first_error = None;
+        for (p, (part, &(first, last))) in self.parts.iter().zip(&self.windows).enumerate() {
+            if self.replicated && p > 0 {
+                // Every part holds all of it: the others are only waited for.
+                if let Err(e) = part.wait() {
+                    first_error.get_or_insert(e);
+                }
+                continue;
             }
-            out.extend_from_slice(&all[first..last]);
+            match part.to_vec() {
+                Ok(all) if self.replicated => out = all,
+                Ok(all) => out.extend_from_slice(&all[first..last]),
+                Err(e) => {
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(out)
+        first_error.map_or(Ok(out), Err)
     }
 
     pub fn len(&self) -> usize {

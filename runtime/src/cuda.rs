@@ -1,6 +1,12 @@
 //! The CUDA backend, through the driver API (`cudarc`, loaded at run time, so building
 //! needs no CUDA). A launch copies regions and slices to the device, runs the kernel,
 //! reads the panic buffer, and copies regions back only if no thread panicked.
+//!
+//! A launch that writes device buffers and no host data does not wait: its panic buffer
+//! belongs to the thread that issued it, and only that thread's next synchronisation of
+//! the device (`DeviceBuffer::to_vec`, `offload::synchronize`) reads it, once. Every
+//! launch and copy of a device goes to its context's one stream, so any synchronisation
+//! waits for every thread's work; only the reporting is per thread.
 
 use crate::{
     Device, Error, KernelDescriptor,
@@ -89,11 +95,15 @@ fn function(
     let f = module
         .load_function(&launch.body.name)
         .map_err(Error::cuda("finding the kernel in its module"))?;
-    functions
+    // Threads that missed the cache at once each loaded a module; the first one stored is
+    // everyone's. The others are unloaded here, before anything ran from them: replacing a
+    // stored function could unload its module while a launch from it is still running.
+    Ok(functions
         .lock()
         .unwrap_or_else(|p| p.into_inner())
-        .insert(key, f.clone());
-    Ok(f)
+        .entry(key)
+        .or_insert(f)
+        .clone())
 }
 
 /// Threads per warp: the subgroup size the GPU lowering assumes.
@@ -123,7 +133,7 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let stream = ctx.default_stream();
 
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
-    let mut words = crate::launch::abi_words(launch.args, |kind, data, bytes| {
+    let words = crate::launch::abi_words(launch.args, |kind, data, bytes| {
         // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
         let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
         let (offset, full) = kind.placement().expect("arguments with data are placed");
@@ -150,72 +160,67 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         .args
         .iter()
         .any(|a| a.kind.copied_back() && a.kind.bytes().is_some());
-    // Asynchronous launches of one kernel share a panic buffer until the next
-    // synchronisation: only the first panic is reported, and its site is the kernel's.
-    // Held from choosing the shared buffer to recording the launch, so a concurrent
-    // synchronisation cannot recycle the buffer in between.
-    let mut pending_launches = (!writes_host).then(pending);
-    let shared = pending_launches.as_ref().and_then(|all| {
-        all.get(&ordinal)?
-            .iter()
-            .find(|p| std::ptr::eq(p.descriptor, launch.descriptor))
-            .map(|p| p.panic_buffer.address)
-    });
-    let (p, own_buffer) = match shared {
-        Some(address) => (address, None),
-        None => {
-            let buffer = panic_buffer(ordinal, &stream)?;
-            (buffer.address, Some(buffer))
-        }
-    };
-    words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
-    words.push(launch.group_base as u64);
-    words.push(launch.dyn_cache as u64);
-    words.push(launch.groups[0] as u64);
+    let writes_device = launch
+        .args
+        .iter()
+        .any(|a| a.kind.copied_back() && a.kind.resident().is_some());
 
-    let mut builder = stream.launch_builder(&func);
-    // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many bytes
-    // as the parameter has, which on little-endian hosts are the value's own.
-    for w in &words {
-        builder.arg(w);
-    }
-    let config = LaunchConfig {
-        grid_dim: (launch.grid[0], launch.grid[1], launch.grid[2]),
-        block_dim: (launch.block[0], launch.block[1], launch.block[2]),
-        shared_mem_bytes: launch.dyn_cache,
-    };
-    // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
-    // against the MIR signature), and every buffer they point to lives until the kernel
-    // has finished: below, or in the pending record of an asynchronous launch.
-    unsafe { builder.launch(config) }.map_err(Error::cuda("launching the kernel"))?;
+    // The thread that made the arguments: the caller of `offload!`, also when this is one
+    // share of a `device = all` launch, run on a helper thread.
+    let issuer = launch
+        .args
+        .iter()
+        .find_map(|a| a.kind.resident())
+        .map_or_else(issuer, |r| r.issuer);
 
-    // With nothing to copy back to the host, the launch is asynchronous: the host goes on,
-    // and a panic surfaces at the next synchronisation of this device (a buffer's
-    // `to_vec`, `offload::synchronize`, or a synchronous launch).
-    if let Some(all) = pending_launches.as_mut() {
-        let list = all.entry(ordinal).or_default();
-        match (
-            list.iter_mut()
-                .find(|p| std::ptr::eq(p.descriptor, launch.descriptor)),
-            own_buffer,
-        ) {
-            (Some(p), _) => p.inputs.extend(buffers),
-            (None, Some(panic_buffer)) => list.push(Pending {
-                descriptor: launch.descriptor,
-                panic_buffer,
-                inputs: buffers,
-            }),
-            (None, None) => unreachable!("a shared panic buffer belongs to a pending launch"),
+    // A launch that writes device buffers and no host data is asynchronous: the host goes
+    // on, and a panic surfaces at its issuer's next `to_vec` or `offload::synchronize` on
+    // this device (see `Pending`).
+    if writes_device && !writes_host {
+        let entry = pending_entry(issuer, ordinal);
+        // Held until the launch is enqueued, so that a synchronisation that takes these
+        // launches finds every one of them enqueued, and waits for it.
+        let mut pending = lock(&entry);
+        let slot = pending.kernels.len() % SLOTS;
+        if slot == 0 {
+            let slab = slab(ordinal, &stream)?;
+            pending.slabs.push(slab);
         }
-        return Ok(());
+        let slab = pending
+            .slabs
+            .last()
+            .expect("the launch's slab was just ensured");
+        let report = slab.address + (slot * PANIC_BUFFER_WORDS * std::mem::size_of::<i64>()) as u64;
+        // Recorded before the launch: if it fails, its slot just stays zero.
+        pending.kernels.push(launch.descriptor);
+        pending.inputs.extend(buffers);
+        // SAFETY: the slot and the copies of host inputs live in `pending` until a
+        // synchronisation after the kernel has finished.
+        return unsafe { enqueue(&func, &launch, words, report, &stream) };
     }
-    synchronize(ordinal)?;
-    check_panics(
-        ordinal,
-        &stream,
-        launch.descriptor,
-        own_buffer.expect("synchronous launches own their buffer"),
-    )?;
+
+    // A synchronous launch: its own panic buffer (slot 0 of a slab), read right away. It
+    // reports only its own panic; the issuer's earlier asynchronous launches stay pending
+    // for its next `to_vec` or `offload::synchronize`, but the copies of their host inputs
+    // are freed once the wait below has covered them.
+    let slab = slab(ordinal, &stream)?;
+    // SAFETY: `slab` and `buffers` live until the stream is synchronised below.
+    unsafe { enqueue(&func, &launch, words, slab.address, &stream) }?;
+    let entry = registry().get(&(issuer, ordinal)).cloned();
+    let finished_inputs = entry.map(|entry| std::mem::take(&mut lock(&entry).inputs));
+    stream
+        .synchronize()
+        .map_err(Error::cuda("running the kernel"))?;
+    drop(finished_inputs);
+    let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
+    stream
+        .memcpy_dtoh(&slab.slice.slice(0..PANIC_BUFFER_WORDS), &mut panic[..])
+        .map_err(Error::cuda("reading the panic buffer"))?;
+    if let Some(error) = decode(launch.descriptor, &panic) {
+        // The slab is freed rather than zeroed for reuse: panics are rare.
+        return Err(error);
+    }
+    release(ordinal, [slab]);
     // `buffers` holds one buffer per argument with data, in order; copy back those the
     // kernel may have written.
     let with_data = launch.args.iter().filter(|a| a.kind.bytes().is_some());
@@ -243,87 +248,246 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     Ok(())
 }
 
-/// A zeroed panic buffer on a device, and its address.
-struct PanicBuffer {
+/// Enqueues the kernel with argument words `words`, then the panic buffer at `report` and
+/// the hidden GPU words.
+///
+/// # Safety
+///
+/// Every buffer `words` and `report` point to must live until the kernel has finished.
+unsafe fn enqueue(
+    func: &CudaFunction,
+    launch: &Launch<'_, '_>,
+    mut words: Vec<u64>,
+    report: u64,
+    stream: &Arc<cudarc::driver::CudaStream>,
+) -> Result<(), Error> {
+    words.extend([report, report, 0, PANIC_BUFFER_WORDS as u64, 1]);
+    words.push(launch.group_base as u64);
+    words.push(launch.dyn_cache as u64);
+    words.push(launch.groups[0] as u64);
+
+    let mut builder = stream.launch_builder(func);
+    // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many bytes
+    // as the parameter has, which on little-endian hosts are the value's own.
+    for w in &words {
+        builder.arg(w);
+    }
+    let config = LaunchConfig {
+        grid_dim: (launch.grid[0], launch.grid[1], launch.grid[2]),
+        block_dim: (launch.block[0], launch.block[1], launch.block[2]),
+        shared_mem_bytes: launch.dyn_cache,
+    };
+    // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
+    // against the MIR signature), and the caller keeps what they point to alive.
+    unsafe { builder.launch(config) }.map_err(Error::cuda("launching the kernel"))?;
+    Ok(())
+}
+
+// Panics of asynchronous launches.
+//
+// Each launch has a panic buffer of its own: one slot of a slab of `SLOTS` buffers, taken
+// in launch order. A slab belongs to one issuer (a host thread) on one device until that
+// issuer's next synchronisation of the device, which waits for the stream, reads the
+// slab's used slots in one copy and reports the first of them, in launch order, that
+// records a panic. Slabs read back as all zeros go back to a pool for any issuer; a slab
+// with a panic is freed. So a launch needs no allocation, memset or synchronisation of its
+// own (a new slab every `SLOTS` launches, while the pool is empty), and a slab is reused
+// only after every launch that may write it has finished and was checked.
+
+/// Panic buffers per slab: 14 KiB. A synchronisation reads only the slots its launches
+/// used, one copy per slab.
+const SLOTS: usize = 256;
+
+/// Who a launch's panic is reported to: the host thread that issued it, by a number of
+/// this module's (a `ThreadId` needs `thread::current`, which a thread's last moments may
+/// not offer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Issuer(u64);
+
+impl Issuer {
+    /// Stands for any thread whose locals are being destroyed.
+    const LATE: Issuer = Issuer(u64::MAX);
+}
+
+/// Hands a thread's unreported launches over when the thread ends (see [`retire`]).
+struct IssuerGuard(Issuer);
+
+impl Drop for IssuerGuard {
+    fn drop(&mut self) {
+        retire(self.0);
+    }
+}
+
+thread_local! {
+    static ISSUER: IssuerGuard = {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        IssuerGuard(Issuer(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
+    };
+}
+
+/// The calling thread, as the issuer of the launches it makes.
+pub(crate) fn issuer() -> Issuer {
+    ISSUER.try_with(|guard| guard.0).unwrap_or(Issuer::LATE)
+}
+
+/// `SLOTS` panic buffers on a device, zeroed while in the pool.
+struct Slab {
     slice: CudaSlice<i64>,
     address: u64,
 }
 
-/// Panic buffers that were read back as zero, kept per device for reuse: a launch then
-/// needs no allocation and no memset.
-fn panic_buffer_pool() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<PanicBuffer>>> {
-    static POOL: OnceLock<Mutex<HashMap<usize, Vec<PanicBuffer>>>> = OnceLock::new();
-    POOL.get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+/// Slabs that were read back as all zeros, per device, for reuse by any issuer.
+fn slab_pool() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<Slab>>> {
+    static POOL: OnceLock<Mutex<HashMap<usize, Vec<Slab>>>> = OnceLock::new();
+    lock(POOL.get_or_init(Default::default))
 }
 
-fn panic_buffer(
-    ordinal: usize,
-    stream: &Arc<cudarc::driver::CudaStream>,
-) -> Result<PanicBuffer, Error> {
-    if let Some(buffer) = panic_buffer_pool().get_mut(&ordinal).and_then(Vec::pop) {
-        return Ok(buffer);
+/// A zeroed slab on a device: from the pool, or newly allocated.
+fn slab(ordinal: usize, stream: &Arc<cudarc::driver::CudaStream>) -> Result<Slab, Error> {
+    if let Some(slab) = slab_pool().get_mut(&ordinal).and_then(Vec::pop) {
+        return Ok(slab);
     }
     let slice = stream
-        .alloc_zeros::<i64>(PANIC_BUFFER_WORDS)
-        .map_err(Error::cuda("allocating the panic buffer"))?;
+        .alloc_zeros::<i64>(SLOTS * PANIC_BUFFER_WORDS)
+        .map_err(Error::cuda("allocating panic buffers"))?;
     let address = device_address(&slice, stream);
-    Ok(PanicBuffer { slice, address })
+    Ok(Slab { slice, address })
 }
 
-/// Reads a finished launch's panic buffer: the panic it reports, or the buffer goes back
-/// to the pool.
-fn check_panics(
-    ordinal: usize,
-    stream: &Arc<cudarc::driver::CudaStream>,
-    descriptor: &'static KernelDescriptor,
-    buffer: PanicBuffer,
-) -> Result<(), Error> {
-    let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
-    stream
-        .memcpy_dtoh(&buffer.slice, &mut panic[..])
-        .map_err(Error::cuda("reading the panic buffer"))?;
-    if let Some(error) = crate::panic::decode(descriptor.name, descriptor.body()?, &panic) {
-        return Err(error);
-    }
-    panic_buffer_pool().entry(ordinal).or_default().push(buffer);
-    Ok(())
+/// Returns slabs read back as all zeros to the pool.
+fn release(ordinal: usize, slabs: impl IntoIterator<Item = Slab>) {
+    slab_pool().entry(ordinal).or_default().extend(slabs);
 }
 
-/// The asynchronous launches of one kernel on a device since its last synchronisation:
-/// their shared panic buffer, and the device copies of their host inputs, kept alive until
-/// they have run.
+/// One issuer's asynchronous launches on one device since its last synchronisation there.
+#[derive(Default)]
 struct Pending {
-    descriptor: &'static KernelDescriptor,
-    panic_buffer: PanicBuffer,
+    /// Launch `i` reports into slot `i % SLOTS` of slab `i / SLOTS`.
+    slabs: Vec<Slab>,
+    /// Each launch's kernel, in launch order.
+    kernels: Vec<&'static KernelDescriptor>,
+    /// Device copies of the launches' host inputs, kept alive until they have run.
     inputs: Vec<CudaSlice<u8>>,
 }
 
-/// The pending asynchronous launches of each device.
-fn pending() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<Pending>>> {
-    static PENDING: OnceLock<Mutex<HashMap<usize, Vec<Pending>>>> = OnceLock::new();
-    PENDING
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
+type Entry = Arc<Mutex<Pending>>;
+
+/// Every issuer's pending launches, per device.
+fn registry() -> std::sync::MutexGuard<'static, HashMap<(Issuer, usize), Entry>> {
+    static REGISTRY: OnceLock<Mutex<HashMap<(Issuer, usize), Entry>>> = OnceLock::new();
+    lock(REGISTRY.get_or_init(Default::default))
 }
 
-/// Waits for everything launched on a device, then reports the first panic of its
-/// asynchronous launches, if any.
+fn pending_entry(issuer: Issuer, ordinal: usize) -> Entry {
+    registry().entry((issuer, ordinal)).or_default().clone()
+}
+
+/// Launches whose issuer ended before synchronising, per device: nobody is left to report
+/// their panics to, but their slabs and inputs are released by the next synchronisation
+/// of the device.
+fn retired() -> std::sync::MutexGuard<'static, HashMap<usize, Vec<Pending>>> {
+    static RETIRED: OnceLock<Mutex<HashMap<usize, Vec<Pending>>>> = OnceLock::new();
+    lock(RETIRED.get_or_init(Default::default))
+}
+
+/// Moves an ending thread's pending launches to [`retired`]. Makes no driver call: this
+/// runs while the thread's locals are destroyed.
+fn retire(issuer: Issuer) {
+    let entries: Vec<(usize, Entry)> = {
+        let mut registry = registry();
+        let keys: Vec<(Issuer, usize)> = registry
+            .keys()
+            .filter(|(i, _)| *i == issuer)
+            .copied()
+            .collect();
+        keys.into_iter()
+            .filter_map(|key| registry.remove(&key).map(|entry| (key.1, entry)))
+            .collect()
+    };
+    for (ordinal, entry) in entries {
+        let pending = std::mem::take(&mut *lock(&entry));
+        if !pending.kernels.is_empty() {
+            retired().entry(ordinal).or_default().push(pending);
+        }
+    }
+}
+
+/// Waits for everything launched on a device, then reports the first panic, in launch
+/// order, of the calling thread's asynchronous launches there that no earlier
+/// synchronisation reported. Other threads' launches are never reported here.
 pub(crate) fn synchronize(ordinal: usize) -> Result<(), Error> {
     let stream = stream(ordinal)?;
+    // Taken before waiting: every launch in them was enqueued before it was recorded
+    // (under the entry's lock), so the wait below covers it.
+    let entry = registry().get(&(issuer(), ordinal)).cloned();
+    let mine = entry.map(|entry| std::mem::take(&mut *lock(&entry)));
+    let orphans = retired().remove(&ordinal).unwrap_or_default();
     stream
         .synchronize()
         .map_err(Error::cuda("running the kernel"))?;
-    let finished: Vec<Pending> = pending().remove(&ordinal).unwrap_or_default();
-    let mut first_error = None;
-    for launch in finished {
-        if let Err(e) = check_panics(ordinal, &stream, launch.descriptor, launch.panic_buffer) {
-            first_error.get_or_insert(e);
+    for pending in orphans {
+        if let Err(e) = check(ordinal, &stream, pending) {
+            tracing::warn!(
+                "not reported, since the thread that launched it ended without synchronising: {e}"
+            );
         }
     }
-    first_error.map_or(Ok(()), Err)
+    mine.map_or(Ok(()), |pending| check(ordinal, &stream, pending))
+}
+
+/// Reads finished launches' panic buffers: the first panic they record, in launch order.
+/// Slabs without one go back to the pool.
+fn check(
+    ordinal: usize,
+    stream: &Arc<cudarc::driver::CudaStream>,
+    pending: Pending,
+) -> Result<(), Error> {
+    let Pending {
+        slabs,
+        kernels,
+        inputs,
+    } = pending;
+    // The launches have finished with them.
+    drop(inputs);
+    let mut first = None;
+    let mut clean = Vec::new();
+    for (slab, kernels) in slabs.into_iter().zip(kernels.chunks(SLOTS)) {
+        // Only the used slots: nothing writes the others, which stay zero.
+        let mut words = vec![0i64; kernels.len() * PANIC_BUFFER_WORDS];
+        let used = slab.slice.slice(0..words.len());
+        if let Err(e) = stream.memcpy_dtoh(&used, &mut words) {
+            first.get_or_insert(Error::cuda("reading the panic buffer")(e));
+            continue;
+        }
+        if first.is_none() {
+            first = kernels
+                .iter()
+                .zip(words.chunks_exact(PANIC_BUFFER_WORDS))
+                .find_map(|(kernel, report)| {
+                    decode(kernel, report.try_into().expect("one panic buffer"))
+                });
+        }
+        if words.iter().all(|&w| w == 0) {
+            clean.push(slab);
+        }
+    }
+    release(ordinal, clean);
+    first.map_or(Ok(()), Err)
+}
+
+/// The panic one launch's panic buffer records, if any.
+fn decode(kernel: &'static KernelDescriptor, report: &PanicWords) -> Option<Error> {
+    if report[0] == 0 {
+        return None;
+    }
+    match kernel.body() {
+        Ok(body) => crate::panic::decode(kernel.name, body, report),
+        Err(e) => Some(e),
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A buffer's device address. The stream is synchronised before any buffer is read or

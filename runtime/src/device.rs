@@ -96,14 +96,20 @@ pub fn parse_selection(value: &str, all: &[Device]) -> Result<Device, Error> {
         })
 }
 
-/// Waits for every launch on every device, and reports the first panic of an
-/// asynchronous launch (one on device buffers only) that has not been reported yet.
-/// Reading a buffer back (`DeviceBuffer::to_vec`) does the same for its device.
+/// Waits for every launch on every device, and reports the first panic of the calling
+/// thread's asynchronous launches (those that write device buffers and no host data) that
+/// no earlier synchronisation reported: devices in [`devices()`] order, launches in the
+/// order they were made. Each panic is reported once, and only to the thread that issued
+/// its launch; other threads' launches are waited for but not reported here. Reading a
+/// buffer back (`DeviceBuffer::to_vec`) does the same for its device.
 pub fn synchronize() -> Result<(), Error> {
+    let mut first = None;
     for device in devices() {
-        if let Device::Cuda { ordinal, .. } = device {
-            crate::cuda::synchronize(ordinal)?;
+        if let Device::Cuda { ordinal, .. } = device
+            && let Err(e) = crate::cuda::synchronize(ordinal)
+        {
+            first.get_or_insert(e);
         }
     }
-    Ok(())
+    first.map_or(Ok(()), Err)
 }

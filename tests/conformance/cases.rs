@@ -59,6 +59,7 @@ macro_rules! for_each_case {
         $m!(dynamic_shared_memory_beyond_48_kib);
         $m!(split_buffers_stay_on_every_device);
         $m!(workgroup_count_is_the_whole_launch);
+        $m!(panics_reach_only_the_thread_that_launched_them);
     };
 }
 
@@ -1793,4 +1794,127 @@ pub fn workgroup_count_is_the_whole_launch(o: LaunchOptions) -> CaseResult {
         )?;
     }
     Ok(())
+}
+
+/// Writes `stamp` everywhere; with `plant` non-zero, thread 0 instead reads `probe[plant]`,
+/// past the end of the one-element `probe`: a bounds-check panic that names `plant`.
+#[offload_kernel]
+fn stamp_or_plant(mut out: Region<u32, Linear1D>, probe: &[u32], stamp: u32, plant: usize) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        if plant != 0 && i == 0 {
+            *v = probe[plant]; // the planted panic
+        } else {
+            *v = stamp;
+        }
+    }
+}
+
+/// Eight host threads launch on their own device buffers at once, 20 launches a round for
+/// five rounds, and the even threads plant one panic in some rounds. Each thread must get
+/// exactly the panics it planted, once each: from the launch itself where it waits (the
+/// CPU), else from its own next synchronisation (`to_vec`), never another thread's.
+pub fn panics_reach_only_the_thread_that_launched_them(o: LaunchOptions) -> CaseResult {
+    const THREADS: usize = 8;
+    const ROUNDS: usize = 5;
+    const LAUNCHES: usize = 20;
+    let device = device_of(o);
+    let n = 1000usize;
+    // The launch of a round that plants a panic, and the index it reads (unique per thread
+    // and round); never the last launch, whose stamp the round's result must show.
+    let plant_of = |t: usize, round: usize| {
+        (t.is_multiple_of(2) && !(round + t / 2).is_multiple_of(3))
+            .then(|| ((t * 7 + round * 3) % (LAUNCHES - 1), 1000 * (t + 1) + round))
+    };
+    let one_round = |t: usize,
+                     round: usize,
+                     out: &mut offload::DeviceBuffer<u32>,
+                     probe: &offload::DeviceBuffer<u32>|
+     -> CaseResult {
+        let plant = plant_of(t, round);
+        let mut reports = Vec::new();
+        for k in 0..LAUNCHES {
+            let planted = match plant {
+                Some((at, index)) if at == k => index,
+                _ => 0,
+            };
+            let stamp = (round * LAUNCHES + k + 1) as u32;
+            if let Err(e) = stamp_or_plant(o, &mut *out, probe, stamp, planted) {
+                reports.push(e);
+            }
+        }
+        if let Err(e) = out.to_vec() {
+            reports.push(e);
+        }
+        // Whatever was reported was reported once: reading again succeeds.
+        let data = out
+            .to_vec()
+            .map_err(|e| format!("round {round}: reading the buffer a second time: {e}"))?;
+        match (plant, reports.as_slice()) {
+            (None, []) => {}
+            (Some((at, index)), [only]) => expect_panic(
+                Err(only.clone()),
+                &format!("index out of bounds: the len is 1 but the index is {index}"),
+                "*v = probe[plant]; // the planted panic",
+            )
+            .map_err(|e| format!("round {round}, panic planted in launch {at}: {e}"))?,
+            (plant, got) => {
+                return Err(format!(
+                    "round {round}: planted {:?}, but got {} report(s): {got:?}",
+                    plant.map(|(at, index)| format!("index {index} in launch {at}")),
+                    got.len()
+                ));
+            }
+        }
+        let last = (round * LAUNCHES + LAUNCHES) as u32;
+        compare(&format!("round {round}"), &data, &vec![last; n])
+    };
+    let barrier = std::sync::Barrier::new(THREADS);
+    let failures: Vec<String> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let (device, barrier, one_round) = (&device, &barrier, &one_round);
+                scope.spawn(move || {
+                    let buffers = offload::DeviceBuffer::from_slice(device, &vec![0u32; n])
+                        .and_then(|out| {
+                            Ok((out, offload::DeviceBuffer::from_slice(device, &[7u32])?))
+                        });
+                    let (mut failure, mut buffers) = match buffers {
+                        Ok(b) => (None, Some(b)),
+                        Err(e) => (Some(format!("making its buffers: {e}")), None),
+                    };
+                    // Every thread meets every round's barrier, even after a failure.
+                    for round in 0..ROUNDS {
+                        barrier.wait();
+                        if let (None, Some((out, probe))) = (&failure, &mut buffers) {
+                            let result =
+                                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                                    one_round(t, round, out, probe)
+                                }))
+                                .unwrap_or_else(|_| Err(format!("round {round}: panicked")));
+                            failure = result.err();
+                        }
+                    }
+                    if failure.is_none()
+                        && let Err(e) = offload::synchronize()
+                    {
+                        failure = Some(format!("a final synchronize: {e}"));
+                    }
+                    failure.map(|f| format!("thread {t}: {f}"))
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .filter_map(|h| {
+                h.join()
+                    .unwrap_or_else(|_| Some("a thread panicked".into()))
+            })
+            .collect()
+    });
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(failures.join("; "))
+    }
 }

@@ -11,6 +11,7 @@
 mod conformance;
 mod cpu_backend;
 mod filetests;
+mod fuzz;
 mod mir;
 mod safety;
 mod stages;

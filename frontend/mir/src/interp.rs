@@ -168,6 +168,46 @@ pub enum InterpError {
     StepLimit { max_steps: u64 },
 }
 
+/// The value of a computation from constants, with the interpreter's semantics: `rv` is
+/// a use, a unary or binary operation, a cast or a built-in function, and `operand`
+/// gives the constant each operand holds. `None` when an operand is not known, the
+/// operation has no defined value (an integer division by zero or overflow), or its
+/// result is a transcendental function's, whose last bits vary between targets' libraries.
+/// Constant folding before lowering uses this, so that it computes what the kernel would.
+pub fn evaluate(rv: &Rvalue, operand: &dyn Fn(&Operand) -> Option<Const>) -> Option<Const> {
+    let known = |op: &Operand| operand(op).map(|c| (const_bits(c), c.ty()));
+    let (bits, ty) = match rv {
+        Rvalue::Use(a) => return operand(a),
+        Rvalue::UnaryOp(op, a) => {
+            let (v, t) = known(a)?;
+            (unary(*op, t, v), t)
+        }
+        Rvalue::BinaryOp(op, a, b) => {
+            let ((x, t), (y, _)) = (known(a)?, known(b)?);
+            let result = if op.is_comparison() { ScalarTy::Bool } else { t };
+            (binary(*op, t, x, y).ok()?, result)
+        }
+        Rvalue::Cast(a, to) => {
+            let (v, t) = known(a)?;
+            (cast(t, *to, v), *to)
+        }
+        Rvalue::Intrinsic(i, args) => {
+            use Intrinsic::*;
+            if matches!(i, Exp | Exp2 | Ln | Log2 | Log10 | Sin | Cos | Tan | Tanh | Powf) {
+                return None;
+            }
+            let values: Vec<(u64, ScalarTy)> = args.iter().map(known).collect::<Option<_>>()?;
+            let t = values.first()?.1;
+            let types: Vec<ScalarTy> = values.iter().map(|v| v.1).collect();
+            let result = i.result_type(&types).ok()?;
+            let bits: Vec<u64> = values.iter().map(|v| v.0).collect();
+            (intrinsic(*i, t, &bits), result)
+        }
+        _ => return None,
+    };
+    Some(bits_const(ty, bits))
+}
+
 /// The most threads one workgroup may have; more is refused rather than allocated.
 const MAX_WORKGROUP_THREADS: u64 = 1 << 16;
 

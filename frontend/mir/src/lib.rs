@@ -84,7 +84,7 @@ pub mod translate;
 mod validate;
 
 pub use ir::*;
-pub use link::{LinkError, Linked, Violation, link};
+pub use link::{LinkError, Linked, TargetFacts, Violation, link};
 pub use parse::{ParseError, parse, parse_module};
 pub use print::print_module;
 pub use validate::{Validated, ValidationError, validate};

@@ -35,6 +35,32 @@ impl Linked {
     }
 }
 
+/// What a target fixes that MIR leaves open, for [`Linked::for_target`].
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TargetFacts {
+    /// Lanes per subgroup: 32 on NVIDIA GPUs, 1 on the CPU backend.
+    pub subgroup_size: u32,
+    /// Whether launches have no z extent (the CPU backend's): every thread and workgroup
+    /// is then the first of one along z.
+    pub no_z: bool,
+}
+
+impl Linked {
+    /// This kernel with what `target` fixes folded in: the subgroup size, on a one-lane
+    /// target every subgroup operation's value, without z the z positions, then constant
+    /// branches folded again. Lowering calls this so that no branch on a target constant is left for
+    /// MLIR's canonicalizer to cut off (see `simplify`). Folding constants keeps what
+    /// the verifier proved.
+    pub fn for_target(&self, target: TargetFacts) -> Linked {
+        let mut body = self.body.clone();
+        crate::simplify::specialize(&mut body, target);
+        // Panic reports name a site by its number in this body's block order, which the
+        // runtime decodes with the linked body: the numbers must not move.
+        crate::simplify::simplify_keeping_sites(&mut body);
+        Linked { body }
+    }
+}
+
 impl std::ops::Deref for Linked {
     type Target = Body;
     fn deref(&self) -> &Body {

@@ -14,21 +14,97 @@ use crate::ir::*;
 /// Folds constant branches and removes unreachable blocks, renumbering the rest in
 /// their original order.
 pub fn simplify(body: &mut Body) {
+    fold(body, false);
+    remove_unreachable(body);
+}
+
+/// Like [`simplify`], but every `assert` stays where it is, so that the body's panic
+/// sites (numbered in block order) keep their numbers: an assert known to hold keeps its
+/// block with a true condition, and an unreachable block is emptied rather than dropped
+/// (an assert in it stays, with constant operands, jumping to its own block). Empty
+/// blocks hold no values, so MLIR can cut them off safely.
+pub fn simplify_keeping_sites(body: &mut Body) {
+    let reached = fold(body, true);
+    for (b, block) in body.blocks.iter_mut().enumerate() {
+        if reached[b] {
+            continue;
+        }
+        block.statements.clear();
+        let zero = Operand::Const(Const::Int(0, ScalarTy::Usize));
+        block.terminator.kind = match &block.terminator.kind {
+            TerminatorKind::Assert { msg, .. } => TerminatorKind::Assert {
+                cond: Operand::Const(Const::Bool(true)),
+                msg: match msg {
+                    AssertMessage::BoundsCheck { .. } => AssertMessage::BoundsCheck {
+                        len: zero,
+                        index: zero,
+                    },
+                    panic => panic.clone(),
+                },
+                target: BasicBlock(b as u32),
+            },
+            _ => TerminatorKind::Unreachable,
+        };
+    }
+}
+
+/// Folds known constants into statements and terminators; returns which blocks are
+/// reachable under constant branches. With `keep_asserts`, an assert known to hold gets a
+/// constant condition instead of becoming a jump.
+fn fold(body: &mut Body, keep_asserts: bool) -> Vec<bool> {
     let constants = propagate(body);
     for (b, state) in constants.iter().enumerate() {
         let Some(state) = state else { continue };
         let state = fold_statements(body, b, state.clone());
         let kind = &mut body.blocks[b].terminator.kind;
-        if let Some(target) = taken(kind, &state) {
-            *kind = TerminatorKind::Goto(target);
-        } else if let TerminatorKind::Assert { cond, .. } = kind
-            && let Some(c) = value(cond, &state)
-        {
-            // An assert that always fails: its target is never reached.
-            *cond = Operand::Const(c);
+        match (taken(kind, &state), kind) {
+            (Some(_), TerminatorKind::Assert { cond, .. }) if keep_asserts => {
+                *cond = Operand::Const(Const::Bool(true));
+            }
+            (Some(target), kind) => *kind = TerminatorKind::Goto(target),
+            (None, TerminatorKind::Assert { cond, .. }) => {
+                // An assert that always fails: its target is never reached.
+                if let Some(c) = value(cond, &state) {
+                    *cond = Operand::Const(c);
+                }
+            }
+            (None, _) => {}
         }
     }
-    remove_unreachable(body);
+    constants.iter().map(Option::is_some).collect()
+}
+
+/// Replaces what `target` fixes: `subgroup_size()`; with one lane, the lane (0) and
+/// every exchange (a lane's own value: shuffles and reductions return their operand, a
+/// ballot its bit, `any`/`all` their operand); without z, the z positions (index 0 of 1).
+pub fn specialize(body: &mut Body, target: crate::TargetFacts) {
+    let width = target.subgroup_size;
+    let usize_ = |v: i128| Rvalue::Use(Operand::Const(Const::Int(v, ScalarTy::Usize)));
+    for s in body.blocks.iter_mut().flat_map(|b| b.statements.iter_mut()) {
+        if let Rvalue::Position(p, 2) = s.rvalue
+            && target.no_z
+        {
+            s.rvalue = match p {
+                Position::Thread | Position::Workgroup => usize_(0),
+                Position::WorkgroupSize | Position::WorkgroupCount => usize_(1),
+            };
+            continue;
+        }
+        let Rvalue::Subgroup(op, args) = &s.rvalue else {
+            continue;
+        };
+        let first = args.first().copied();
+        s.rvalue = match (op, first) {
+            (SubgroupOp::Size, _) => {
+                Rvalue::Use(Operand::Const(Const::Int(width as i128, ScalarTy::Usize)))
+            }
+            _ if width != 1 => continue,
+            (SubgroupOp::Lane, _) => Rvalue::Use(Operand::Const(Const::Int(0, ScalarTy::Usize))),
+            (SubgroupOp::Ballot, Some(v)) => Rvalue::Cast(v, ScalarTy::U64),
+            (_, Some(v)) => Rvalue::Use(v),
+            (_, None) => continue,
+        };
+    }
 }
 
 /// What is known of each local: `Some(c)` when it holds `c` on every path.
@@ -82,11 +158,17 @@ fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
         if s.place.index.is_some() {
             continue;
         }
-        let folded = fold(body, &s.rvalue, &state);
+        let folded = fold_rvalue(body, &s.rvalue, &state);
         let local = s.place.local.index();
         let pure = matches!(
             s.rvalue,
-            Rvalue::Use(_) | Rvalue::BinaryOp(..) | Rvalue::UnaryOp(..) | Rvalue::Cast(..)
+            Rvalue::Use(_)
+                | Rvalue::BinaryOp(..)
+                | Rvalue::UnaryOp(..)
+                | Rvalue::Cast(..)
+                | Rvalue::Intrinsic(..)
+                | Rvalue::RegionCoord(..)
+                | Rvalue::RegionExtent(..)
         );
         if let Some(c) = folded
             && pure
@@ -106,7 +188,7 @@ fn after_statements(body: &Body, block: &BlockData, mut state: State) -> State {
         if s.place.index.is_some() {
             continue;
         }
-        state[s.place.local.index()] = fold(body, &s.rvalue, &state);
+        state[s.place.local.index()] = fold_rvalue(body, &s.rvalue, &state);
     }
     // A call's destination is unknown afterwards.
     if let TerminatorKind::Call { dest, .. } = &block.terminator.kind {
@@ -164,39 +246,28 @@ fn value(op: &Operand, state: &State) -> Option<Const> {
     }
 }
 
-/// Sign- or zero-extends `v` from the width of `t`, as MIR integer constants are stored.
-fn normalize(v: i128, t: ScalarTy) -> i128 {
-    let bits = t.bits();
-    let m = (v as u128) & mask(t);
-    if t.is_signed() && bits < 128 && m >> (bits - 1) & 1 == 1 {
-        (m | !mask(t)) as i128
-    } else {
-        m as i128
+/// The value of `rv` when it is known: a computation from constants (evaluated with the
+/// interpreter's semantics, [`crate::interp::evaluate`]), an identity MLIR folds with an
+/// unknown operand (`x == x`, `x - x`, `x & 0`, `x < 0` unsigned, ...), or a coordinate
+/// or extent a one-dimensional region fixes (row 0 of 1).
+fn fold_rvalue(body: &Body, rv: &Rvalue, state: &State) -> Option<Const> {
+    if let Some(c) = crate::interp::evaluate(rv, &|op| value(op, state)) {
+        return Some(c);
     }
-}
-
-/// The value of `rv` when it is a constant: integer and `bool` arithmetic, comparisons
-/// and casts between them, and the identities MLIR folds with an unknown operand
-/// (`x == x`, `x - x`, `x & 0`, `x < 0` unsigned, ...). Floats and memory are unknown.
-fn fold(body: &Body, rv: &Rvalue, state: &State) -> Option<Const> {
+    let one_dimensional = |l: &Local| {
+        matches!(body.locals.get(l.index()).map(|d| d.ty), Some(Ty::Region(_, s)) if !s.is_2d())
+    };
     match rv {
-        Rvalue::Use(a) => value(a, state),
-        Rvalue::UnaryOp(op, a) => match (op, value(a, state)?) {
-            (UnOp::Not, Const::Bool(b)) => Some(Const::Bool(!b)),
-            (UnOp::Not, Const::Int(v, t)) => Some(Const::Int(normalize(!v, t), t)),
-            (UnOp::Neg, Const::Int(v, t)) => Some(Const::Int(normalize(v.wrapping_neg(), t), t)),
-            _ => None,
-        },
-        Rvalue::Cast(a, to) => match (value(a, state)?, *to) {
-            (Const::Bool(b), t) if t.is_integer() => Some(Const::Int(b as i128, t)),
-            (Const::Int(v, _), t) if t.is_integer() => Some(Const::Int(normalize(v, t), t)),
-            (c @ Const::Bool(_), ScalarTy::Bool) => Some(c),
-            _ => None,
-        },
-        Rvalue::BinaryOp(op, a, b) => match (value(a, state), value(b, state)) {
-            (Some(x), Some(y)) => binary(*op, x, y),
-            (x, y) => identity(*op, operand_ty(body, a)?, a, b, x, y),
-        },
+        Rvalue::BinaryOp(op, a, b) => identity(
+            *op,
+            operand_ty(body, a)?,
+            a,
+            b,
+            value(a, state),
+            value(b, state),
+        ),
+        Rvalue::RegionCoord(l, 1) if one_dimensional(l) => Some(Const::Int(0, ScalarTy::Usize)),
+        Rvalue::RegionExtent(l, 1) if one_dimensional(l) => Some(Const::Int(1, ScalarTy::Usize)),
         _ => None,
     }
 }
@@ -248,10 +319,8 @@ fn identity(
     }
     match op {
         BitAnd | Mul if zero(x) || zero(y) => int(0),
-        BitOr if ones(x) || ones(y) => int(-1).map(|c| match c {
-            Const::Int(_, t) => Const::Int(normalize(-1, t), t),
-            other => other,
-        }),
+        // All ones: -1 for signed types, the largest value for unsigned ones.
+        BitOr if ones(x) || ones(y) => int(if t.is_signed() { -1 } else { mask(t) as i128 }),
         // Unsigned comparisons against zero, the smallest value.
         Lt if unsigned && zero(y) => Some(Const::Bool(false)),
         Ge if unsigned && zero(y) => Some(Const::Bool(true)),
@@ -267,49 +336,6 @@ fn same_local(a: &Operand, b: &Operand) -> bool {
             p.index.is_none() && q.index.is_none() && p.local == q.local
         }
         _ => false,
-    }
-}
-
-fn binary(op: BinOp, x: Const, y: Const) -> Option<Const> {
-    use BinOp::*;
-    match (x, y) {
-        (Const::Bool(a), Const::Bool(b)) => Some(Const::Bool(match op {
-            BitAnd => a & b,
-            BitOr => a | b,
-            BitXor => a ^ b,
-            Eq => a == b,
-            Ne => a != b,
-            Lt => !a & b,
-            Le => a <= b,
-            Gt => a & !b,
-            Ge => a >= b,
-            _ => return None,
-        })),
-        (Const::Int(a, t), Const::Int(b, u)) if t == u => {
-            let (ua, ub) = ((a as u128) & mask(t), (b as u128) & mask(t));
-            let cmp = |signed: std::cmp::Ordering, unsigned: std::cmp::Ordering| {
-                if t.is_signed() { signed } else { unsigned }
-            };
-            let order = cmp(a.cmp(&b), ua.cmp(&ub));
-            let int = |v: i128| Some(Const::Int(normalize(v, t), t));
-            match op {
-                Add => int(a.wrapping_add(b)),
-                Sub => int(a.wrapping_sub(b)),
-                Mul => int(a.wrapping_mul(b)),
-                BitAnd => int(a & b),
-                BitOr => int(a | b),
-                BitXor => int(a ^ b),
-                Eq => Some(Const::Bool(order.is_eq())),
-                Ne => Some(Const::Bool(!order.is_eq())),
-                Lt => Some(Const::Bool(order.is_lt())),
-                Le => Some(Const::Bool(order.is_le())),
-                Gt => Some(Const::Bool(order.is_gt())),
-                Ge => Some(Const::Bool(order.is_ge())),
-                // Division, remainder and shifts are left to run time.
-                _ => None,
-            }
-        }
-        _ => None,
     }
 }
 

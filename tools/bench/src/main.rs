@@ -9,10 +9,19 @@
 //! `offload-bench reduce [N] [REPS]` (a sum with a grid-stride loop, warp shuffles, shared
 //! memory and one atomic per workgroup) and `offload-bench matmul [N] [REPS]` (16×16
 //! shared-memory tiles) do the same against `cuda/reduce.cu` and `cuda/matmul.cu`.
+//!
+//! `offload-bench fuzz [START] [END]` runs the differential fuzzer on the GPU (see
+//! `fuzz.rs`).
+//!
+//! `offload-bench compile-time [N...]` needs no GPU: it times the compiler itself on
+//! kernels of N `match` arms or `else if` branches (see `compile_time.rs`).
 
 use anyhow::{Result, bail};
 use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
 use offload::prelude::*;
+
+mod compile_time;
+mod fuzz;
 
 #[offload_kernel]
 fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
@@ -438,6 +447,11 @@ fn main() -> Result<()> {
         "saxpy" => {}
         "check" => return check(),
         "conformance" => return conformance(),
+        "fuzz" => return fuzz::run(args),
+        "compile-time" => {
+            let sizes = args.map(|s| s.parse()).collect::<Result<Vec<usize>, _>>()?;
+            return compile_time::run(&sizes);
+        }
         "reduce" | "matmul" => {
             let default = if which == "reduce" { 1 << 28 } else { 4096 };
             let n = args
@@ -460,7 +474,8 @@ fn main() -> Result<()> {
                 .unwrap_or(1 << 24));
         }
         _ => bail!(
-            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, check, conformance, cpu"
+            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, check, conformance, cpu, \
+             compile-time"
         ),
     }
     let n: usize = args

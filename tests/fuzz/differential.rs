@@ -1,0 +1,250 @@
+//! Differential fuzzing of the whole pipeline: generated kernels ([`offload_fuzz`]),
+//! every other one mutated, go through `link` and, when it accepts them, through the
+//! lowering and a backend; the MIR interpreter ([`offload_mir::interp`]) is the oracle.
+//! Shared by the integration tests (the CPU backend) and `offload-bench fuzz` (a GPU).
+//!
+//! Each program ends in one class ([`Class`]); these are failures:
+//!
+//! - `link` accepted a program on which the interpreter finds undefined behaviour (an
+//!   index out of bounds, a division by zero or overflow): the verifier let it through;
+//! - `link` refused a program the generator made safe and canonical (a false positive);
+//! - the lowering or the CPU backend failed on a linked program, or its results differ
+//!   from the interpreter's (data, or which panic).
+//!
+//! `OFFLOAD_FUZZ_PRINT=1` prints each program (its MIR, launch and arguments) before
+//! running it. On a GPU, programs with subgroup operations are skipped (the
+//! interpreter's subgroups are one lane wide, as on the CPU).
+
+use offload::{DynamicArg, Error, KernelArg, KernelDescriptor, LaunchOptions};
+use offload_fuzz::{Program, compare, generate, mutate};
+use offload_mir::interp::{self, ArgValue, InterpError, Limits, Outcome};
+use offload_mir::{Body, ScalarTy, Ty};
+use std::fmt;
+
+/// What became of one program.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Class {
+    /// Refused by `link`, and deliberately unsafe or mutated: a clean error.
+    Refused,
+    /// Accepted, and undefined or too long in the interpreter (a mutant that loops, or
+    /// reaches `unreachable`): nothing to compare.
+    Skipped,
+    /// Ran on the CPU backend with the interpreter's results, without a panic.
+    Agreed,
+    /// Ran on the CPU backend and panicked as the interpreter did.
+    AgreedPanic,
+    /// A failure, described.
+    Failed(String),
+}
+
+impl fmt::Display for Class {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Class::Failed(why) => write!(f, "FAILED: {why}"),
+            other => write!(f, "{other:?}"),
+        }
+    }
+}
+
+/// The program for `seed`: generated, and for odd seeds mutated.
+pub fn program(seed: u64) -> (Program, bool) {
+    let mut p = generate(seed);
+    let mutated = seed % 2 == 1;
+    if mutated {
+        p.body = mutate(&p.body, seed);
+    }
+    (p, mutated)
+}
+
+/// Runs one program through every stage and classifies it.
+pub fn check(seed: u64, gpu: bool) -> Class {
+    let (p, mutated) = program(seed);
+    if std::env::var_os("OFFLOAD_FUZZ_PRINT").is_some() {
+        eprintln!("{}\n{:?}\n{:?}", p.body, p.launch, p.args);
+    }
+    let trusted = !mutated && p.broken.is_none();
+    let linked = match offload_mir::link(&p.body, &[]) {
+        Ok(linked) => linked,
+        Err(e) if trusted => return Class::Failed(format!("link refused a safe program: {e}")),
+        Err(_) => return Class::Refused,
+    };
+    if gpu && uses_subgroups(&p.body) {
+        return Class::Skipped;
+    }
+    let mut expected = p.args.clone();
+    let limits = Limits {
+        max_steps: 2_000_000,
+    };
+    let outcome = match interp::run(&p.body, &p.launch, &mut expected, &limits) {
+        Ok(outcome) => outcome,
+        Err(
+            e @ (InterpError::IndexOutOfBounds { .. }
+            | InterpError::DivisionByZero { .. }
+            | InterpError::DivisionOverflow { .. }),
+        ) => {
+            return Class::Failed(format!(
+                "link accepted a program with undefined behaviour: {e}"
+            ));
+        }
+        Err(_) => return Class::Skipped,
+    };
+    // The linked body, printed, is what the runtime parses and links again.
+    let mir: &'static str = Box::leak(linked.body().to_string().into_boxed_str());
+    let name: &'static str = Box::leak(p.body.name.clone().into_boxed_str());
+    let descriptor: &'static KernelDescriptor =
+        Box::leak(Box::new(KernelDescriptor::new(name, mir, &[])));
+    let mut actual = p.args.clone();
+    let result = launch(descriptor, &p, &mut actual, gpu);
+    judge(&p.body, &p.args, &expected, &actual, &outcome, result)
+}
+
+/// Compares the CPU backend's run with the interpreter's.
+fn judge(
+    body: &Body,
+    before: &[ArgValue],
+    expected: &[ArgValue],
+    actual: &[ArgValue],
+    outcome: &Outcome,
+    result: Result<(), Error>,
+) -> Class {
+    match (&outcome.panic, result) {
+        (None, Ok(())) => match compare(expected, actual) {
+            Ok(()) => Class::Agreed,
+            Err(m) => Class::Failed(format!("results differ from the interpreter's: {m:?}")),
+        },
+        (Some(_), Err(Error::KernelPanic { message, .. })) => {
+            let known: Vec<String> = outcome.panics.iter().map(|p| p.message(body)).collect();
+            if !known.contains(&message) {
+                return Class::Failed(format!(
+                    "the backend panicked with {message:?}; the interpreter's threads with {known:?}"
+                ));
+            }
+            match compare(before, actual) {
+                Ok(()) => Class::AgreedPanic,
+                Err(m) => Class::Failed(format!("a panicking launch changed the data: {m:?}")),
+            }
+        }
+        (None, Err(e)) => {
+            Class::Failed(format!("the backend failed where the interpreter ran: {e}"))
+        }
+        (Some(p), Ok(())) => Class::Failed(format!(
+            "the interpreter panicked ({}) and the backend did not",
+            p.message(body)
+        )),
+        (Some(_), Err(e)) => Class::Failed(format!("the backend failed: {e}")),
+    }
+}
+
+/// Launches `p` on the CPU backend over `args`, which it updates in place.
+fn launch(
+    descriptor: &'static KernelDescriptor,
+    p: &Program,
+    args: &mut [ArgValue],
+    gpu: bool,
+) -> Result<(), Error> {
+    let device = offload::devices().iter().position(|d| {
+        if gpu {
+            matches!(d, offload::Device::Cuda { .. })
+        } else {
+            *d == offload::Device::Cpu
+        }
+    });
+    let Some(device) = device else {
+        return Err(Error::InvalidLaunch(
+            "OFFLOAD_FUZZ_DEVICE=cuda, but there is no CUDA GPU".into(),
+        ));
+    };
+    let options = LaunchOptions {
+        workgroup_dim: Some(p.launch.workgroups),
+        thread_dim: Some(p.launch.threads),
+        dyn_cache: p.launch.dyn_shared_bytes,
+        device: Some(device),
+        all_devices: false,
+    };
+    let types: Vec<Ty> = p.body.args().map(|(_, d)| d.ty).collect();
+    let mut bytes: Vec<Vec<u8>> = args.iter().map(to_bytes).collect();
+    let mut kernel_args = Vec::new();
+    for ((ty, arg), data) in types.iter().zip(args.iter()).zip(bytes.iter_mut()) {
+        let dynamic = match (*ty, arg) {
+            (Ty::Region(elem, strategy), ArgValue::Buffer { row_len, .. }) => DynamicArg::Region {
+                elem,
+                strategy,
+                data,
+                row_len: *row_len,
+            },
+            (Ty::Slice(elem), ArgValue::Buffer { .. }) => DynamicArg::Slice { elem, data },
+            (Ty::Atomic(elem), ArgValue::Buffer { .. }) => DynamicArg::Atomic { elem, data },
+            (Ty::Scalar(ty), ArgValue::Scalar(c)) => DynamicArg::Scalar {
+                ty,
+                bits: interp::const_bits(*c),
+            },
+            _ => {
+                return Err(Error::InvalidLaunch(
+                    "the generated arguments do not match the kernel".into(),
+                ));
+            }
+        };
+        kernel_args.push(KernelArg::dynamic(dynamic)?);
+    }
+    let result = offload::launch(descriptor, options, &mut kernel_args);
+    drop(kernel_args);
+    for (arg, data) in args.iter_mut().zip(&bytes) {
+        from_bytes(arg, data);
+    }
+    result
+}
+
+/// Whether the body asks anything of its subgroup (its size and lane included).
+fn uses_subgroups(body: &Body) -> bool {
+    body.blocks
+        .iter()
+        .flat_map(|b| &b.statements)
+        .any(|s| matches!(s.rvalue, offload_mir::Rvalue::Subgroup(..)))
+}
+
+/// Each element's bits as bytes, little end first, at the element's size.
+fn to_bytes(arg: &ArgValue) -> Vec<u8> {
+    match arg {
+        ArgValue::Buffer { elem, data, .. } => data
+            .iter()
+            .flat_map(|bits| bits.to_le_bytes().into_iter().take(elem.size_bytes()))
+            .collect(),
+        ArgValue::Scalar(_) => Vec::new(),
+    }
+}
+
+fn from_bytes(arg: &mut ArgValue, bytes: &[u8]) {
+    if let ArgValue::Buffer { elem, data, .. } = arg {
+        let size = elem.size_bytes();
+        for (value, chunk) in data.iter_mut().zip(bytes.chunks(size)) {
+            let mut word = [0u8; 8];
+            word[..size].copy_from_slice(chunk);
+            *value = u64::from_le_bytes(word) & interp::mask(*elem);
+            if *elem == ScalarTy::Bool {
+                *value &= 1;
+            }
+        }
+    }
+}
+
+/// Runs the programs of `seeds`; returns how many ended in each class (by name) and a
+/// line per failure.
+pub fn run(
+    seeds: std::ops::Range<u64>,
+    gpu: bool,
+) -> (std::collections::BTreeMap<String, u64>, Vec<String>) {
+    let mut tally: std::collections::BTreeMap<String, u64> = Default::default();
+    let mut failures = Vec::new();
+    for seed in seeds {
+        let class = check(seed, gpu);
+        let key = match &class {
+            Class::Failed(_) => "Failed".to_string(),
+            other => format!("{other:?}"),
+        };
+        *tally.entry(key).or_default() += 1;
+        if let Class::Failed(why) = class {
+            failures.push(format!("seed {seed}: {why}"));
+        }
+    }
+    (tally, failures)
+}

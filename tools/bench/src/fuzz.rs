@@ -1,0 +1,34 @@
+//! `offload-bench fuzz [START] [END]`: the differential fuzzer
+//! (`tests/fuzz/differential.rs`, which CI runs on the CPU backend) on the first CUDA
+//! GPU: generated and mutated kernels against the MIR interpreter, seeds `START..END`
+//! (default `0..2000`). Programs with subgroup operations are skipped there, since the
+//! interpreter's subgroups are one lane wide.
+
+use anyhow::{Result, bail};
+
+#[path = "../../../tests/fuzz/differential.rs"]
+mod differential;
+
+pub fn run(mut args: impl Iterator<Item = String>) -> Result<()> {
+    let start: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(0);
+    let end: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(2000);
+    if !offload::devices()
+        .iter()
+        .any(|d| matches!(d, offload::Device::Cuda { .. }))
+    {
+        bail!("no CUDA device");
+    }
+    let t = std::time::Instant::now();
+    let (tally, failures) = differential::run(start..end, true);
+    println!(
+        "fuzz on the GPU, seeds {start}..{end}: {tally:?} in {:.1} s",
+        t.elapsed().as_secs_f64()
+    );
+    for f in &failures {
+        println!("{f}");
+    }
+    if !failures.is_empty() {
+        bail!("{} programs failed", failures.len());
+    }
+    Ok(())
+}
