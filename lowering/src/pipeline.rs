@@ -6,6 +6,8 @@
 //! ```
 //!
 //! Every pass manager runs with the verifier on, so each pass's output is verified.
+//! `OFFLOAD_PASS_TIMING=1` makes each pass manager print MLIR's per-pass timing report to
+//! stderr when it finishes.
 
 use crate::{LowerError, math_to_llvm_intrinsics, offload_to_cpu, offload_to_gpu, partition};
 use melior::{
@@ -26,7 +28,8 @@ use std::{cell::RefCell, rc::Rc, sync::Once};
 /// A stage whose IR `offload-opt` can print.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Stage {
-    /// The `offload` dialect, straight from MIR after `mem2reg` and canonicalisation.
+    /// The `offload` dialect, straight from MIR (locals already SSA values) after
+    /// canonicalisation.
     Offload,
     /// `gpu.module`/`gpu.func` with `arith`, `cf` and `memref`.
     Gpu,
@@ -121,10 +124,11 @@ impl Session {
         std::mem::take(&mut *self.diagnostics.borrow_mut()).join("\n")
     }
 
-    /// MIR → the `offload` dialect, verified, with locals promoted to SSA values.
+    /// MIR → the `offload` dialect, verified. `mir_to_offload` emits locals as SSA values
+    /// itself (upstream `mem2reg` is quadratic in kernel size), so only canonicalisation
+    /// and CSE run here.
     pub fn offload_module(&self, body: &Linked) -> Result<Module<'_>, LowerError> {
         let text = crate::mir_to_offload::emit(body);
-        if let Some(path) = std::env::var_os("OFFLOAD_TMP_DUMP") { std::fs::write(path, &text).unwrap(); }
         let Some(mut module) = Module::parse(&self.context, &text) else {
             return Err(LowerError::Internal {
                 stage: "offload",

@@ -128,8 +128,7 @@ pub fn frontiers(preds: &[Vec<u32>], idom: &[u32]) -> Vec<Vec<u32>> {
             let mut runner = p;
             // A walk for `b` that reaches a node already given `b` (its last entry, as
             // walks for one join run back to back) follows an earlier walk from there.
-            while runner != stop && reachable(runner) && df[runner as usize].last() != Some(&b)
-            {
+            while runner != stop && reachable(runner) && df[runner as usize].last() != Some(&b) {
                 df[runner as usize].push(b);
                 runner = idom[runner as usize];
                 if runner == NONE {
@@ -251,7 +250,9 @@ mod tests {
         let doms: Vec<Vec<bool>> = (0..n as u32)
             .map(|d| {
                 let r = reach(Some(d));
-                (0..n).map(|v| all[v] && (v == d as usize || !r[v])).collect()
+                (0..n)
+                    .map(|v| all[v] && (v == d as usize || !r[v]))
+                    .collect()
             })
             .collect();
         (0..n)
@@ -276,7 +277,9 @@ mod tests {
         // parts and unreachable nodes.
         let mut seed = 12345u64;
         let mut next = |k: u64| {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             (seed >> 33) % k
         };
         for _ in 0..500 {
@@ -311,7 +314,9 @@ mod tests {
                         reachable(x)
                             && reachable(y)
                             && (x == y || !dominates(x, y))
-                            && preds[y as usize].iter().any(|&p| reachable(p) && dominates(x, p))
+                            && preds[y as usize]
+                                .iter()
+                                .any(|&p| reachable(p) && dominates(x, p))
                     })
                     .collect();
                 assert_eq!(*f, want, "DF({x}) of {edges:?}");
@@ -380,12 +385,7 @@ mod tests {
         let idom = dominators(&succs, &preds);
         assert_eq!(idom, vec![NONE, 0, 0, 0, 3]);
         let df = frontiers(&preds, &idom);
-        let phis = place_phis(
-            &preds,
-            &df,
-            &[vec![1, 2], vec![1, 2]],
-            &[vec![4], vec![]],
-        );
+        let phis = place_phis(&preds, &df, &[vec![1, 2], vec![1, 2]], &[vec![4], vec![]]);
         assert_eq!(phis, vec![vec![], vec![], vec![], vec![0], vec![]]);
     }
 

@@ -162,6 +162,10 @@ pub enum InterpError {
     DivisionByZero { at: At },
     #[error("at {at}: integer division overflows (`MIN / -1`)")]
     DivisionOverflow { at: At },
+    /// A read of a shared slot no thread of the workgroup wrote: its value is unspecified
+    /// (not undefined behaviour, but nothing to compare).
+    #[error("at {at}: read a shared-memory slot no thread of the workgroup wrote")]
+    UnwrittenShared { at: At },
     #[error("at {at}: reached `unreachable`")]
     ReachedUnreachable { at: At },
     #[error("ran past the budget of {max_steps} steps")]
@@ -184,7 +188,11 @@ pub fn evaluate(rv: &Rvalue, operand: &dyn Fn(&Operand) -> Option<Const>) -> Opt
         }
         Rvalue::BinaryOp(op, a, b) => {
             let ((x, t), (y, _)) = (known(a)?, known(b)?);
-            let result = if op.is_comparison() { ScalarTy::Bool } else { t };
+            let result = if op.is_comparison() {
+                ScalarTy::Bool
+            } else {
+                t
+            };
             (binary(*op, t, x, y).ok()?, result)
         }
         Rvalue::Cast(a, to) => {
@@ -193,7 +201,10 @@ pub fn evaluate(rv: &Rvalue, operand: &dyn Fn(&Operand) -> Option<Const>) -> Opt
         }
         Rvalue::Intrinsic(i, args) => {
             use Intrinsic::*;
-            if matches!(i, Exp | Exp2 | Ln | Log2 | Log10 | Sin | Cos | Tan | Tanh | Powf) {
+            if matches!(
+                i,
+                Exp | Exp2 | Ln | Log2 | Log10 | Sin | Cos | Tan | Tanh | Powf
+            ) {
                 return None;
             }
             let values: Vec<(u64, ScalarTy)> = args.iter().map(known).collect::<Option<_>>()?;
@@ -431,6 +442,9 @@ fn panic_site_numbers(body: &Body) -> Vec<Option<usize>> {
 /// shared memory, little-endian as on the host.
 struct SharedMemory {
     bytes: Vec<u8>,
+    /// Which bytes a thread of the workgroup has written: the others hold unspecified
+    /// values on the targets (leftovers of another workgroup, or anything on a GPU).
+    written: Vec<bool>,
     /// Per local: (byte offset, elements) of a `Shared` array's view.
     views: Vec<Option<(usize, u64)>>,
 }
@@ -450,22 +464,29 @@ impl SharedMemory {
                 views[i] = Some((layout.dynamic_offset, len));
             }
         }
+        let size = layout.dynamic_offset + dyn_bytes as usize;
         SharedMemory {
-            bytes: vec![0; layout.dynamic_offset + dyn_bytes as usize],
+            bytes: vec![0; size],
+            written: vec![false; size],
             views,
         }
     }
 
-    fn load(&self, elem: ScalarTy, at: usize) -> u64 {
+    /// The element at byte `at`, or `None` if some of its bytes were never written.
+    fn load(&self, elem: ScalarTy, at: usize) -> Option<u64> {
         let size = elem.size_bytes();
+        if !self.written[at..at + size].iter().all(|w| *w) {
+            return None;
+        }
         let mut word = [0u8; 8];
         word[..size].copy_from_slice(&self.bytes[at..at + size]);
-        u64::from_le_bytes(word)
+        Some(u64::from_le_bytes(word))
     }
 
     fn store(&mut self, elem: ScalarTy, at: usize, value: u64) {
         let size = elem.size_bytes();
         self.bytes[at..at + size].copy_from_slice(&value.to_le_bytes()[..size]);
+        self.written[at..at + size].fill(true);
     }
 }
 
@@ -520,6 +541,7 @@ impl Machine<'_> {
     /// Runs every thread of workgroup `g` to its end, pass after pass.
     fn run_workgroup(&mut self, g: u64, scalars: &[u64]) -> Result<(), InterpError> {
         self.shared.bytes.fill(0);
+        self.shared.written.fill(false);
         let group = coords(g, self.launch.workgroups);
         let count = self
             .launch
@@ -688,7 +710,10 @@ impl Machine<'_> {
                 return Err(self.out_of_bounds(t, container, index, len));
             }
             let at = offset + index as usize * elem.size_bytes();
-            return Ok(self.shared.load(elem, at));
+            return self
+                .shared
+                .load(elem, at)
+                .ok_or_else(|| InterpError::UnwrittenShared { at: self.at(t) });
         }
         let data = &self.buffer(container).data;
         match usize::try_from(index).ok().and_then(|i| data.get(i)) {

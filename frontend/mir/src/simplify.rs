@@ -127,11 +127,11 @@ fn propagate(body: &Body) -> Vec<Option<State>> {
         };
         let block = &body.blocks[b];
         let out = after_statements(body, block, state);
-        let successors = match taken(&block.terminator.kind, &out) {
-            Some(t) => vec![t],
-            None => block.terminator.kind.successors(),
+        let successors: Vec<(BasicBlock, State)> = match taken(&block.terminator.kind, &out) {
+            Some(t) => vec![(t, out)],
+            None => edges(body, &block.terminator.kind, out),
         };
-        for s in successors {
+        for (s, out) in successors {
             let s = s.index();
             let joined = match &entry[s] {
                 None => out.clone(),
@@ -148,6 +148,54 @@ fn propagate(body: &Body) -> Vec<Option<State>> {
         }
     }
     entry
+}
+
+/// The state along each edge of a terminator whose way is not known: a branch on a local
+/// tells its value along the edge it takes (the case's value; for a `bool`, also the
+/// other one), and an `assert` that its condition held. MLIR propagates these facts into
+/// the blocks a branch leads to, so they must be folded here too.
+fn edges(body: &Body, kind: &TerminatorKind, out: State) -> Vec<(BasicBlock, State)> {
+    let local = |op: &Operand| match op {
+        Operand::Copy(p) | Operand::Move(p) if p.index.is_none() => Some(p.local),
+        _ => None,
+    };
+    let with = |l: Option<Local>, c: Option<Const>| {
+        let mut state = out.clone();
+        if let (Some(l), Some(c)) = (l, c) {
+            state[l.index()] = Some(c);
+        }
+        state
+    };
+    match kind {
+        TerminatorKind::SwitchInt {
+            discr,
+            targets,
+            otherwise,
+        } => {
+            let l = local(discr);
+            let ty = l.and_then(|l| body.locals.get(l.index())?.ty.scalar());
+            let case = |v: u128| ty.map(|t| crate::interp::bits_const(t, v as u64));
+            let mut result: Vec<(BasicBlock, State)> = targets
+                .iter()
+                .map(|(v, t)| (*t, with(l, case(*v))))
+                .collect();
+            // A `bool` switch with one case: the other edge has the other value.
+            let rest = match (ty, &targets[..]) {
+                (Some(ScalarTy::Bool), [(v, _)]) => Some(Const::Bool(*v == 0)),
+                _ => None,
+            };
+            result.push((*otherwise, with(l, rest)));
+            result
+        }
+        TerminatorKind::Assert { cond, target, .. } => {
+            vec![(*target, with(local(cond), Some(Const::Bool(true))))]
+        }
+        other => other
+            .successors()
+            .into_iter()
+            .map(|t| (t, out.clone()))
+            .collect(),
+    }
 }
 
 /// Runs block `b`'s statements from `state`, replacing each computation whose result is
@@ -254,9 +302,7 @@ fn fold_rvalue(body: &Body, rv: &Rvalue, state: &State) -> Option<Const> {
     if let Some(c) = crate::interp::evaluate(rv, &|op| value(op, state)) {
         return Some(c);
     }
-    let one_dimensional = |l: &Local| {
-        matches!(body.locals.get(l.index()).map(|d| d.ty), Some(Ty::Region(_, s)) if !s.is_2d())
-    };
+    let one_dimensional = |l: &Local| matches!(body.locals.get(l.index()).map(|d| d.ty), Some(Ty::Region(_, s)) if !s.is_2d());
     match rv {
         Rvalue::BinaryOp(op, a, b) => identity(
             *op,

@@ -1,4 +1,5 @@
-//! `offload-bench compile-time [N...]`: how compile time grows with kernel size.
+//! `offload-bench compile-time [match|else-if] [N...]`: how compile time grows with kernel
+//! size.
 //!
 //! For each N (default 1000, 2000, 4000, 8000) it generates two kernels whose body is
 //! one big branch: a `match` of N integer arms, and an `if d == 0 {..} else if d == 1
@@ -46,7 +47,10 @@ impl Shape {
                     if i > 0 {
                         branch.push_str(" else ");
                     }
-                    branch.push_str(&format!("if d == {i} {{\n            {}\n        }}", i * 3));
+                    branch.push_str(&format!(
+                        "if d == {i} {{\n            {}\n        }}",
+                        i * 3
+                    ));
                 }
                 branch.push_str(" else {\n            7\n        }");
             }
@@ -95,8 +99,7 @@ fn measure(shape: Shape, n: usize) -> Result<Times> {
 
     let t = Instant::now();
     let parsed = syn::parse_file(&source).map_err(|e| anyhow!("{file}: {e}"))?;
-    let Some(syn::Item::Fn(f)) = parsed.items.iter().find(|i| matches!(i, syn::Item::Fn(_)))
-    else {
+    let Some(syn::Item::Fn(f)) = parsed.items.iter().find(|i| matches!(i, syn::Item::Fn(_))) else {
         return Err(anyhow!("{file}: no kernel function"));
     };
     let located = |e: offload_mir::translate::TranslateError| anyhow!("{file}:{e}");
@@ -137,12 +140,22 @@ fn measure(shape: Shape, n: usize) -> Result<Times> {
     })
 }
 
-/// `offload-bench compile-time [N...]`.
-pub fn run(sizes: &[usize]) -> Result<()> {
+/// `offload-bench compile-time [match|else-if] [N...]`.
+pub fn run(args: &[String]) -> Result<()> {
+    let (shapes, args) = match args.first().map(String::as_str) {
+        Some("match") => (&[Shape::Match][..], &args[1..]),
+        Some("else-if") => (&[Shape::ElseIf][..], &args[1..]),
+        _ => (&[Shape::Match, Shape::ElseIf][..], args),
+    };
+    let sizes = args
+        .iter()
+        .map(|s| s.parse())
+        .collect::<Result<Vec<usize>, _>>()
+        .context("compile-time [match|else-if] [N...]")?;
     let sizes = if sizes.is_empty() {
         &[1000, 2000, 4000, 8000][..]
     } else {
-        sizes
+        &sizes[..]
     };
     println!(
         "compile time in ms (growth from the previous N in brackets; x2.0 per doubling is linear)"
@@ -151,7 +164,7 @@ pub fn run(sizes: &[usize]) -> Result<()> {
         "{:<8} {:>6} {:>7}  {:>16} {:>16} {:>16} {:>16} {:>16}",
         "shape", "N", "blocks", "Rust->MIR", "link", "MIR->offload", "MIR->CPU", "MIR->PTX"
     );
-    for shape in [Shape::Match, Shape::ElseIf] {
+    for &shape in shapes {
         let mut previous: Option<[f64; 5]> = None;
         for &n in sizes {
             // Parsing and translating recurse once per `else if`: give them a deep stack.

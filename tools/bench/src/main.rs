@@ -13,8 +13,8 @@
 //! `offload-bench fuzz [START] [END]` runs the differential fuzzer on the GPU (see
 //! `fuzz.rs`).
 //!
-//! `offload-bench compile-time [N...]` needs no GPU: it times the compiler itself on
-//! kernels of N `match` arms or `else if` branches (see `compile_time.rs`).
+//! `offload-bench compile-time [match|else-if] [N...]` needs no GPU: it times the compiler
+//! itself on kernels of N `match` arms or `else if` branches (see `compile_time.rs`).
 
 use anyhow::{Result, bail};
 use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
@@ -124,8 +124,7 @@ impl RawKernel {
             chip: format!("sm_{major}{minor}"),
             ..Default::default()
         };
-        let ptx =
-            offload_lowering::compile_ptx(descriptor.body()?, &target)?;
+        let ptx = offload_lowering::compile_ptx(descriptor.body()?, &target)?;
         let ctx = CudaContext::new(0)?;
         let stream = ctx.default_stream();
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx.ptx.as_str()))?;
@@ -449,8 +448,7 @@ fn main() -> Result<()> {
         "conformance" => return conformance(),
         "fuzz" => return fuzz::run(args),
         "compile-time" => {
-            let sizes = args.map(|s| s.parse()).collect::<Result<Vec<usize>, _>>()?;
-            return compile_time::run(&sizes);
+            return compile_time::run(&args.collect::<Vec<_>>());
         }
         "reduce" | "matmul" => {
             let default = if which == "reduce" { 1 << 28 } else { 4096 };

@@ -29,7 +29,10 @@ struct Cli {
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
 enum Emit {
+    /// Each function as translated (or as read from a `.mir` file).
     Mir,
+    /// Each kernel linked: device functions inlined, simplified and verified safe.
+    Linked,
     Offload,
     Gpu,
     Llvm,
@@ -95,6 +98,11 @@ fn run(cli: Cli) -> Result<()> {
         .map(|k| offload_mir::link(k, &device).map_err(|e| anyhow::anyhow!("{e}")))
         .collect::<Result<Vec<_>>>()?;
     let bodies = kernels;
+    if cli.emit == Emit::Linked {
+        let linked: Vec<Body> = bodies.iter().map(|b| b.body().clone()).collect();
+        out(&print_module(&linked))?;
+        return Ok(());
+    }
     let target = GpuTarget {
         chip: cli.chip.clone(),
         libdevice: cli.libdevice.clone(),
@@ -106,7 +114,7 @@ fn run(cli: Cli) -> Result<()> {
         Emit::Llvm => Stage::Llvm,
         Emit::Ptx | Emit::All => Stage::Ptx,
         Emit::Cpu => Stage::Cpu,
-        Emit::Mir => unreachable!("handled above"),
+        Emit::Mir | Emit::Linked => unreachable!("handled above"),
     };
     for body in &bodies {
         let stages = offload_lowering::emit(body, last, &target)?;
