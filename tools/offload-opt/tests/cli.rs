@@ -108,3 +108,38 @@ fn bad_input_is_a_located_diagnostic() {
         "{stderr}"
     );
 }
+
+/// Input nested deeper than the parser can recurse is an error, not a stack overflow;
+/// input just inside the limit goes through.
+#[test]
+fn deep_nesting_is_an_error_not_a_stack_overflow() {
+    let kernel = |body: &str| {
+        format!(
+            "#[offload_kernel]\nfn k(mut y: Region<f32, Linear1D>) {{\n    let t = thread_idx(0);\n{body}\n    if let Some(v) = y.get_mut() {{ *v = 1.0; }}\n}}\n"
+        )
+    };
+    let parens = kernel(&format!(
+        "    let a = {}1.0f32{};",
+        "(".repeat(5000),
+        ")".repeat(5000)
+    ));
+    let (ok, _, stderr) = run(&["--emit", "mir"], Some(("k.rs", &parens)));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "error: DIR/k.rs:4:268: brackets nested more than 256 deep are not supported"
+    );
+    let chain: Vec<String> = (0..2000).map(|i| format!("if t == {i} {{ }}")).collect();
+    let (ok, _, stderr) = run(
+        &["--emit", "mir"],
+        Some(("k.rs", &kernel(&format!("    {};", chain.join(" else "))))),
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("more than 1024 `else` branches in one block are not supported"),
+        "{stderr}"
+    );
+    let ifs = format!("{}{}", "if t > 0 { ".repeat(200), "} ".repeat(200));
+    let (ok, _, stderr) = run(&["--emit", "mir"], Some(("k.rs", &kernel(&ifs))));
+    assert!(ok, "{stderr}");
+}
