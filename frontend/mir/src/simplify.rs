@@ -202,6 +202,7 @@ fn edges(body: &Body, kind: &TerminatorKind, out: State) -> Vec<(BasicBlock, Sta
 /// known with that constant; returns the state after them.
 fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
     for i in 0..body.blocks[b].statements.len() {
+        substitute(&mut body.blocks[b].statements[i].rvalue, &state);
         let s = &body.blocks[b].statements[i];
         if s.place.index.is_some() {
             continue;
@@ -225,10 +226,53 @@ fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
         }
         state[local] = folded;
     }
-    if let TerminatorKind::Call { dest, .. } = &body.blocks[b].terminator.kind {
-        state[dest.index()] = None;
+    match &mut body.blocks[b].terminator.kind {
+        TerminatorKind::Call { dest, args, .. } => {
+            args.iter_mut().for_each(|a| constant(a, &state));
+            state[dest.index()] = None;
+        }
+        TerminatorKind::Assert {
+            msg: AssertMessage::BoundsCheck { len, index },
+            ..
+        } => {
+            constant(len, &state);
+            constant(index, &state);
+        }
+        _ => {}
     }
     state
+}
+
+/// Replaces each operand of `rv` that reads a local of known value with that value, so
+/// that what the folding knows is in the body for the verifier and MLIR to see (a
+/// divisor known from a branch on it, say). Element indices stay locals.
+fn substitute(rv: &mut Rvalue, state: &State) {
+    match rv {
+        Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => constant(a, state),
+        Rvalue::BinaryOp(_, a, b) => {
+            constant(a, state);
+            constant(b, state);
+        }
+        Rvalue::Intrinsic(_, args) | Rvalue::Subgroup(_, args) => {
+            args.iter_mut().for_each(|a| constant(a, state));
+        }
+        Rvalue::AtomicRmw(_, _, v) => constant(v, state),
+        Rvalue::AtomicCas(_, a, b) => {
+            constant(a, state);
+            constant(b, state);
+        }
+        Rvalue::Position(..)
+        | Rvalue::Len(_)
+        | Rvalue::RegionIndex(_)
+        | Rvalue::RegionCoord(..)
+        | Rvalue::RegionExtent(..) => {}
+    }
+}
+
+fn constant(op: &mut Operand, state: &State) {
+    if let Some(c) = value(op, state) {
+        *op = Operand::Const(c);
+    }
 }
 
 fn after_statements(body: &Body, block: &BlockData, mut state: State) -> State {
