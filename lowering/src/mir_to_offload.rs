@@ -273,11 +273,9 @@ impl Emitter<'_> {
             for s in &block.statements {
                 let assigned = statement_reads(s, &mut |l| reads.push(l));
                 note_reads(&mut reads, &assigned_in);
-                if let Some(l) = assigned.filter(|&l| scalar(l)) {
-                    if assigned_in[l.index()] != v {
-                        assigned_in[l.index()] = v;
-                        defs[l.index()].push(v);
-                    }
+                if let Some(l) = assigned.filter(|&l| scalar(l) && assigned_in[l.index()] != v) {
+                    assigned_in[l.index()] = v;
+                    defs[l.index()].push(v);
                 }
             }
             terminator_reads(&block.terminator, &mut |l| reads.push(l));
