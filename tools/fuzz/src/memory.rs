@@ -387,8 +387,8 @@ impl Gen<'_> {
     }
 
     /// An atomic update, bounds-checked. Per-thread atomics take any operation at the
-    /// thread's own index; shared ones only operations that commute, whose result is
-    /// left unused (it depends on the order of threads).
+    /// thread's own index; shared ones one commuting operation per argument, whose result
+    /// is left unused (it depends on the order of threads).
     pub fn atomic_segment(&mut self) -> bool {
         let Some(a) = self.pick(|p| &p.atomics) else {
             return false;
@@ -411,7 +411,12 @@ impl Gen<'_> {
             let (current, new) = (self.operand(a.elem).0, self.operand(a.elem).0);
             Rvalue::AtomicCas(place, current, new)
         } else {
-            let op = ops[self.rng.usize(..ops.len())];
+            // Threads update a shared atomic in any order: only one operation per atomic
+            // argument commutes with itself (`or` then `add` would not).
+            let op = match a.unique {
+                true => ops[self.rng.usize(..ops.len())],
+                false => ops[a.local.index() % ops.len()],
+            };
             Rvalue::AtomicRmw(op, place, self.operand(a.elem).0)
         };
         match a.unique {
