@@ -280,9 +280,9 @@ impl Analysis<'_> {
 
     /// Where paths meet at `b`: names made at `b` are forgotten (this entry makes new
     /// instances), and only facts every arrived path has survive. A local a loop headed
-    /// by `b` assigns (`loop_assigned`) is `Merge(b, local)`; any other keeps the value
-    /// every forward edge brings (a back edge brings the same), or is `Merge(b, local)`
-    /// when they differ.
+    /// by `b` assigns (`loop_assigned`) is `Merge(b, local)`, unless every arrived path
+    /// brings the same constant; any other keeps the value every forward edge brings (a
+    /// back edge brings the same), or is `Merge(b, local)` when they differ.
     fn join(
         &mut self,
         b: BasicBlock,
@@ -305,11 +305,17 @@ impl Analysis<'_> {
                     return Some(self.values.intern(Expr::Merge(b, Local(l as u32))));
                 }
                 let assigned = loop_assigned.get(l).copied().unwrap_or(false);
-                Some(if assigned || self.values.rooted_at(first, b) {
-                    self.values.intern(Expr::Merge(b, Local(l as u32)))
-                } else {
-                    first
-                })
+                // A constant names the same value on every visit: a loop that assigns only
+                // that constant leaves it as it was.
+                let constant = self.values.const_bits(first).is_some()
+                    && states.iter().all(|(s, _)| s.vals[l] == Some(first));
+                Some(
+                    if (assigned && !constant) || self.values.rooted_at(first, b) {
+                        self.values.intern(Expr::Merge(b, Local(l as u32)))
+                    } else {
+                        first
+                    },
+                )
             })
             .collect();
         let mut facts = states[0].0.facts.clone();
