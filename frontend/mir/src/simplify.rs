@@ -53,6 +53,7 @@ pub fn simplify_keeping_sites(body: &mut Body) {
 /// constant condition instead of becoming a jump.
 fn fold(body: &mut Body, keep_asserts: bool) -> Vec<bool> {
     let constants = propagate(body);
+    let mut failing = Vec::new();
     for (b, state) in constants.iter().enumerate() {
         let Some(state) = state else { continue };
         let state = fold_statements(body, b, state.clone());
@@ -63,15 +64,35 @@ fn fold(body: &mut Body, keep_asserts: bool) -> Vec<bool> {
             }
             (Some(target), kind) => *kind = TerminatorKind::Goto(target),
             (None, TerminatorKind::Assert { cond, .. }) => {
-                // An assert that always fails: its target is never reached.
                 if let Some(c) = value(cond, &state) {
                     *cond = Operand::Const(c);
+                    failing.push(b);
                 }
             }
             (None, _) => {}
         }
     }
-    constants.iter().map(Option::is_some).collect()
+    let mut reached: Vec<bool> = constants.iter().map(Option::is_some).collect();
+    // An assert that always fails never reaches its target: it goes to a block of its
+    // own that says so, so that MLIR finds no edge to cut off there either.
+    if let Some(&first) = failing.first() {
+        let span = body.blocks[first].terminator.span;
+        let end = BasicBlock(body.blocks.len() as u32);
+        body.blocks.push(BlockData {
+            statements: Vec::new(),
+            terminator: Terminator {
+                kind: TerminatorKind::Unreachable,
+                span,
+            },
+        });
+        reached.push(true);
+        for b in failing {
+            if let TerminatorKind::Assert { target, .. } = &mut body.blocks[b].terminator.kind {
+                *target = end;
+            }
+        }
+    }
+    reached
 }
 
 /// Replaces what `target` fixes: `subgroup_size()`; with one lane, the lane (0) and
@@ -129,6 +150,8 @@ fn propagate(body: &Body) -> Vec<Option<State>> {
         let out = after_statements(body, block, state);
         let successors: Vec<(BasicBlock, State)> = match taken(&block.terminator.kind, &out) {
             Some(t) => vec![(t, out)],
+            // An assert that always fails has no way on.
+            None if fails(&block.terminator.kind, &out) => Vec::new(),
             None => edges(body, &block.terminator.kind, out),
         };
         for (s, out) in successors {
@@ -148,6 +171,11 @@ fn propagate(body: &Body) -> Vec<Option<State>> {
         }
     }
     entry
+}
+
+/// Whether `kind` is an assert whose condition is known to be false.
+fn fails(kind: &TerminatorKind, state: &State) -> bool {
+    matches!(kind, TerminatorKind::Assert { cond, .. } if value(cond, state) == Some(Const::Bool(false)))
 }
 
 /// The state along each edge of a terminator whose way is not known: a branch on a local
