@@ -246,6 +246,7 @@ fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
                 | Rvalue::Intrinsic(..)
                 | Rvalue::RegionCoord(..)
                 | Rvalue::RegionExtent(..)
+                | Rvalue::Len(_)
         );
         if let Some(c) = folded
             && pure
@@ -368,8 +369,8 @@ fn value(op: &Operand, state: &State) -> Option<Const> {
 
 /// The value of `rv` when it is known: a computation from constants (evaluated with the
 /// interpreter's semantics, [`crate::interp::evaluate`]), an identity MLIR folds with an
-/// unknown operand (`x == x`, `x - x`, `x & 0`, `x < 0` unsigned, ...), or a coordinate
-/// or extent a one-dimensional region fixes (row 0 of 1).
+/// unknown operand (`x == x`, `x - x`, `x & 0`, `x < 0` unsigned, ...), a coordinate or
+/// extent a one-dimensional region fixes (row 0 of 1), or a static shared array's length.
 fn fold_rvalue(body: &Body, rv: &Rvalue, state: &State) -> Option<Const> {
     if let Some(c) = crate::interp::evaluate(rv, &|op| value(op, state)) {
         return Some(c);
@@ -385,6 +386,11 @@ fn fold_rvalue(body: &Body, rv: &Rvalue, state: &State) -> Option<Const> {
             value(b, state),
         ),
         Rvalue::RegionCoord(l, 1) if one_dimensional(l) => Some(Const::Int(0, ScalarTy::Usize)),
+        // A static shared array's length is its declared one.
+        Rvalue::Len(l) => match body.locals.get(l.index()).map(|d| d.ty) {
+            Some(Ty::Shared(_, Some(n))) => Some(Const::Int(n as i128, ScalarTy::Usize)),
+            _ => None,
+        },
         Rvalue::RegionExtent(l, 1) if one_dimensional(l) => Some(Const::Int(1, ScalarTy::Usize)),
         _ => None,
     }
