@@ -31,7 +31,8 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
         return Ok(());
     }
     let n = body.blocks.len();
-    let pdom = post_dominators(body);
+    let doomed = doomed(body);
+    let pdom = post_dominators(body, &doomed);
     let mut varying = vec![false; body.locals.len()];
     // The branch each divergent block depends on, for the message.
     let mut divergent: Vec<Option<Span>> = vec![None; n];
@@ -63,7 +64,28 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
             }
             // Blocks that post-dominate a successor of `a` but not `a` itself run for
             // some threads and not others.
+            // A path that ends in a panic for sure is no path for the threads that go on
+            // (a barrier waits only for threads that have not stopped), but the blocks on
+            // it run for some threads only.
             for s in block.terminator.kind.successors() {
+                if doomed[s.index()] {
+                    let mut stack = vec![s.index()];
+                    while let Some(b) = stack.pop() {
+                        if doomed[b] && divergent[b].is_none() {
+                            divergent[b] = Some(block.terminator.span);
+                            changed = true;
+                            stack.extend(
+                                body.blocks[b]
+                                    .terminator
+                                    .kind
+                                    .successors()
+                                    .iter()
+                                    .map(|x| x.index()),
+                            );
+                        }
+                    }
+                    continue;
+                }
                 for (b, d) in divergent.iter_mut().enumerate() {
                     let dependent = pdom[s.index()][b] && (b == a || !pdom[a][b]);
                     if dependent && d.is_none() {
@@ -137,10 +159,33 @@ fn operand_varies(body: &Body, op: &Operand, varying: &[bool]) -> bool {
     }
 }
 
+/// The blocks from which every path ends at an `unreachable` (the way on from an assert
+/// that always fails): a thread there has panicked, or is about to.
+fn doomed(body: &Body) -> Vec<bool> {
+    let n = body.blocks.len();
+    let mut doomed: Vec<bool> = body
+        .blocks
+        .iter()
+        .map(|b| matches!(b.terminator.kind, TerminatorKind::Unreachable))
+        .collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in 0..n {
+            let succs = body.blocks[b].terminator.kind.successors();
+            if !doomed[b] && !succs.is_empty() && succs.iter().all(|s| doomed[s.index()]) {
+                doomed[b] = true;
+                changed = true;
+            }
+        }
+    }
+    doomed
+}
+
 /// `pdom[b][c]`: block `c` post-dominates block `b` (every path from `b` to the end of
 /// the kernel passes `c`). Blocks with no path to a `return` (endless loops) are treated
 /// as if they could return, so every block has post-dominators.
-fn post_dominators(body: &Body) -> Vec<Vec<bool>> {
+fn post_dominators(body: &Body, doomed: &[bool]) -> Vec<Vec<bool>> {
     let n = body.blocks.len();
     let exit = n;
     let mut succs: Vec<Vec<usize>> = body
@@ -153,6 +198,7 @@ fn post_dominators(body: &Body) -> Vec<Vec<bool>> {
                 .successors()
                 .iter()
                 .map(|s| s.index())
+                .filter(|s| !doomed[*s])
                 .collect();
             if s.is_empty() { vec![exit] } else { s }
         })
