@@ -361,7 +361,12 @@ mod tests {
                     }
                 })
                 .collect();
-            let got = place_phis(&preds, &df, std::slice::from_ref(&defs), std::slice::from_ref(&uses));
+            let got = place_phis(
+                &preds,
+                &df,
+                std::slice::from_ref(&defs),
+                std::slice::from_ref(&uses),
+            );
             assert_eq!(got, want, "{edges:?} defs {defs:?} uses {uses:?}");
         }
     }

@@ -74,8 +74,8 @@
 pub mod convergence;
 pub mod inline;
 pub mod interp;
-mod link;
 mod ir;
+mod link;
 mod parse;
 mod print;
 pub mod safety;
