@@ -159,36 +159,43 @@ fn operand_varies(body: &Body, op: &Operand, varying: &[bool]) -> bool {
     }
 }
 
-/// The blocks from which every path ends at an `unreachable` (the way on from an assert
-/// that always fails): a thread there has panicked, or is about to.
+/// The blocks from which no path reaches a `return`: a thread there panics (every such
+/// path ends at the `unreachable` after an assert that always fails) or loops forever,
+/// and in neither case arrives at a barrier after them.
 fn doomed(body: &Body) -> Vec<bool> {
     let n = body.blocks.len();
-    let mut doomed: Vec<bool> = body
+    let mut returns: Vec<bool> = body
         .blocks
         .iter()
-        .map(|b| matches!(b.terminator.kind, TerminatorKind::Unreachable))
+        .map(|b| matches!(b.terminator.kind, TerminatorKind::Return))
         .collect();
     let mut changed = true;
     while changed {
         changed = false;
-        for b in 0..n {
-            let succs = body.blocks[b].terminator.kind.successors();
-            if !doomed[b] && !succs.is_empty() && succs.iter().all(|s| doomed[s.index()]) {
-                doomed[b] = true;
+        for b in (0..n).rev() {
+            if !returns[b]
+                && body.blocks[b]
+                    .terminator
+                    .kind
+                    .successors()
+                    .iter()
+                    .any(|s| returns[s.index()])
+            {
+                returns[b] = true;
                 changed = true;
             }
         }
     }
-    doomed
+    returns.iter().map(|r| !r).collect()
 }
 
 /// `pdom[b][c]`: block `c` post-dominates block `b` (every path from `b` to the end of
-/// the kernel passes `c`). Blocks with no path to a `return` (endless loops) are treated
-/// as if they could return, so every block has post-dominators.
+/// the kernel passes `c`). Paths into doomed blocks are no paths: those blocks lead
+/// straight to the exit, and every other block reaches a `return`.
 fn post_dominators(body: &Body, doomed: &[bool]) -> Vec<Vec<bool>> {
     let n = body.blocks.len();
     let exit = n;
-    let mut succs: Vec<Vec<usize>> = body
+    let succs: Vec<Vec<usize>> = body
         .blocks
         .iter()
         .map(|b| {
@@ -203,24 +210,6 @@ fn post_dominators(body: &Body, doomed: &[bool]) -> Vec<Vec<bool>> {
             if s.is_empty() { vec![exit] } else { s }
         })
         .collect();
-    // Blocks from which the exit cannot be reached get an edge to it.
-    let mut reaches = vec![false; n + 1];
-    reaches[exit] = true;
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for b in 0..n {
-            if !reaches[b] && succs[b].iter().any(|s| reaches[*s]) {
-                reaches[b] = true;
-                changed = true;
-            }
-        }
-    }
-    for (b, s) in succs.iter_mut().enumerate() {
-        if !reaches[b] {
-            s.push(exit);
-        }
-    }
     let mut pdom = vec![vec![true; n + 1]; n + 1];
     pdom[exit] = vec![false; n + 1];
     pdom[exit][exit] = true;
