@@ -62,36 +62,38 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
             if !operand_varies(body, discr, &varying) {
                 continue;
             }
-            // Blocks that post-dominate a successor of `a` but not `a` itself run for
-            // some threads and not others.
+            // Between a varying branch and the block where its paths join again (its
+            // nearest post-dominator), every block runs for some threads and not others,
+            // `a` itself too when a path leads back to it (a loop whose trip count varies).
             // A path that ends in a panic for sure is no path for the threads that go on
-            // (a barrier waits only for threads that have not stopped), but the blocks on
-            // it run for some threads only.
-            for s in block.terminator.kind.successors() {
-                if doomed[s.index()] {
-                    let mut stack = vec![s.index()];
-                    while let Some(b) = stack.pop() {
-                        if doomed[b] && divergent[b].is_none() {
-                            divergent[b] = Some(block.terminator.span);
-                            changed = true;
-                            stack.extend(
-                                body.blocks[b]
-                                    .terminator
-                                    .kind
-                                    .successors()
-                                    .iter()
-                                    .map(|x| x.index()),
-                            );
-                        }
-                    }
+            // (a barrier waits only for threads that have not stopped), so the join is
+            // found without it, but the blocks on it run for some threads only.
+            let mut seen = vec![false; n];
+            let mut stack: Vec<usize> = block
+                .terminator
+                .kind
+                .successors()
+                .iter()
+                .map(|s| s.index())
+                .collect();
+            while let Some(b) = stack.pop() {
+                if seen[b] || (b != a && pdom[a][b]) {
                     continue;
                 }
-                for (b, d) in divergent.iter_mut().enumerate() {
-                    let dependent = pdom[s.index()][b] && (b == a || !pdom[a][b]);
-                    if dependent && d.is_none() {
-                        *d = Some(block.terminator.span);
-                        changed = true;
-                    }
+                seen[b] = true;
+                if divergent[b].is_none() {
+                    divergent[b] = Some(block.terminator.span);
+                    changed = true;
+                }
+                if b != a {
+                    stack.extend(
+                        body.blocks[b]
+                            .terminator
+                            .kind
+                            .successors()
+                            .iter()
+                            .map(|x| x.index()),
+                    );
                 }
             }
         }
@@ -190,26 +192,47 @@ fn doomed(body: &Body) -> Vec<bool> {
 }
 
 /// `pdom[b][c]`: block `c` post-dominates block `b` (every path from `b` to the end of
-/// the kernel passes `c`). Paths into doomed blocks are no paths: those blocks lead
-/// straight to the exit, and every other block reaches a `return`.
+/// the kernel passes `c`). The way from a block that goes on into a doomed one is no path
+/// (threads there stop); doomed blocks keep their paths among themselves and end at the
+/// exit.
 fn post_dominators(body: &Body, doomed: &[bool]) -> Vec<Vec<bool>> {
     let n = body.blocks.len();
     let exit = n;
-    let succs: Vec<Vec<usize>> = body
+    let mut succs: Vec<Vec<usize>> = body
         .blocks
         .iter()
-        .map(|b| {
-            let s: Vec<usize> = b
+        .enumerate()
+        .map(|(b, block)| {
+            let s: Vec<usize> = block
                 .terminator
                 .kind
                 .successors()
                 .iter()
                 .map(|s| s.index())
-                .filter(|s| !doomed[*s])
+                .filter(|s| doomed[b] || !doomed[*s])
                 .collect();
             if s.is_empty() { vec![exit] } else { s }
         })
         .collect();
+    // Doomed blocks that loop forever, never reaching an `unreachable`, get an edge to
+    // the exit, so every block has post-dominators.
+    let mut reaches = vec![false; n + 1];
+    reaches[exit] = true;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in (0..n).rev() {
+            if !reaches[b] && succs[b].iter().any(|s| reaches[*s]) {
+                reaches[b] = true;
+                changed = true;
+            }
+        }
+    }
+    for (b, s) in succs.iter_mut().enumerate() {
+        if !reaches[b] {
+            s.push(exit);
+        }
+    }
     let mut pdom = vec![vec![true; n + 1]; n + 1];
     pdom[exit] = vec![false; n + 1];
     pdom[exit][exit] = true;
