@@ -833,6 +833,44 @@ impl Body {
         self.locals.get(local.index())
     }
 
+    /// Each block's position in a reverse postorder from the entry (`usize::MAX` for a
+    /// block the entry does not reach): a forward analysis that visits blocks in this
+    /// order sees a block's predecessors first, except along back edges.
+    pub fn reverse_postorder_ranks(&self) -> Vec<usize> {
+        let n = self.blocks.len();
+        let succs: Vec<Vec<BasicBlock>> = self
+            .blocks
+            .iter()
+            .map(|b| b.terminator.kind.successors())
+            .collect();
+        let mut post = Vec::with_capacity(n);
+        let mut seen = vec![false; n];
+        // Iterative depth-first search: (block, next successor to visit).
+        let mut stack = vec![(0usize, 0usize)];
+        if n > 0 {
+            seen[0] = true;
+        } else {
+            stack.clear();
+        }
+        while let Some((b, i)) = stack.pop() {
+            match succs[b].get(i) {
+                Some(&s) => {
+                    stack.push((b, i + 1));
+                    if !seen[s.index()] {
+                        seen[s.index()] = true;
+                        stack.push((s.index(), 0));
+                    }
+                }
+                None => post.push(b),
+            }
+        }
+        let mut rank = vec![usize::MAX; n];
+        for (i, b) in post.iter().rev().enumerate() {
+            rank[*b] = i;
+        }
+        rank
+    }
+
     /// Whether the body waits at a workgroup barrier anywhere.
     pub fn synchronizes(&self) -> bool {
         self.blocks

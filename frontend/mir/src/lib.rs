@@ -77,6 +77,7 @@ pub mod interp;
 mod ir;
 mod link;
 mod parse;
+mod persistent;
 mod print;
 pub mod safety;
 mod simplify;

@@ -94,11 +94,23 @@ pub fn check_memory_safety(body: &Body) -> Vec<SafetyError> {
     errors
 }
 
-/// What is known at a program point: each local's value, and conditions that hold.
-#[derive(Clone, PartialEq, Eq, Debug)]
+/// What is known at a program point: the value of each assigned local, and conditions
+/// that hold. The maps are persistent, so a state shares its structure with the states
+/// made from it: cloning is free, a change copies one path, and states are compared
+/// without visiting what they share. (Per-block copies of dense vectors made the
+/// analysis quadratic in kernel size.)
+#[derive(Clone, PartialEq, Eq, Debug, Default)]
 struct State {
-    vals: Vec<Option<Sym>>,
-    facts: BTreeSet<(Sym, bool)>,
+    vals: imbl::OrdMap<u32, Sym>,
+    facts: imbl::OrdSet<(Sym, bool)>,
+    /// A condition known false was assumed true: no thread gets here.
+    infeasible: bool,
+}
+
+impl State {
+    fn val(&self, l: Local) -> Option<Sym> {
+        self.vals.get(&l.0).copied()
+    }
 }
 
 /// An edge into a block: its source and edge number there, and the state along it
@@ -153,7 +165,8 @@ impl Analysis<'_> {
             if !states.iter().any(|(_, forward)| *forward) {
                 continue;
             }
-            let state = self.join(BasicBlock(b as u32), states, &loop_assigned[b]);
+            let revisit = entries[b].is_some();
+            let state = self.join(BasicBlock(b as u32), states, &loop_assigned[b], revisit);
             if entries[b].as_ref() == Some(&state) {
                 continue;
             }
@@ -266,16 +279,15 @@ impl Analysis<'_> {
     }
 
     fn entry_state(&mut self) -> State {
-        let mut vals = vec![None; self.body.locals.len()];
+        let mut state = State::default();
         for (local, decl) in self.body.args() {
             if decl.ty.scalar().is_some() {
-                vals[local.index()] = Some(self.values.intern(Expr::Arg(local)));
+                state
+                    .vals
+                    .insert(local.0, self.values.intern(Expr::Arg(local)));
             }
         }
-        State {
-            vals,
-            facts: BTreeSet::new(),
-        }
+        state
     }
 
     /// Where paths meet at `b`: names made at `b` are forgotten (this entry makes new
@@ -288,41 +300,81 @@ impl Analysis<'_> {
         b: BasicBlock,
         mut states: Vec<(State, bool)>,
         loop_assigned: &[bool],
+        revisit: bool,
     ) -> State {
-        for (s, _) in &mut states {
-            s.facts.retain(|(f, _)| !self.values.rooted_at(*f, b));
-        }
-        let vals = (0..self.body.locals.len())
-            .map(|l| {
-                let mut forward = states.iter().filter(|(_, f)| *f).map(|(s, _)| s.vals[l]);
-                let first = forward.next().flatten()?;
-                if !forward.all(|v| v == Some(first)) {
-                    // Unassigned on some path (the validator forbids a use here) or
-                    // different values.
-                    if states.iter().any(|(s, f)| *f && s.vals[l].is_none()) {
-                        return None;
-                    }
-                    return Some(self.values.intern(Expr::Merge(b, Local(l as u32))));
+        // Names made at `b` exist only once `b` has been entered.
+        if revisit {
+            for (s, _) in &mut states {
+                let stale: Vec<(Sym, bool)> = s
+                    .facts
+                    .iter()
+                    .filter(|(f, _)| self.values.rooted_at(*f, b))
+                    .copied()
+                    .collect();
+                for f in stale {
+                    s.facts.remove(&f);
                 }
-                let assigned = loop_assigned.get(l).copied().unwrap_or(false);
-                // A constant names the same value on every visit: a loop that assigns only
-                // that constant leaves it as it was.
-                let constant = self.values.const_bits(first).is_some()
-                    && states.iter().all(|(s, _)| s.vals[l] == Some(first));
-                Some(
-                    if (assigned && !constant) || self.values.rooted_at(first, b) {
-                        self.values.intern(Expr::Merge(b, Local(l as u32)))
-                    } else {
-                        first
-                    },
-                )
-            })
-            .collect();
-        let mut facts = states[0].0.facts.clone();
-        for (s, _) in &states[1..] {
-            facts.retain(|f| s.facts.contains(f));
+            }
         }
-        State { vals, facts }
+        let forward: Vec<&State> = states.iter().filter(|(_, f)| *f).map(|(s, _)| s).collect();
+        let Some(first) = forward.iter().min_by_key(|s| s.vals.len()) else {
+            return State::default();
+        };
+        // The locals to look at: all of them where names may be stale or a loop assigns
+        // them, else only those whose value differs between the forward paths.
+        let candidates: Vec<u32> = if revisit || !loop_assigned.is_empty() {
+            first.vals.keys().copied().collect()
+        } else {
+            let mut differ = BTreeSet::new();
+            for s in &forward {
+                differ.extend(crate::persistent::lost_keys(&first.vals, &s.vals));
+            }
+            differ.into_iter().collect()
+        };
+        let mut vals = first.vals.clone();
+        for l in candidates {
+            let local = Local(l);
+            // Unassigned on some forward path: unknown (the validator forbids a use).
+            let Some(value) = forward
+                .iter()
+                .map(|s| s.val(local))
+                .collect::<Option<Vec<_>>>()
+            else {
+                vals.remove(&l);
+                continue;
+            };
+            let first = value[0];
+            let merged = if value.iter().any(|v| *v != first) {
+                true
+            } else {
+                let assigned = loop_assigned.get(l as usize).copied().unwrap_or(false);
+                // A constant names the same value on every visit: a loop that assigns
+                // only that constant leaves it as it was.
+                let constant = self.values.const_bits(first).is_some()
+                    && states.iter().all(|(s, _)| s.val(local) == Some(first));
+                (assigned && !constant) || self.values.rooted_at(first, b)
+            };
+            if merged {
+                vals.insert(l, self.values.intern(Expr::Merge(b, local)));
+            }
+        }
+        // Only facts every arrived path has survive.
+        let fewest = states
+            .iter()
+            .map(|(s, _)| &s.facts)
+            .min_by_key(|f| f.len())
+            .expect("a block with a state has an arrived path");
+        let mut facts = fewest.clone();
+        for (s, _) in &states {
+            for f in crate::persistent::lost_members(fewest, &s.facts) {
+                facts.remove(&f);
+            }
+        }
+        State {
+            vals,
+            facts,
+            infeasible: false,
+        }
     }
 
     /// Runs block `b` from `state`, checking its accesses when reporting; returns the
@@ -332,9 +384,7 @@ impl Analysis<'_> {
             .into_iter()
             .map(|(t, s)| {
                 // An edge guarded by a condition known false is never taken.
-                let feasible = !s.facts.iter().any(|(f, v)| {
-                    self.values.const_bits(*f) == Some(((!*v) as u128, ScalarTy::Bool))
-                });
+                let feasible = !s.infeasible;
                 (t, feasible.then_some(s))
             })
             .collect()
@@ -387,7 +437,9 @@ impl Analysis<'_> {
             TerminatorKind::Call { dest, target, .. } => {
                 self.error(b, span, "a call is left after linking; device functions must be inlined before lowering".into());
                 let n = block.statements.len();
-                state.vals[dest.index()] = Some(self.values.intern(Expr::Opaque(b, n, 0)));
+                state
+                    .vals
+                    .insert(dest.0, self.values.intern(Expr::Opaque(b, n, 0)));
                 vec![(*target, state)]
             }
         }
@@ -464,7 +516,9 @@ impl Analysis<'_> {
                 s.raw,
                 state,
             ),
-            None => state.vals[s.place.local.index()] = Some(value),
+            None => {
+                state.vals.insert(s.place.local.0, value);
+            }
         }
     }
 
@@ -492,12 +546,13 @@ impl Analysis<'_> {
                         Ty::Region(_, s) => !s.is_writable(),
                         _ => false,
                     };
-                    match state.vals[index.index()] {
+                    match state.val(index) {
                         Some(i) if read_only => self.values.intern(Expr::Element(p.local, i)),
                         _ => self.values.intern(Expr::Opaque(b, i, k)),
                     }
                 }
-                None => state.vals[p.local.index()]
+                None => state
+                    .val(p.local)
                     .unwrap_or_else(|| self.values.intern(Expr::Opaque(b, i, k))),
             },
         }
@@ -519,8 +574,11 @@ impl Analysis<'_> {
 
     /// Records that `cond` is `value` here, with what follows from it.
     fn assume(&mut self, state: &mut State, cond: Sym, value: bool) {
-        if !state.facts.insert((cond, value)) {
+        if state.facts.insert((cond, value)).is_some() {
             return;
+        }
+        if self.values.const_bits(cond) == Some(((!value) as u128, ScalarTy::Bool)) {
+            state.infeasible = true;
         }
         match (self.values.get(cond).clone(), value) {
             (Expr::Unary(UnOp::Not, x), v) => self.assume(state, x, !v),
@@ -613,7 +671,7 @@ impl Analysis<'_> {
     ) {
         let container = place.local;
         let Some(index) = place.index else { return };
-        let Some(i) = state.vals.get(index.index()).copied().flatten() else {
+        let Some(i) = state.val(index) else {
             return self.error(
                 b,
                 span,
@@ -653,7 +711,7 @@ impl Analysis<'_> {
 
     fn atomic(&mut self, b: BasicBlock, span: Span, place: Place, state: &State) {
         let Some(index) = place.index else { return };
-        let Some(i) = state.vals.get(index.index()).copied().flatten() else {
+        let Some(i) = state.val(index) else {
             return self.error(
                 b,
                 span,

@@ -128,8 +128,35 @@ pub fn specialize(body: &mut Body, target: crate::TargetFacts) {
     }
 }
 
-/// What is known of each local: `Some(c)` when it holds `c` on every path.
-type State = Vec<Option<Const>>;
+/// What is known of the locals: the constant each holds on every path, for those whose
+/// value is known. Persistent, so a block's state shares its structure with the states
+/// made from it: cloning is free, a change copies one path, and two states are compared
+/// without visiting what they share. (Dense per-block vectors made linking quadratic
+/// in kernel size.)
+#[derive(Clone, Default, PartialEq)]
+struct State(imbl::OrdMap<u32, Const>);
+
+impl State {
+    fn get(&self, l: Local) -> Option<Const> {
+        self.0.get(&l.0).copied()
+    }
+
+    fn set(&mut self, l: Local, c: Option<Const>) {
+        match c {
+            Some(c) => self.0.insert(l.0, c),
+            None => self.0.remove(&l.0),
+        };
+    }
+
+    /// What both states know alike: the constants they agree on.
+    fn meet(&self, other: &State) -> State {
+        let mut out = self.clone();
+        for l in crate::persistent::lost_keys(&self.0, &other.0) {
+            out.0.remove(&l);
+        }
+        out
+    }
+}
 
 /// The known constants at the entry of each block reachable under constant branches
 /// (`None`: not reachable).
@@ -139,10 +166,12 @@ fn propagate(body: &Body) -> Vec<Option<State>> {
     if n == 0 {
         return entry;
     }
-    // Arguments and uninitialised locals are unknown.
-    entry[0] = Some(vec![None; body.locals.len()]);
-    let mut work = vec![0usize];
-    while let Some(b) = work.pop() {
+    // Arguments and uninitialised locals are unknown. Blocks are visited in reverse
+    // postorder, so a join sees all its forward predecessors before it goes on.
+    let rank = body.reverse_postorder_ranks();
+    entry[0] = Some(State::default());
+    let mut work = std::collections::BTreeSet::from([(0usize, 0usize)]);
+    while let Some((_, b)) = work.pop_first() {
         let Some(state) = entry[b].clone() else {
             continue;
         };
@@ -157,16 +186,12 @@ fn propagate(body: &Body) -> Vec<Option<State>> {
         for (s, out) in successors {
             let s = s.index();
             let joined = match &entry[s] {
-                None => out.clone(),
-                Some(old) => old
-                    .iter()
-                    .zip(&out)
-                    .map(|(a, b)| if a == b { *a } else { None })
-                    .collect(),
+                None => out,
+                Some(old) => old.meet(&out),
             };
             if entry[s].as_ref() != Some(&joined) {
                 entry[s] = Some(joined);
-                work.push(s);
+                work.insert((rank[s], s));
             }
         }
     }
@@ -190,7 +215,7 @@ fn edges(body: &Body, kind: &TerminatorKind, out: State) -> Vec<(BasicBlock, Sta
     let with = |l: Option<Local>, c: Option<Const>| {
         let mut state = out.clone();
         if let (Some(l), Some(c)) = (l, c) {
-            state[l.index()] = Some(c);
+            state.set(l, Some(c));
         }
         state
     };
@@ -236,7 +261,7 @@ fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
             continue;
         }
         let folded = fold_rvalue(body, &s.rvalue, &state);
-        let local = s.place.local.index();
+        let local = s.place.local;
         let pure = matches!(
             s.rvalue,
             Rvalue::Use(_)
@@ -253,12 +278,12 @@ fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
         {
             body.blocks[b].statements[i].rvalue = Rvalue::Use(Operand::Const(c));
         }
-        state[local] = folded;
+        state.set(local, folded);
     }
     match &mut body.blocks[b].terminator.kind {
         TerminatorKind::Call { dest, args, .. } => {
             args.iter_mut().for_each(|a| constant(a, &state));
-            state[dest.index()] = None;
+            state.set(*dest, None);
         }
         TerminatorKind::Assert {
             msg: AssertMessage::BoundsCheck { len, index },
@@ -309,11 +334,12 @@ fn after_statements(body: &Body, block: &BlockData, mut state: State) -> State {
         if s.place.index.is_some() {
             continue;
         }
-        state[s.place.local.index()] = fold_rvalue(body, &s.rvalue, &state);
+        let folded = fold_rvalue(body, &s.rvalue, &state);
+        state.set(s.place.local, folded);
     }
     // A call's destination is unknown afterwards.
     if let TerminatorKind::Call { dest, .. } = &block.terminator.kind {
-        state[dest.index()] = None;
+        state.set(*dest, None);
     }
     state
 }
@@ -362,7 +388,7 @@ fn mask(t: ScalarTy) -> u128 {
 fn value(op: &Operand, state: &State) -> Option<Const> {
     match op {
         Operand::Const(c) => Some(*c),
-        Operand::Copy(p) | Operand::Move(p) if p.index.is_none() => state[p.local.index()],
+        Operand::Copy(p) | Operand::Move(p) if p.index.is_none() => state.get(p.local),
         _ => None,
     }
 }

@@ -2,6 +2,7 @@
 //! that types agree, every branch target exists and every local is assigned before use.
 
 use crate::ir::*;
+use fixedbitset::FixedBitSet;
 
 /// A body that passed [`validate`].
 #[derive(Copy, Clone, Debug)]
@@ -570,32 +571,37 @@ impl Validator<'_> {
     fn definite_init(&self) -> Result<(), ValidationError> {
         let b = self.body;
         let n = b.locals.len();
-        let all = vec![true; n];
-        let mut entry_state = vec![false; n];
-        entry_state[1..=b.arg_count].fill(true);
+        let mut all = FixedBitSet::with_capacity(n);
+        all.insert_range(..);
+        let mut entry_state = FixedBitSet::with_capacity(n);
+        entry_state.insert_range(1..b.arg_count + 1);
         // `ins[bb]` is the meet (intersection) over predecessors; start from "everything
-        // initialised" so the fixpoint shrinks to the right answer.
-        let mut ins: Vec<Vec<bool>> = vec![all; b.blocks.len()];
+        // initialised" so the fixpoint shrinks to the right answer. Bit sets, visited in
+        // reverse postorder: this runs on every kernel at every link.
+        let mut ins: Vec<FixedBitSet> = vec![all; b.blocks.len()];
         ins[0] = entry_state;
+        let rank = b.reverse_postorder_ranks();
+        let mut order: Vec<usize> = (0..b.blocks.len()).collect();
+        order.sort_by_key(|i| rank[*i]);
         let mut changed = true;
         while changed {
             changed = false;
-            for (i, block) in b.blocks.iter().enumerate() {
+            for &i in &order {
+                let block = &b.blocks[i];
                 let mut state = ins[i].clone();
                 for s in &block.statements {
                     if s.place.index.is_none() {
-                        state[s.place.local.index()] = true;
+                        state.insert(s.place.local.index());
                     }
                 }
                 if let TerminatorKind::Call { dest, .. } = &block.terminator.kind {
-                    state[dest.index()] = true;
+                    state.insert(dest.index());
                 }
                 for succ in block.terminator.kind.successors() {
-                    for (t, s) in ins[succ.index()].iter_mut().zip(&state) {
-                        if *t && !*s {
-                            *t = false;
-                            changed = true;
-                        }
+                    let into = &mut ins[succ.index()];
+                    if !into.is_subset(&state) {
+                        into.intersect_with(&state);
+                        changed = true;
                     }
                 }
             }
@@ -603,26 +609,27 @@ impl Validator<'_> {
         for (i, block) in b.blocks.iter().enumerate() {
             let bb = BasicBlock(i as u32);
             let mut state = ins[i].clone();
-            let check = |state: &[bool], op: &Operand, span: Span| -> Result<(), ValidationError> {
-                let read = |l: Local| -> Result<(), ValidationError> {
-                    let is_scalar = matches!(b.locals[l.index()].ty, Ty::Scalar(_));
-                    if is_scalar && !state[l.index()] {
-                        return self.err(
-                            Some(bb),
-                            span,
-                            format!("`{l}` is read before it is assigned on every path"),
-                        );
+            let check =
+                |state: &FixedBitSet, op: &Operand, span: Span| -> Result<(), ValidationError> {
+                    let read = |l: Local| -> Result<(), ValidationError> {
+                        let is_scalar = matches!(b.locals[l.index()].ty, Ty::Scalar(_));
+                        if is_scalar && !state.contains(l.index()) {
+                            return self.err(
+                                Some(bb),
+                                span,
+                                format!("`{l}` is read before it is assigned on every path"),
+                            );
+                        }
+                        Ok(())
+                    };
+                    if let Operand::Copy(p) | Operand::Move(p) = op {
+                        read(p.local)?;
+                        if let Some(index) = p.index {
+                            read(index)?;
+                        }
                     }
                     Ok(())
                 };
-                if let Operand::Copy(p) | Operand::Move(p) = op {
-                    read(p.local)?;
-                    if let Some(index) = p.index {
-                        read(index)?;
-                    }
-                }
-                Ok(())
-            };
             for s in &block.statements {
                 if let Some(index) = s.place.index {
                     check(&state, &Operand::Copy(Place::local(index)), s.span)?;
@@ -664,7 +671,7 @@ impl Validator<'_> {
                     | Rvalue::Position(..) => {}
                 }
                 if s.place.index.is_none() {
-                    state[s.place.local.index()] = true;
+                    state.insert(s.place.local.index());
                 }
             }
             let t = &block.terminator;
