@@ -419,10 +419,18 @@ impl Analysis<'_> {
                 let d = self.operand(b, n, 0, discr, span, &state);
                 let is_bool = self.operand_ty(discr) == Some(ScalarTy::Bool);
                 let mut out = Vec::new();
+                let ty = self.operand_ty(discr);
                 for (v, t) in targets {
                     let mut s = state.clone();
-                    if is_bool {
-                        self.assume(&mut s, d, *v != 0);
+                    match ty {
+                        _ if is_bool => self.assume(&mut s, d, *v != 0),
+                        // Along a case's edge the discriminant is the case's value.
+                        Some(ty) => {
+                            let c = self.values.intern(Expr::Const(truncate(*v, ty), ty));
+                            let eq = self.values.intern(Expr::Binary(BinOp::Eq, d, c));
+                            self.assume(&mut s, eq, true);
+                        }
+                        None => {}
                     }
                     out.push((*t, s));
                 }
@@ -616,8 +624,33 @@ impl Analysis<'_> {
             || self.values.const_bits(cond) == Some((value as u128, ScalarTy::Bool))
     }
 
-    /// Whether `a < b` (unsigned `usize`) is known.
+    /// Whether `a < b` (unsigned `usize`) is known, of `a` or of a constant `a` is known
+    /// to equal (a `switchInt` case).
     fn less(&mut self, state: &State, a: Sym, b: Sym) -> bool {
+        if self.less_direct(state, a, b) {
+            return true;
+        }
+        let equal: Vec<Sym> = state
+            .facts
+            .iter()
+            .filter_map(|(f, v)| match self.values.get(*f) {
+                Expr::Binary(BinOp::Eq, x, y) if *v => {
+                    let other = if *x == a {
+                        *y
+                    } else if *y == a {
+                        *x
+                    } else {
+                        return None;
+                    };
+                    self.values.const_bits(other).is_some().then_some(other)
+                }
+                _ => None,
+            })
+            .collect();
+        equal.into_iter().any(|c| self.less_direct(state, c, b))
+    }
+
+    fn less_direct(&mut self, state: &State, a: Sym, b: Sym) -> bool {
         if let (Some((x, _)), Some((y, _))) = (self.values.const_bits(a), self.values.const_bits(b))
         {
             return x < y;
