@@ -143,6 +143,8 @@ impl Analysis<'_> {
         let n = self.body.blocks.len();
         let (rank, loop_assigned) = self.order();
         let mut entries: Vec<Option<State>> = vec![None; n];
+        // Whether a block has been entered, so names made there may exist.
+        let mut entered = vec![false; n];
         // Incoming edges per block, by (predecessor, edge number): the state along the
         // edge, or `None` for an edge no thread can take.
         let mut incoming: Vec<Vec<Incoming>> = vec![Vec::new(); n];
@@ -163,9 +165,23 @@ impl Analysis<'_> {
                 states.push((self.entry_state(), true));
             }
             if !states.iter().any(|(_, forward)| *forward) {
+                // No thread gets here any more (an edge in was found never taken): what
+                // this block sent on came from names that may be stale now.
+                if entries[b].take().is_some() {
+                    let succs = self.body.blocks[b].terminator.kind.successors();
+                    for (k, succ) in succs.iter().enumerate() {
+                        let s = succ.index();
+                        if let Some((_, out)) =
+                            incoming[s].iter_mut().find(|(from, _)| *from == (b, k))
+                            && out.take().is_some()
+                        {
+                            work.insert((rank[s], s));
+                        }
+                    }
+                }
                 continue;
             }
-            let revisit = entries[b].is_some();
+            let revisit = std::mem::replace(&mut entered[b], true);
             let state = self.join(BasicBlock(b as u32), states, &loop_assigned[b], revisit);
             if entries[b].as_ref() == Some(&state) {
                 continue;
