@@ -20,34 +20,56 @@ fn key(descriptor: &'static KernelDescriptor, target: &str) -> Key {
 /// one kernel never holds up the first launch of another.
 type Cell<T> = Arc<Mutex<Option<Arc<T>>>>;
 
-/// Looks `key` up in `cache`, compiling with `make` on a miss. The cache's lock is held
-/// only to find the kernel's cell; the cell's lock is held while it compiles, so each
-/// kernel and target is compiled at most once at a time. A failed compile is not cached.
-fn cached<T>(
-    cache: &Mutex<HashMap<Key, Cell<T>>>,
-    key: Key,
-    make: impl FnOnce() -> Result<T, Error>,
-) -> Result<Arc<T>, Error> {
-    let cell = cache
-        .lock()
-        .unwrap_or_else(|poisoned| poisoned.into_inner())
-        .entry(key)
-        .or_default()
-        .clone();
-    let mut slot = cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
-    if let Some(hit) = &*slot {
-        return Ok(hit.clone());
+/// Compiled kernels by kernel and target. The map's lock is held only to find a
+/// kernel's cell; the cell's lock is held while it compiles, so each kernel and target
+/// is compiled at most once at a time and nothing else waits for it. A failed compile is
+/// not cached.
+#[doc(hidden)]
+pub struct CompileCache<T> {
+    cells: OnceLock<Mutex<HashMap<Key, Cell<T>>>>,
+}
+
+impl<T> CompileCache<T> {
+    pub const fn new() -> Self {
+        CompileCache {
+            cells: OnceLock::new(),
+        }
     }
-    let value = Arc::new(make()?);
-    *slot = Some(value.clone());
-    Ok(value)
+
+    /// The value for `key`, compiled with `make` on a miss.
+    pub fn get_or_compile(
+        &self,
+        key: (usize, String),
+        make: impl FnOnce() -> Result<T, Error>,
+    ) -> Result<Arc<T>, Error> {
+        let cell = self
+            .cells
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+            .entry(key)
+            .or_default()
+            .clone();
+        let mut slot = cell.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if let Some(hit) = &*slot {
+            return Ok(hit.clone());
+        }
+        let value = Arc::new(make()?);
+        *slot = Some(value.clone());
+        Ok(value)
+    }
+}
+
+impl<T> Default for CompileCache<T> {
+    fn default() -> Self {
+        Self::new()
+    }
 }
 
 /// PTX for a kernel and chip (`sm_90`).
 pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Arc<String>, Error> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, Cell<String>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    cached(cache, key(descriptor, chip), || jit_ptx(descriptor, chip))
+    static CACHE: CompileCache<String> = CompileCache::new();
+    CACHE.get_or_compile(key(descriptor, chip), || jit_ptx(descriptor, chip))
 }
 
 /// The kernel compiled for the CPU backend.
@@ -55,10 +77,8 @@ pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<A
 pub(crate) fn cpu(
     descriptor: &'static KernelDescriptor,
 ) -> Result<Arc<offload_lowering::CpuKernel>, Error> {
-    static CACHE: OnceLock<Mutex<HashMap<Key, Cell<offload_lowering::CpuKernel>>>> =
-        OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
-    cached(cache, key(descriptor, "cpu"), || {
+    static CACHE: CompileCache<offload_lowering::CpuKernel> = CompileCache::new();
+    CACHE.get_or_compile(key(descriptor, "cpu"), || {
         let body = descriptor.body()?;
         offload_lowering::compile_cpu(body).map_err(|e| compile_error(descriptor, e))
     })

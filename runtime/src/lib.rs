@@ -52,6 +52,8 @@ pub use launch::{DEFAULT_WORKGROUP_SIZE, LaunchOptions, MAX_WORKGROUP_SIZE};
 // (`offload_mir::link`), `launch` re-checks every argument against it, and strategies
 // are sealed, so their `check_launch` is ours.
 #[doc(hidden)]
+pub use compile::CompileCache;
+#[doc(hidden)]
 pub use launch::{DeviceFn, DynamicArg, KernelArg, KernelDescriptor, launch};
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;

@@ -239,3 +239,52 @@ fn two_dimensional_len_counts_every_element() {
     element_count(cpu(), Region::new_2d(&mut out, 4)).unwrap();
     assert!(out.iter().all(|&v| v == 12), "{out:?}");
 }
+
+/// Hole 12: a compile that does not finish holds up only its own kernel. While one
+/// kernel's compile waits, another kernel's first compile goes through, and a second
+/// request for the waiting kernel waits for that compile rather than starting its own.
+#[test]
+fn a_slow_compile_holds_up_only_its_own_kernel() {
+    use offload::CompileCache;
+    use std::sync::{Arc, mpsc};
+    use std::time::Duration;
+    static CACHE: CompileCache<u32> = CompileCache::new();
+    let slow = (1usize, "cpu".to_string());
+    let (started, on_start) = mpsc::channel();
+    let (release, on_release) = mpsc::channel::<()>();
+    let first = std::thread::spawn({
+        let slow = slow.clone();
+        move || {
+            CACHE.get_or_compile(slow, || {
+                started.send(()).unwrap();
+                on_release.recv().unwrap();
+                Ok(7)
+            })
+        }
+    });
+    on_start.recv().unwrap();
+    // Another kernel compiles while the first is stuck (a shared lock would hang here).
+    let (done, on_done) = mpsc::channel();
+    std::thread::spawn(move || {
+        done.send(
+            CACHE
+                .get_or_compile((2, "cpu".into()), || Ok(9))
+                .map(|v| *v),
+        )
+        .unwrap()
+    });
+    let other = on_done
+        .recv_timeout(Duration::from_secs(60))
+        .expect("another kernel's compile waited for the stuck one");
+    assert_eq!(other.unwrap(), 9);
+    // The same kernel again waits for the compile in progress and shares its result.
+    let again = std::thread::spawn({
+        let slow = slow.clone();
+        move || CACHE.get_or_compile(slow, || panic!("compiled twice"))
+    });
+    release.send(()).unwrap();
+    let a = first.join().unwrap().unwrap();
+    let b = again.join().unwrap().unwrap();
+    assert_eq!((*a, *b), (7, 7));
+    assert!(Arc::ptr_eq(&a, &b));
+}
