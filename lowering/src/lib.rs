@@ -25,7 +25,7 @@ mod ssa;
 pub use cpu::{CpuBarrier, CpuKernel};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
 pub use offload_to_cpu::LEADING_WORDS as CPU_LEADING_WORDS;
-pub use pipeline::{GpuTarget, Session, Stage};
+pub use pipeline::{GpuTarget, Session, Stage, pass_names};
 
 use offload_mir::{Linked, TargetFacts};
 
@@ -42,6 +42,13 @@ pub enum LowerError {
     },
     #[error("CPU code generation failed: {0}")]
     Jit(String),
+    /// MLIR given by the user (`offload-opt FILE.mlir`) that does not parse or verify, or
+    /// that a pass of the pipeline the user gave refuses.
+    #[error("{diagnostics}")]
+    Input { diagnostics: String },
+    /// A pipeline given as text that does not name passes correctly.
+    #[error("bad pass pipeline `{pipeline}`: {message}")]
+    Pipeline { pipeline: String, message: String },
 }
 
 /// What NVIDIA GPUs fix: warps of [`offload_to_gpu::WARP`] lanes.

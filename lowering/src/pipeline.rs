@@ -6,6 +6,10 @@
 //! ```
 //!
 //! Every pass manager runs with the verifier on, so each pass's output is verified.
+//!
+//! [`Session::run_pipeline`] runs a pipeline given as text, as `mlir-opt
+//! --pass-pipeline` does, with our passes ([`PASSES`]) usable by name at the top level
+//! of `builtin.module(...)` next to every upstream pass.
 //! `OFFLOAD_PASS_TIMING=1` makes each pass manager print MLIR's per-pass timing report to
 //! stderr when it finishes.
 
@@ -105,7 +109,7 @@ impl Session {
         let diagnostics = Rc::new(RefCell::new(Vec::new()));
         let sink = diagnostics.clone();
         context.attach_diagnostic_handler(move |d| {
-            let mut text = format!("{}: {d}", d.location());
+            let mut text = format!("{}: {d}", source_position(&d.location().to_string()));
             for i in 0..d.note_count() {
                 if let Ok(note) = d.note(i) {
                     text.push_str(&format!("\n  note: {note}"));
@@ -220,6 +224,84 @@ impl Session {
         )
     }
 
+    /// Parses the MLIR file at `path` and verifies it; diagnostics name its lines.
+    pub fn parse_file(&self, path: &str) -> Result<Module<'_>, LowerError> {
+        let input = |diagnostics: String| LowerError::Input { diagnostics };
+        let name = std::ffi::CString::new(path)
+            .map_err(|_| input(format!("{path}: a path with a NUL byte")))?;
+        let name = mlir_sys::MlirStringRef {
+            data: name.as_ptr(),
+            length: path.len(),
+        };
+        // SAFETY: the context is live and `name` points at `path.len()` bytes that outlive
+        // the call; a null module is the parser's failure, with diagnostics emitted.
+        let raw = unsafe { mlir_sys::mlirModuleCreateParseFromFile(self.context.to_raw(), name) };
+        if raw.ptr.is_null() {
+            let diagnostics = self.take_diagnostics();
+            return Err(input(if diagnostics.is_empty() {
+                format!("{path}: cannot read or parse this file")
+            } else {
+                diagnostics
+            }));
+        }
+        // SAFETY: `raw` is a live module just created in this session's context.
+        let module = unsafe { Module::from_raw(raw) };
+        if !module.as_operation().verify() {
+            return Err(input(self.take_diagnostics()));
+        }
+        Ok(module)
+    }
+
+    /// Runs `pipeline`, MLIR's textual form (`builtin.module(offload-partition,
+    /// canonicalize)`), on `module`. Our passes run by their names at the top level of
+    /// `builtin.module(...)`; each run of upstream passes between them is handed to MLIR.
+    pub fn run_pipeline(&self, module: &mut Module<'_>, pipeline: &str) -> Result<(), LowerError> {
+        let bad = |message: &str| LowerError::Pipeline {
+            pipeline: pipeline.to_string(),
+            message: message.to_string(),
+        };
+        let as_input = |e: LowerError| match e {
+            LowerError::Internal { diagnostics, .. } => LowerError::Input { diagnostics },
+            other => other,
+        };
+        let Some(inner) = pipeline
+            .trim()
+            .strip_prefix("builtin.module(")
+            .and_then(|p| p.strip_suffix(')'))
+        else {
+            // Not anchored on the module: only upstream passes can be named.
+            if PASSES.iter().any(|(_, name, _)| pipeline.contains(name)) {
+                return Err(bad("offload passes run on `builtin.module(...)` only"));
+            }
+            return self
+                .run(module, "pipeline", &[], pipeline)
+                .map_err(as_input);
+        };
+        let mut upstream: Vec<&str> = Vec::new();
+        let flush = |upstream: &mut Vec<&str>, module: &mut Module<'_>| {
+            if upstream.is_empty() {
+                return Ok(());
+            }
+            let text = format!("builtin.module({})", upstream.join(","));
+            upstream.clear();
+            self.run(module, "pipeline", &[], &text).map_err(as_input)
+        };
+        for element in top_level(inner).map_err(|m| bad(&m))? {
+            match PASSES.iter().find(|(_, name, _)| *name == element) {
+                Some(pass) => {
+                    flush(&mut upstream, module)?;
+                    self.run(module, "pipeline", &[*pass], "builtin.module()")
+                        .map_err(as_input)?;
+                }
+                None if PASSES.iter().any(|(_, name, _)| element.starts_with(name)) => {
+                    return Err(bad(&format!("`{element}`: offload passes take no options")));
+                }
+                None => upstream.push(element),
+            }
+        }
+        flush(&mut upstream, module)
+    }
+
     fn run(
         &self,
         module: &mut Module<'_>,
@@ -232,9 +314,17 @@ impl Session {
         for (id, name, body) in passes {
             manager.add_pass(make(id, name, *body));
         }
-        let fail = |what: String| LowerError::Internal {
-            stage,
-            diagnostics: format!("{what}\n{}", self.take_diagnostics()),
+        // MLIR's diagnostics say what failed where; its own message only that it did.
+        let fail = |what: String| {
+            let diagnostics = self.take_diagnostics();
+            LowerError::Internal {
+                stage,
+                diagnostics: if diagnostics.is_empty() {
+                    what
+                } else {
+                    diagnostics
+                },
+            }
         };
         let nested = PassManager::new(&self.context);
         nested.enable_verifier(true);
@@ -247,7 +337,7 @@ impl Session {
             }
         }
         parse_pass_pipeline(nested.as_operation_pass_manager(), pipeline)
-            .map_err(|e| fail(format!("bad pipeline `{pipeline}`: {e}")))?;
+            .map_err(|e| fail(format!("bad pass pipeline `{pipeline}`: {e}")))?;
         if !passes.is_empty() {
             manager.run(module).map_err(|e| fail(e.to_string()))?;
         }
@@ -277,6 +367,51 @@ const MATH_TO_INTRINSICS: PassSpec = (
     math_to_llvm_intrinsics::NAME,
     math_to_llvm_intrinsics::run,
 );
+
+/// Every offload pass, by the name pipelines given as text use.
+const PASSES: [PassSpec; 4] = [PARTITION, TO_GPU, TO_CPU, MATH_TO_INTRINSICS];
+
+/// The names of every offload pass.
+pub fn pass_names() -> impl Iterator<Item = &'static str> {
+    PASSES.iter().map(|(_, name, _)| *name)
+}
+
+/// `loc("FILE":LINE:COL)`, as MLIR prints a position in a file, as `FILE:LINE:COL`;
+/// other locations as printed.
+fn source_position(loc: &str) -> String {
+    let inner = loc.strip_prefix("loc(\"").and_then(|l| l.strip_suffix(')'));
+    match inner.and_then(|l| l.split_once("\":")) {
+        Some((file, line_col)) if !line_col.contains(['(', '"']) => format!("{file}:{line_col}"),
+        _ => loc.to_string(),
+    }
+}
+
+/// The elements of a pass list, split at its top-level commas (not those inside an
+/// element's `(...)` or `{...}`), trimmed.
+fn top_level(list: &str) -> Result<Vec<&str>, String> {
+    let mut out = Vec::new();
+    let (mut depth, mut start) = (0usize, 0usize);
+    for (i, c) in list.char_indices() {
+        match c {
+            '(' | '{' => depth += 1,
+            ')' | '}' => depth = depth.checked_sub(1).ok_or("unbalanced brackets")?,
+            ',' if depth == 0 => {
+                out.push(list[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if depth != 0 {
+        return Err("unbalanced brackets".into());
+    }
+    out.push(list[start..].trim());
+    if out.iter().any(|e| e.is_empty()) && list.trim() != "" {
+        return Err("an empty pass name".into());
+    }
+    out.retain(|e| !e.is_empty());
+    Ok(out)
+}
 
 /// Wraps a Rust rewrite as a real MLIR pass on `builtin.module`. A failure is emitted as
 /// an error diagnostic at the module and fails the pass manager. A panic in the rewrite

@@ -1,12 +1,18 @@
-//! File tests of linking: each `.mir` file under `tests/filetests/link/` is linked (every
-//! kernel with the file's device functions) and lowered to the CPU stage.
+//! File tests.
 //!
-//! A file states what linking must report in `// error: ` lines right after its header,
-//! one per line of the error, in order; a file without them must link and lower. After an
-//! intended change, rerun with `OFFLOAD_BLESS=1` to rewrite the expectations, and review
-//! the diff.
+//! - `tests/filetests/link/*.mir`: each file is linked (every kernel with the file's
+//!   device functions) and lowered to the CPU stage. A file states what linking must
+//!   report in `// error: ` lines right after its header, one per line of the error, in
+//!   order; a file without them must link and lower.
+//! - `tests/filetests/passes/*.mlir`: each file names a pipeline in its first line
+//!   (`// pipeline: builtin.module(convert-offload-to-gpu)`), usually one offload pass, and
+//!   is run through it as `offload-opt FILE --pass-pipeline=...` would; `NAME.out` holds
+//!   the module printed after it, or `error: ` and the diagnostics.
+//!
+//! After an intended change, rerun with `OFFLOAD_BLESS=1` to rewrite the expectations,
+//! and review the diff.
 
-use offload_lowering::{GpuTarget, Stage, emit};
+use offload_lowering::{GpuTarget, Session, Stage, emit};
 use offload_mir::{Body, BodyKind, link, parse_module};
 use std::path::Path;
 
@@ -93,4 +99,58 @@ fn blessed(text: &str, errors: &[String]) -> String {
         lines.insert(1 + i, format!("{ERROR}{e}"));
     }
     lines.join("\n") + "\n"
+}
+
+const PIPELINE: &str = "// pipeline: ";
+
+#[test]
+fn pass_filetests() {
+    let dir = Path::new("filetests/passes");
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "mlir"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no file tests in {}", dir.display());
+    let bless = std::env::var_os("OFFLOAD_BLESS").is_some();
+    let mut failures = Vec::new();
+    for path in &files {
+        let text = std::fs::read_to_string(path).expect("a readable file test");
+        let Some(pipeline) = text.lines().next().and_then(|l| l.strip_prefix(PIPELINE)) else {
+            failures.push(format!(
+                "{}: the first line must be `{PIPELINE}...`",
+                path.display()
+            ));
+            continue;
+        };
+        let session = Session::new().expect("an MLIR session");
+        let actual = match session
+            .parse_file(&path.to_string_lossy())
+            .and_then(|mut module| {
+                session.run_pipeline(&mut module, pipeline)?;
+                Ok(module.as_operation().to_string())
+            }) {
+            Ok(module) => module,
+            Err(e) => format!("error: {e}\n"),
+        };
+        let expected_path = path.with_extension("out");
+        let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
+        if actual != expected {
+            if bless {
+                std::fs::write(&expected_path, &actual).expect("a writable expectation");
+            } else {
+                failures.push(format!(
+                    "{}: the output differs from {}:\n{actual}",
+                    path.display(),
+                    expected_path.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{}\n(rerun with OFFLOAD_BLESS=1 to accept)",
+        failures.join("\n")
+    );
 }

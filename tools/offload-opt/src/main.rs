@@ -1,20 +1,31 @@
 //! `offload-opt`: prints any stage of the offload lowering for the kernels in a `.rs` or
-//! `.mir` file. A thin CLI over the same library functions the runtime calls.
+//! `.mir` file, or runs a pass pipeline (offload passes by name among upstream ones) on
+//! a `.mlir` file, as `mlir-opt` does. A thin CLI over the same library functions the
+//! runtime calls.
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
-use offload_lowering::{GpuTarget, Stage};
+use offload_lowering::{GpuTarget, Session, Stage};
 use offload_mir::{Body, BodyKind, print_module, translate, validate};
 use std::{path::PathBuf, process::ExitCode};
 
 #[derive(Parser)]
 #[command(version, about = "Shows every stage of the offload lowering pipeline")]
 struct Cli {
-    /// A Rust file with `#[offload_kernel]` functions, or a `.mir` file.
+    /// A Rust file with `#[offload_kernel]` functions, a `.mir` file, or a `.mlir` file.
     file: PathBuf,
-    /// The stage to print.
+    /// The stage to print (for `.rs` and `.mir` files).
     #[arg(long, value_enum, default_value = "all")]
     emit: Emit,
+    /// Runs this pipeline (`builtin.module(offload-partition, canonicalize)`) and prints
+    /// the result: on a `.mlir` file as it is, on kernels from their `offload` stage.
+    /// Offload passes: offload-partition, convert-offload-to-gpu, convert-offload-to-cpu,
+    /// offload-math-to-llvm-intrinsics; any upstream pass may be named too.
+    #[arg(long)]
+    pass_pipeline: Option<String>,
+    /// Writes the output to this file instead of stdout.
+    #[arg(short = 'o', long = "output")]
+    output: Option<PathBuf>,
     /// The NVIDIA chip for the `llvm` and `ptx` stages.
     #[arg(long, default_value = "sm_90")]
     chip: String,
@@ -66,9 +77,23 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    let text = output(&cli)?;
+    match &cli.output {
+        Some(path) => {
+            std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+        }
+        None => out(&text),
+    }
+}
+
+/// What `cli` asks to print.
+fn output(cli: &Cli) -> Result<String> {
+    let display = cli.file.display().to_string();
+    if cli.file.extension().is_some_and(|e| e == "mlir") {
+        return mlir_file(&display, cli.pass_pipeline.as_deref());
+    }
     let source = std::fs::read_to_string(&cli.file)
         .with_context(|| format!("cannot read {}", cli.file.display()))?;
-    let display = cli.file.display().to_string();
     let mut bodies = if cli.file.extension().is_some_and(|e| e == "mir") {
         offload_mir::parse_module(&source).map_err(|e| anyhow::anyhow!("{display}:{e}"))?
     } else {
@@ -83,9 +108,8 @@ fn run(cli: Cli) -> Result<()> {
     for body in &bodies {
         validate(body)?;
     }
-    if cli.emit == Emit::Mir {
-        out(&print_module(&bodies))?;
-        return Ok(());
+    if cli.emit == Emit::Mir && cli.pass_pipeline.is_none() {
+        return Ok(print_module(&bodies));
     }
     // Kernels are lowered linked with the file's device functions and verified.
     let device: Vec<&Body> = bodies
@@ -97,11 +121,19 @@ fn run(cli: Cli) -> Result<()> {
         .filter(|b| b.kind == BodyKind::Kernel)
         .map(|k| offload_mir::link(k, &device).map_err(|e| anyhow::anyhow!("{e}")))
         .collect::<Result<Vec<_>>>()?;
-    let bodies = kernels;
+    if let Some(pipeline) = &cli.pass_pipeline {
+        let session = Session::new()?;
+        let mut text = String::new();
+        for kernel in &kernels {
+            let mut module = session.offload_module(kernel)?;
+            session.run_pipeline(&mut module, pipeline)?;
+            text.push_str(&format!("{}\n", module.as_operation()));
+        }
+        return Ok(text);
+    }
     if cli.emit == Emit::Linked {
-        let linked: Vec<Body> = bodies.iter().map(|b| b.body().clone()).collect();
-        out(&print_module(&linked))?;
-        return Ok(());
+        let linked: Vec<Body> = kernels.iter().map(|b| b.body().clone()).collect();
+        return Ok(print_module(&linked));
     }
     let target = GpuTarget {
         chip: cli.chip.clone(),
@@ -116,27 +148,38 @@ fn run(cli: Cli) -> Result<()> {
         Emit::Cpu => Stage::Cpu,
         Emit::Mir | Emit::Linked => unreachable!("handled above"),
     };
-    for body in &bodies {
+    let mut text = String::new();
+    for body in &kernels {
         let stages = offload_lowering::emit(body, last, &target)?;
         if cli.emit == Emit::All {
-            out(&format!(
+            text.push_str(&format!(
                 "// ===== {} :: mir =====\n{}\n",
                 body.name,
                 body.body()
-            ))?;
-            for (stage, text) in stages {
-                out(&format!(
+            ));
+            for (stage, stage_text) in stages {
+                text.push_str(&format!(
                     "// ===== {} :: {} =====\n{}\n",
                     body.name,
                     stage.name(),
-                    text.trim_end()
-                ))?;
+                    stage_text.trim_end()
+                ));
             }
-        } else if let Some((_, text)) = stages.last() {
-            out(&format!("{}\n", text.trim_end()))?;
+        } else if let Some((_, stage_text)) = stages.last() {
+            text.push_str(&format!("{}\n", stage_text.trim_end()));
         }
     }
-    Ok(())
+    Ok(text)
+}
+
+/// A `.mlir` file, parsed and verified, after `pipeline` if one is given.
+fn mlir_file(path: &str, pipeline: Option<&str>) -> Result<String> {
+    let session = Session::new()?;
+    let mut module = session.parse_file(path)?;
+    if let Some(pipeline) = pipeline {
+        session.run_pipeline(&mut module, pipeline)?;
+    }
+    Ok(format!("{}\n", module.as_operation()))
 }
 
 /// Writes to stdout; a closed pipe (`offload-opt ... | head`) ends the output quietly.

@@ -143,3 +143,63 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
     let (ok, _, stderr) = run(&["--emit", "mir"], Some(("k.rs", &kernel(&ifs))));
     assert!(ok, "{stderr}");
 }
+
+#[test]
+fn pass_pipelines_run_on_mlir_files() {
+    let dir = std::env::temp_dir().join(format!("offload-opt-pipeline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let offload = dir.join("k.mlir");
+    let offload = offload.to_str().unwrap();
+    let (ok, stdout, stderr) = run(&["--emit", "offload", "-o", offload], Some(("k.rs", SAXPY)));
+    assert!(ok && stdout.is_empty(), "{stderr}");
+    assert!(
+        std::fs::read_to_string(offload)
+            .unwrap()
+            .contains("offload.region_index")
+    );
+    // An offload pass by name, then upstream passes: each runs in order.
+    let (ok, stdout, stderr) = run(
+        &[
+            offload,
+            "--pass-pipeline",
+            "builtin.module(offload-partition, convert-offload-to-gpu, canonicalize)",
+        ],
+        None,
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("gpu.func @saxpy"), "{stdout}");
+    assert!(!stdout.contains("offload.region_index"), "{stdout}");
+    // The same pipeline on the kernels of a Rust file starts from their `offload` stage.
+    let (ok, from_rust, stderr) = run(
+        &["--pass-pipeline", "builtin.module(offload-partition)"],
+        Some(("k.rs", SAXPY)),
+    );
+    assert!(ok, "{stderr}");
+    assert!(from_rust.contains("offload.workgroup_id"), "{from_rust}");
+    for (pipeline, error) in [
+        (
+            "builtin.module(no-such-pass)",
+            "error: bad pass pipeline `builtin.module(no-such-pass)`",
+        ),
+        (
+            "builtin.module(offload-partition{x=1})",
+            "error: bad pass pipeline `builtin.module(offload-partition{x=1})`: `offload-partition{x=1}`: offload passes take no options",
+        ),
+        (
+            "func.func(offload-partition)",
+            "error: bad pass pipeline `func.func(offload-partition)`: offload passes run on `builtin.module(...)` only",
+        ),
+        (
+            "builtin.module(offload-partition,,cse)",
+            "error: bad pass pipeline `builtin.module(offload-partition,,cse)`: an empty pass name",
+        ),
+    ] {
+        let (ok, _, stderr) = run(&[offload, "--pass-pipeline", pipeline], None);
+        assert!(!ok, "{pipeline} was accepted");
+        assert!(stderr.starts_with(error), "{pipeline}: {stderr}");
+    }
+    // Malformed MLIR is a located diagnostic.
+    let (ok, _, stderr) = run(&[], Some(("bad.mlir", "module {\n  func.func @f( {\n}\n")));
+    assert!(!ok);
+    assert!(stderr.starts_with("error: DIR/bad.mlir:2:"), "{stderr}");
+}
