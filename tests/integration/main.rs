@@ -21,7 +21,7 @@ use offload_mir::{Body, Linked};
 /// The kernels of a file under `tests/kernels/`, every instance of generic ones, with the
 /// file's `#[offload_device]` functions inlined.
 pub fn kernels(file: &str) -> Vec<Linked> {
-    use offload_mir::translate::{instances, translate_device, translate_instance};
+    use offload_frontend::{instances, translate_device, translate_instance};
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
     let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let parsed = syn::parse_file(&source).expect("test kernels parse");

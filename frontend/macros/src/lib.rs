@@ -12,7 +12,7 @@
 //! Unsupported Rust in a kernel is a compile error at its span, produced by the MIR
 //! translator in `offload-mir`. These macros never panic on user input.
 
-use offload_mir::translate::{
+use offload_frontend::{
     ParamKind, instance_name, instances, param_kind, translate_device, translate_instance,
 };
 use proc_macro::TokenStream;
@@ -41,7 +41,7 @@ pub fn offload_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
-    let to_syn = |e: offload_mir::translate::TranslateError| syn::Error::new(e.span, e.message);
+    let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
     let file = item.sig.ident.span().file();
     let name = &item.sig.ident;
     let name_str = name.to_string();
@@ -185,7 +185,7 @@ pub fn offload_device(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
-    let to_syn = |e: offload_mir::translate::TranslateError| syn::Error::new(e.span, e.message);
+    let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
     let file = item.sig.ident.span().file();
     let name = &item.sig.ident;
     let mut bodies = Vec::new();
@@ -231,7 +231,7 @@ fn device_calls(block: &syn::Block) -> Vec<TokenStream2> {
                 // constructors are built in, not device functions.
                 let names: Vec<String> =
                     path.segments.iter().map(|s| s.ident.to_string()).collect();
-                let builtin = offload_mir::translate::is_builtin(&names);
+                let builtin = offload_frontend::is_builtin(&names);
                 if !builtin && !self.0.iter().any(|(k, _)| *k == key) {
                     let reference = quote_spanned! {call.func.span()=> &#path::DEVICE };
                     self.0.push((key, reference));

@@ -81,7 +81,6 @@ mod persistent;
 mod print;
 pub mod safety;
 mod simplify;
-pub mod translate;
 mod validate;
 
 pub use ir::*;

@@ -25,7 +25,7 @@
 //! # How facts are found
 //!
 //! A forward must-analysis over the control-flow graph names the value of every local
-//! symbolically ([`values`]) and collects the conditions known to hold: an `assert`'s
+//! symbolically (module `values`) and collects the conditions known to hold: an `assert`'s
 //! condition on its success edge, a `switchInt` on a `bool` on each edge. Conditions
 //! split through `!`, `&` (when true) and `|` (when false). At a join a fact survives
 //! only if every incoming path has it.

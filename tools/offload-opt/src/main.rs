@@ -5,8 +5,9 @@
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
+use offload_frontend as translate;
 use offload_lowering::{GpuTarget, Session, Stage};
-use offload_mir::{Body, BodyKind, print_module, translate, validate};
+use offload_mir::{Body, BodyKind, print_module, validate};
 use std::{path::PathBuf, process::ExitCode};
 
 #[derive(Parser)]

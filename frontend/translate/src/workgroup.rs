@@ -4,10 +4,10 @@
 //! Safe shared-memory writes go to the thread's own slots only: slot `k * T + rank` for
 //! its `k`-th slot, where `T` is the number of threads per workgroup and `rank` the
 //! thread's linear index in it. Reads may touch any slot. The race check in
-//! [`crate::convergence`] then proves a barrier separates writes from reads.
+//! [`offload_mir::convergence`] then proves a barrier separates writes from reads.
 
 use super::{Binding, Builder, Result, Value, error};
-use crate::ir::*;
+use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
 
@@ -94,7 +94,7 @@ impl Builder {
         if elem == ScalarTy::Bool {
             return error(ty_segment, "shared memory holds numbers, not `bool`");
         }
-        let limit = crate::safety::MAX_STATIC_SHARED_BYTES;
+        let limit = offload_mir::safety::MAX_STATIC_SHARED_BYTES;
         if let Some(n) = len
             && n as usize * elem.size_bytes() > limit
         {

@@ -1,12 +1,13 @@
-//! Translates the body of an `#[offload_kernel]` Rust function, as parsed by `syn`, into
-//! MIR. Anything outside the supported subset is a [`TranslateError`] carrying the span of
+//! `offload-frontend`: translates the body of an `#[offload_kernel]` Rust function, as
+//! parsed by `syn`, into MIR. The macros, `offload-opt` and build scripts share it; the
+//! IR crate and the runtime do not depend on `syn`. Anything outside the supported subset is a [`TranslateError`] carrying the span of
 //! the offending syntax, which the proc macro turns into a compile error there.
 //!
 //! The kernel body is also compiled by rustc (in a never-called function the macro emits),
 //! so type errors in it are rustc's. This translator therefore infers types only as far
 //! as MIR needs them, trusting that rustc accepted the same code.
 
-use crate::ir::*;
+use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
@@ -403,7 +404,7 @@ impl Builder {
         b.terminate(TerminatorKind::Return, end);
         let body = b.finish();
         if body.kind == BodyKind::Kernel {
-            let at_source = |e: crate::convergence::ConvergenceError| TranslateError {
+            let at_source = |e: offload_mir::convergence::ConvergenceError| TranslateError {
                 span: b
                     .syn_spans
                     .get(&e.span)
@@ -411,8 +412,8 @@ impl Builder {
                     .unwrap_or(item.sig.ident.span()),
                 message: e.message,
             };
-            crate::convergence::check_convergence(&body).map_err(at_source)?;
-            crate::convergence::check_shared_races(&body).map_err(at_source)?;
+            offload_mir::convergence::check_convergence(&body).map_err(at_source)?;
+            offload_mir::convergence::check_shared_races(&body).map_err(at_source)?;
         }
         Ok(body)
     }
