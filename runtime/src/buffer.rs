@@ -12,65 +12,20 @@
 //! device, a launch that panics may leave a device buffer partly written: unlike host
 //! regions, buffers are not copied, so there is no original to keep.
 
-use crate::{Device, Error, scalar::Scalar};
+use crate::{
+    Device, Error, IntoRegion, IntoSlice, OneDimensional, PartitioningStrategy, Region, Shape,
+    SliceData, Stencil2D,
+    memory::{Memory, Resident, SplitParts},
+    scalar::Scalar,
+};
 use std::marker::PhantomData;
-
-/// Where a buffer's data lives, as a launch needs it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Resident {
-    pub device: Device,
-    /// Elements in the buffer.
-    pub len: usize,
-    /// The device address (CUDA) or host address (CPU) of the first element.
-    pub address: u64,
-    /// For a [`SplitBuffer`]: every part, one per share of a `device = all` launch (the
-    /// fields above describe the first).
-    pub split: Option<std::sync::Arc<SplitParts>>,
-    /// The thread that made the launch argument: the launch's issuer, to whom an
-    /// asynchronous launch's panic is reported (also when a `device = all` launch runs its
-    /// shares on helper threads).
-    pub issuer: crate::cuda::Issuer,
-}
-
-/// Where a [`SplitBuffer`]'s parts live.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) struct SplitParts {
-    /// Each part's device and the address of its element 0.
-    pub parts: Vec<(Device, u64)>,
-    /// The elements each part holds: its window of a scattered buffer, all of them in a
-    /// replicated one.
-    pub windows: Vec<(usize, usize)>,
-    pub replicated: bool,
-}
-
-enum Storage {
-    Cuda(cudarc::driver::CudaSlice<u8>),
-    /// 8-byte aligned for any element type.
-    Cpu(Vec<u64>),
-}
 
 /// `len` elements of `T` on one device.
 pub struct DeviceBuffer<T> {
     device: Device,
     len: usize,
-    storage: Storage,
+    memory: Box<dyn Memory>,
     _element: PhantomData<T>,
-}
-
-/// `bytes` of zeros as 8-byte words, or `None` if the allocator refuses. Zeroed pages
-/// come from the allocator lazily, without touching them here.
-fn zeroed_words(bytes: u128) -> Option<Vec<u64>> {
-    let words = usize::try_from(bytes.div_ceil(8)).ok()?;
-    if words == 0 {
-        return Some(Vec::new());
-    }
-    let layout = std::alloc::Layout::array::<u64>(words).ok()?;
-    // SAFETY: `layout` has a non-zero size; a non-null result is `words` zeroed, aligned
-    // `u64`s owned by the returned vector, which frees them with the same layout.
-    unsafe {
-        let ptr = std::alloc::alloc_zeroed(layout).cast::<u64>();
-        (!ptr.is_null()).then(|| Vec::from_raw_parts(ptr, words, words))
-    }
 }
 
 fn bytes_of<T: Scalar>(data: &[T]) -> &[u8] {
@@ -81,37 +36,10 @@ fn bytes_of<T: Scalar>(data: &[T]) -> &[u8] {
 impl<T: Scalar> DeviceBuffer<T> {
     /// A buffer on `device` holding a copy of `data`.
     pub fn from_slice(device: &Device, data: &[T]) -> Result<Self, Error> {
-        let storage = match device {
-            Device::Cuda { ordinal, .. } => {
-                let stream = crate::cuda::stream(*ordinal)?;
-                let bytes = bytes_of(data);
-                let slice = if bytes.is_empty() {
-                    // A zero-length allocation is refused by the driver; one byte stands in.
-                    stream.alloc_zeros::<u8>(1)
-                } else {
-                    stream.clone_htod(bytes)
-                }
-                .map_err(Error::cuda("copying a buffer to the device"))?;
-                Storage::Cuda(slice)
-            }
-            Device::Cpu => {
-                let bytes = bytes_of(data);
-                let mut words = vec![0u64; bytes.len().div_ceil(8)];
-                // SAFETY: `words` has room for `bytes`.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        bytes.as_ptr(),
-                        words.as_mut_ptr().cast::<u8>(),
-                        bytes.len(),
-                    )
-                };
-                Storage::Cpu(words)
-            }
-        };
         Ok(DeviceBuffer {
             device: device.clone(),
             len: data.len(),
-            storage,
+            memory: crate::backend::of(device).upload(bytes_of(data))?,
             _element: PhantomData,
         })
     }
@@ -120,38 +48,10 @@ impl<T: Scalar> DeviceBuffer<T> {
     /// [`Error::OutOfMemory`].
     pub fn zeros(device: &Device, len: usize) -> Result<Self, Error> {
         let bytes = len as u128 * T::TY.size_bytes() as u128;
-        let out_of_memory = || Error::OutOfMemory {
-            device: device.to_string(),
-            bytes,
-        };
-        let storage = match device {
-            Device::Cuda { ordinal, .. } => {
-                let stream = crate::cuda::stream(*ordinal)?;
-                let size = usize::try_from(bytes).map_err(|_| out_of_memory())?;
-                match stream.alloc_zeros::<u8>(size.max(1)) {
-                    Ok(slice) => Storage::Cuda(slice),
-                    Err(e)
-                        if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY =>
-                    {
-                        return Err(out_of_memory());
-                    }
-                    Err(e) => return Err(Error::cuda("allocating a buffer")(e)),
-                }
-            }
-            Device::Cpu => {
-                // The CPU backend's device memory is the host's: a buffer larger than it
-                // is refused up front, since an overcommitting kernel would hand out the
-                // address space and kill the process when it is touched.
-                if crate::cpu::host_memory_bytes().is_some_and(|total| bytes > total as u128) {
-                    return Err(out_of_memory());
-                }
-                Storage::Cpu(zeroed_words(bytes).ok_or_else(out_of_memory)?)
-            }
-        };
         Ok(DeviceBuffer {
             device: device.clone(),
             len,
-            storage,
+            memory: crate::backend::of(device).allocate_zeroed(bytes)?,
             _element: PhantomData,
         })
     }
@@ -179,38 +79,12 @@ impl<T: Scalar> DeviceBuffer<T> {
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
         let mut out: Vec<T> = Vec::with_capacity(self.len);
         let bytes = self.len * T::TY.size_bytes();
-        match &self.storage {
-            Storage::Cuda(slice) => {
-                let Device::Cuda { ordinal, .. } = self.device else {
-                    unreachable!("CUDA storage is on a CUDA device")
-                };
-                // Waits for the launches that may write the buffer, and reports this
-                // thread's unreported panics on the device.
-                crate::cuda::synchronize(ordinal)?;
-                let stream = crate::cuda::stream(ordinal)?;
-                let host = stream
-                    .clone_dtoh(slice)
-                    .map_err(Error::cuda("copying a buffer from the device"))?;
-                // SAFETY: `out` has capacity for `bytes`, which the device held as `len`
-                // valid elements.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(
-                        host.as_ptr(),
-                        out.as_mut_ptr().cast::<u8>(),
-                        bytes,
-                    );
-                    out.set_len(self.len);
-                }
-            }
-            Storage::Cpu(words) => unsafe {
-                // SAFETY: as above, from host memory.
-                std::ptr::copy_nonoverlapping(
-                    words.as_ptr().cast::<u8>(),
-                    out.as_mut_ptr().cast::<u8>(),
-                    bytes,
-                );
-                out.set_len(self.len);
-            },
+        // SAFETY: `out` has capacity for `bytes`; `read` fills all of them, from memory
+        // that holds `len` valid elements, before the length is set.
+        unsafe {
+            let into = std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes);
+            self.memory.read(into)?;
+            out.set_len(self.len);
         }
         Ok(out)
     }
@@ -218,10 +92,7 @@ impl<T: Scalar> DeviceBuffer<T> {
     /// Waits for the buffer's device as [`to_vec`](Self::to_vec) does, reporting the same
     /// panics, without reading the buffer.
     fn wait(&self) -> Result<(), Error> {
-        match self.device {
-            Device::Cuda { ordinal, .. } => crate::cuda::synchronize(ordinal),
-            Device::Cpu => Ok(()),
-        }
+        crate::backend::of(&self.device).synchronize()
     }
 
     pub fn len(&self) -> usize {
@@ -237,53 +108,19 @@ impl<T: Scalar> DeviceBuffer<T> {
     }
 
     pub(crate) fn resident(&self) -> Resident {
-        let address = match &self.storage {
-            Storage::Cuda(slice) => {
-                let Device::Cuda { ordinal, .. } = self.device else {
-                    unreachable!("CUDA storage is on a CUDA device")
-                };
-                let stream = crate::cuda::stream(ordinal).expect("the buffer's context exists");
-                let (ptr, _guard) = cudarc::driver::DevicePtr::device_ptr(slice, &stream);
-                ptr
-            }
-            Storage::Cpu(words) => words.as_ptr() as u64,
-        };
         Resident {
             device: self.device.clone(),
             len: self.len,
-            address,
+            address: self.memory.address(),
             split: None,
-            issuer: crate::cuda::issuer(),
+            issuer: crate::panic::issuer(),
         }
     }
 
     /// Copies `data` into the buffer from element `first` on.
     fn write_at(&mut self, first: usize, data: &[T]) -> Result<(), Error> {
-        let bytes = bytes_of(data);
-        let offset = first * T::TY.size_bytes();
-        match &mut self.storage {
-            Storage::Cuda(slice) => {
-                let Device::Cuda { ordinal, .. } = self.device else {
-                    unreachable!("CUDA storage is on a CUDA device")
-                };
-                if !bytes.is_empty() {
-                    let stream = crate::cuda::stream(ordinal)?;
-                    let mut window = slice.slice_mut(offset..offset + bytes.len());
-                    stream
-                        .memcpy_htod(bytes, &mut window)
-                        .map_err(Error::cuda("copying a buffer part to the device"))?;
-                }
-            }
-            Storage::Cpu(words) => {
-                // SAFETY: the buffer holds `len` elements, of which `first..first +
-                // data.len()` are in range (the caller's window).
-                unsafe {
-                    let at = words.as_mut_ptr().cast::<u8>().add(offset);
-                    std::ptr::copy_nonoverlapping(bytes.as_ptr(), at, bytes.len())
-                };
-            }
-        }
-        Ok(())
+        self.memory
+            .write(first * T::TY.size_bytes(), bytes_of(data))
     }
 }
 
@@ -402,6 +239,70 @@ impl<T: Scalar> SplitBuffer<T> {
                 replicated: self.replicated,
             })),
             ..parts[0].clone()
+        }
+    }
+}
+
+// How buffers take part in launches: as regions and slices used where they live.
+
+impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
+    /// A region over a device-resident buffer, used where it lives.
+    pub fn on_device(buffer: &'a mut DeviceBuffer<T>) -> Self {
+        Self::over(buffer, None)
+    }
+
+    /// A 2-D region over a device-resident buffer in rows of `row_len` elements.
+    pub fn on_device_2d(buffer: &'a mut DeviceBuffer<T>, row_len: usize) -> Self {
+        Self::over(buffer, Some(row_len))
+    }
+
+    fn over(buffer: &DeviceBuffer<T>, row_len: Option<usize>) -> Self {
+        let shape = Shape {
+            len: buffer.len(),
+            row_len,
+        };
+        Region::resident(shape, buffer.resident())
+    }
+}
+
+impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
+    /// A read-only stencil region over a device-resident buffer.
+    pub fn stencil_on_device(buffer: &'a DeviceBuffer<T>, row_len: usize) -> Self {
+        Region::over(buffer, Some(row_len))
+    }
+}
+
+impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut DeviceBuffer<T> {
+    fn into_region(self) -> Region<'a, T, S> {
+        Region::on_device(self)
+    }
+}
+
+impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut SplitBuffer<T> {
+    fn into_region(self) -> Region<'a, T, S> {
+        let shape = Shape {
+            len: self.len(),
+            row_len: None,
+        };
+        Region::resident(shape, self.resident())
+    }
+}
+
+impl<'a, T: Scalar> IntoSlice<'a, T> for &'a SplitBuffer<T> {
+    fn into_slice(self) -> SliceData<'a, T> {
+        SliceData {
+            host: &[],
+            resident: Some(self.resident()),
+        }
+    }
+}
+
+impl<'a, T: Scalar> IntoSlice<'a, T> for &'a DeviceBuffer<T> {
+    fn into_slice(self) -> SliceData<'a, T> {
+        // The host slice is never read for resident data; the length is the buffer's.
+        SliceData {
+            host: &[],
+            resident: Some(self.resident()),
         }
     }
 }

@@ -1,6 +1,6 @@
 //! Compiling kernels from their embedded MIR, once per kernel and target.
 
-use crate::{Error, launch::KernelDescriptor};
+use crate::{Error, kernel::KernelDescriptor};
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, OnceLock},

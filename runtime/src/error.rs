@@ -35,12 +35,3 @@ pub enum Error {
     #[error("out of memory on {device}: {bytes} bytes could not be allocated")]
     OutOfMemory { device: String, bytes: u128 },
 }
-
-impl Error {
-    pub(crate) fn cuda(during: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
-        move |e| Error::Cuda {
-            during,
-            message: e.to_string(),
-        }
-    }
-}

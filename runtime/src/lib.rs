@@ -29,39 +29,48 @@
 //! by zero), the launch returns [`Error::KernelPanic`] naming the first panic's source
 //! line and **no region is copied back**: the caller's data is exactly as it was.
 
+mod args;
+mod backend;
 mod buffer;
 mod compile;
-mod cpu;
-mod cuda;
 mod device;
 mod error;
+mod kernel;
 pub mod kernel_view;
 mod launch;
+mod machine;
+mod memory;
 mod panic;
+mod plan;
 mod region;
 mod scalar;
 mod split;
 
 pub use buffer::{DeviceBuffer, SplitBuffer};
-pub use device::{Device, default_device, devices, parse_selection, synchronize};
+pub use device::{Device, parse_selection};
 pub use error::Error;
 pub use kernel_view::Atomic;
-pub use launch::{DEFAULT_WORKGROUP_SIZE, LaunchOptions, MAX_WORKGROUP_SIZE};
+pub use launch::LaunchOptions;
+pub use machine::{default_device, devices, synchronize};
 // What the macros expand to. Hidden, and safe to call only because nothing it is given
 // is trusted: `KernelDescriptor::body` links and verifies the MIR
 // (`offload_mir::link`), `launch` re-checks every argument against it, and strategies
 // are sealed, so their `check_launch` is ours.
 #[doc(hidden)]
+pub use args::{DynamicArg, KernelArg};
+#[doc(hidden)]
 pub use compile::CompileCache;
 #[doc(hidden)]
-pub use launch::{DeviceFn, DynamicArg, KernelArg, KernelDescriptor, launch};
+pub use kernel::{DeviceFn, KernelDescriptor};
+#[doc(hidden)]
+pub use launch::launch;
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;
 #[doc(hidden)]
 pub use offload_mir::Strategy;
 pub use region::{
-    Chunked, IntoAtomic, IntoRegion, IntoSlice, Linear1D, Linear2D, OneDimensional,
-    PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
+    Chunked, DEFAULT_WORKGROUP_SIZE, IntoAtomic, IntoRegion, IntoSlice, Linear1D, Linear2D,
+    MAX_WORKGROUP_SIZE, OneDimensional, PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
 };
 pub use scalar::{Float, Int, Num, Scalar};
 

@@ -1,4 +1,5 @@
-//! Turning a kernel's panic buffer into an [`Error::KernelPanic`].
+//! Turning a kernel's panic buffer into an [`Error::KernelPanic`], and who it is
+//! reported to: the [`Issuer`] of the launch.
 
 use crate::Error;
 use offload_mir::{AssertMessage, Body};
@@ -45,4 +46,51 @@ pub(crate) fn decode(kernel: &str, body: &Body, words: &PanicWords) -> Option<Er
         column: span.column,
         message,
     })
+}
+
+/// Who a launch's panic is reported to: the host thread that issued it, by a number of
+/// this module's (a `ThreadId` needs `thread::current`, which a thread's last moments may
+/// not offer).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Issuer(u64);
+
+impl Issuer {
+    /// Stands for any thread whose locals are being destroyed.
+    pub const LATE: Issuer = Issuer(u64::MAX);
+}
+
+/// Tells the hooks of [`on_issuer_exit`] when its thread ends.
+struct IssuerGuard(Issuer);
+
+impl Drop for IssuerGuard {
+    fn drop(&mut self) {
+        let hooks = EXIT_HOOKS.lock().map(|h| h.clone()).unwrap_or_default();
+        for hook in hooks {
+            hook(self.0);
+        }
+    }
+}
+
+thread_local! {
+    static ISSUER: IssuerGuard = {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        IssuerGuard(Issuer(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
+    };
+}
+
+static EXIT_HOOKS: std::sync::Mutex<Vec<fn(Issuer)>> = std::sync::Mutex::new(Vec::new());
+
+/// The calling thread, as the issuer of the launches it makes.
+pub(crate) fn issuer() -> Issuer {
+    ISSUER.try_with(|guard| guard.0).unwrap_or(Issuer::LATE)
+}
+
+/// Calls `hook` with each issuer whose thread ends from now on, while its locals are
+/// destroyed (so `hook` must not need them): a backend that keeps launches per issuer
+/// hands them over there. Registering the same hook twice calls it once.
+pub(crate) fn on_issuer_exit(hook: fn(Issuer)) {
+    let mut hooks = EXIT_HOOKS.lock().unwrap_or_else(|p| p.into_inner());
+    if !hooks.contains(&hook) {
+        hooks.push(hook);
+    }
 }

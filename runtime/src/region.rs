@@ -1,9 +1,15 @@
 //! `Region<T, S>`: data a kernel works on, shared out among threads by a partitioning
 //! strategy so that no two threads can reach the same element.
 
-use crate::{DeviceBuffer, Error, SplitBuffer, buffer::Resident, scalar::Scalar};
+use crate::{Error, memory::Resident, scalar::Scalar};
 use offload_mir::Strategy;
 use std::{marker::PhantomData, ptr::NonNull};
+
+/// Threads per workgroup when a launch does not say.
+pub const DEFAULT_WORKGROUP_SIZE: u32 = 256;
+
+/// The most threads one workgroup may have.
+pub const MAX_WORKGROUP_SIZE: u64 = 1024;
 
 /// A region's shape: `len` elements, in rows of `row_len` for 2-D strategies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -96,11 +102,11 @@ pub(crate) fn default_geometry(
 ) -> Result<([u32; 3], [u32; 3]), Error> {
     match strategy {
         Strategy::Linear1D => {
-            let block = block.unwrap_or([crate::DEFAULT_WORKGROUP_SIZE, 1, 1]);
+            let block = block.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
             Ok(([groups(shape.len, block[0])?, 1, 1], block))
         }
         Strategy::Chunked(n) => {
-            let block = block.unwrap_or([crate::DEFAULT_WORKGROUP_SIZE, 1, 1]);
+            let block = block.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
             let chunks = shape.len.div_ceil(n.max(1) as usize);
             Ok(([groups(chunks, block[0])?, 1, 1], block))
         }
@@ -254,24 +260,12 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
 }
 
 impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
-    /// A region over a device-resident buffer, used where it lives.
-    pub fn on_device(buffer: &'a mut DeviceBuffer<T>) -> Self {
-        Self::resident(buffer, None)
-    }
-
-    /// A 2-D region over a device-resident buffer in rows of `row_len` elements.
-    pub fn on_device_2d(buffer: &'a mut DeviceBuffer<T>, row_len: usize) -> Self {
-        Self::resident(buffer, Some(row_len))
-    }
-
-    fn resident(buffer: &DeviceBuffer<T>, row_len: Option<usize>) -> Self {
+    /// A region of `shape` over device-resident data, used where it lives.
+    pub(crate) fn resident(shape: Shape, resident: Resident) -> Self {
         Region {
             data: NonNull::dangling(),
-            shape: Shape {
-                len: buffer.len(),
-                row_len,
-            },
-            resident: Some(buffer.resident()),
+            shape,
+            resident: Some(resident),
             _borrow: PhantomData,
             _strategy: PhantomData,
         }
@@ -279,20 +273,6 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
 }
 
 impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
-    /// A read-only stencil region over a device-resident buffer.
-    pub fn stencil_on_device(buffer: &'a DeviceBuffer<T>, row_len: usize) -> Self {
-        Region {
-            data: NonNull::dangling(),
-            shape: Shape {
-                len: buffer.len(),
-                row_len: Some(row_len),
-            },
-            resident: Some(buffer.resident()),
-            _borrow: PhantomData,
-            _strategy: PhantomData,
-        }
-    }
-
     /// A read-only stencil region over `data` in rows of `row_len` elements.
     pub fn stencil(data: &'a [T], row_len: usize) -> Self {
         // The pointer is never written through: `Stencil2D` regions are not writable in
@@ -333,27 +313,6 @@ impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut [T] {
 impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut Vec<T> {
     fn into_region(self) -> Region<'a, T, S> {
         Region::new(self.as_mut_slice())
-    }
-}
-
-impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut DeviceBuffer<T> {
-    fn into_region(self) -> Region<'a, T, S> {
-        Region::on_device(self)
-    }
-}
-
-impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut SplitBuffer<T> {
-    fn into_region(self) -> Region<'a, T, S> {
-        Region {
-            data: NonNull::dangling(),
-            shape: Shape {
-                len: self.len(),
-                row_len: None,
-            },
-            resident: Some(self.resident()),
-            _borrow: PhantomData,
-            _strategy: PhantomData,
-        }
     }
 }
 
@@ -422,25 +381,6 @@ impl<'a, T: Scalar, const N: usize> IntoSlice<'a, T> for &'a [T; N] {
         SliceData {
             host: self.as_slice(),
             resident: None,
-        }
-    }
-}
-
-impl<'a, T: Scalar> IntoSlice<'a, T> for &'a SplitBuffer<T> {
-    fn into_slice(self) -> SliceData<'a, T> {
-        SliceData {
-            host: &[],
-            resident: Some(self.resident()),
-        }
-    }
-}
-
-impl<'a, T: Scalar> IntoSlice<'a, T> for &'a DeviceBuffer<T> {
-    fn into_slice(self) -> SliceData<'a, T> {
-        // The host slice is never read for resident data; the length is the buffer's.
-        SliceData {
-            host: &[],
-            resident: Some(self.resident()),
         }
     }
 }

@@ -17,8 +17,10 @@
 
 use crate::{
     Device, Error,
-    buffer::Resident,
-    launch::{ArgKind, KernelArg, KernelDescriptor, Launch},
+    args::{ArgKind, KernelArg},
+    kernel::KernelDescriptor,
+    memory::Resident,
+    plan::LaunchPlan as Launch,
 };
 use offload_mir::{Body, Strategy};
 
@@ -289,7 +291,7 @@ fn launch_on(
     dyn_cache: u32,
     (start, end): (u32, u32),
 ) -> Result<(), Error> {
-    Launch {
+    let plan = Launch {
         body,
         descriptor,
         args,
@@ -298,8 +300,8 @@ fn launch_on(
         dyn_cache,
         group_base: start,
         groups,
-    }
-    .run_on(device)
+    };
+    crate::backend::of(device).launch(plan)
 }
 
 /// One share's arguments, moved to the thread that runs the share.

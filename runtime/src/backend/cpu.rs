@@ -13,20 +13,15 @@
 //! Region data is copied into a scratch buffer for the kernel and copied back only if no
 //! thread panicked, so a failed launch leaves the caller's data untouched, as on a GPU.
 
-use crate::{
-    Error,
-    launch::Launch,
-    panic::{PANIC_BUFFER_WORDS, PanicWords},
-};
+use super::Backend;
+#[cfg(feature = "jit")]
+use crate::panic::{PANIC_BUFFER_WORDS, PanicWords};
+use crate::{Device, Error, memory::Memory, plan::LaunchPlan as Launch};
+#[cfg(feature = "jit")]
 use std::ffi::c_void;
 
-/// How many host threads run a launch.
-pub(crate) fn host_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
-}
-
 /// The host's physical memory in bytes, where the platform says (Linux).
-pub(crate) fn host_memory_bytes() -> Option<u64> {
+fn host_memory_bytes() -> Option<u64> {
     let info = std::fs::read_to_string("/proc/meminfo").ok()?;
     let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
     let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
@@ -38,8 +33,97 @@ pub(crate) fn host_memory_bytes() -> Option<u64> {
 #[cfg(feature = "jit")]
 const MAX_DYNAMIC_SHARED: u32 = 227 * 1024;
 
+/// The CPU backend.
+pub(crate) struct Cpu;
+
+impl Backend for Cpu {
+    fn launch(&self, plan: Launch<'_, '_>) -> Result<(), Error> {
+        run(plan)
+    }
+
+    /// Launches on the CPU finish before they return.
+    fn synchronize(&self) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn allocate_zeroed(&self, bytes: u128) -> Result<Box<dyn Memory>, Error> {
+        let out_of_memory = || Error::OutOfMemory {
+            device: Device::Cpu.to_string(),
+            bytes,
+        };
+        // The CPU backend's device memory is the host's: a buffer larger than it is
+        // refused up front, since an overcommitting kernel would hand out the address
+        // space and kill the process when it is touched.
+        if host_memory_bytes().is_some_and(|total| bytes > total as u128) {
+            return Err(out_of_memory());
+        }
+        let words = zeroed_words(bytes).ok_or_else(out_of_memory)?;
+        Ok(Box::new(HostMemory(words)))
+    }
+
+    fn upload(&self, data: &[u8]) -> Result<Box<dyn Memory>, Error> {
+        let mut words = vec![0u64; data.len().div_ceil(8)];
+        // SAFETY: `words` has room for `data`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                data.as_ptr(),
+                words.as_mut_ptr().cast::<u8>(),
+                data.len(),
+            )
+        };
+        Ok(Box::new(HostMemory(words)))
+    }
+}
+
+/// The CPU backend's device memory: host memory, 8-byte aligned for any element type,
+/// that kernels run on in place.
+struct HostMemory(Vec<u64>);
+
+impl Memory for HostMemory {
+    fn address(&self) -> u64 {
+        self.0.as_ptr() as u64
+    }
+
+    fn read(&self, into: &mut [u8]) -> Result<(), Error> {
+        // SAFETY: the caller reads at most the bytes it allocated.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.0.as_ptr().cast::<u8>(),
+                into.as_mut_ptr(),
+                into.len(),
+            )
+        };
+        Ok(())
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        // SAFETY: the caller writes within the bytes it allocated.
+        unsafe {
+            let at = self.0.as_mut_ptr().cast::<u8>().add(offset);
+            std::ptr::copy_nonoverlapping(data.as_ptr(), at, data.len())
+        };
+        Ok(())
+    }
+}
+
+/// `bytes` of zeros as 8-byte words, or `None` if the allocator refuses. Zeroed pages
+/// come from the allocator lazily, without touching them here.
+fn zeroed_words(bytes: u128) -> Option<Vec<u64>> {
+    let words = usize::try_from(bytes.div_ceil(8)).ok()?;
+    if words == 0 {
+        return Some(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u64>(words).ok()?;
+    // SAFETY: `layout` has a non-zero size; a non-null result is `words` zeroed, aligned
+    // `u64`s owned by the returned vector, which frees them with the same layout.
+    unsafe {
+        let ptr = std::alloc::alloc_zeroed(layout).cast::<u64>();
+        (!ptr.is_null()).then(|| Vec::from_raw_parts(ptr, words, words))
+    }
+}
+
 #[cfg(not(feature = "jit"))]
-pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
+fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     Err(Error::Compile {
         kernel: launch.body.name.clone(),
         message: "the CPU backend needs the `jit` feature".into(),
@@ -47,7 +131,7 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
 }
 
 #[cfg(feature = "jit")]
-pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
+fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     if launch.grid[2] != 1 || launch.block[2] != 1 {
         return Err(Error::InvalidLaunch(
             "the CPU backend runs one- and two-dimensional launches only".into(),
@@ -57,7 +141,7 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
 
     // Scratch copies of writable regions, 8-byte aligned for any element type.
     let mut scratch: Vec<Vec<u64>> = Vec::new();
-    let mut words = crate::launch::abi_words(launch.args, |kind, data, bytes| {
+    let mut words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
         if !kind.copied_back() {
             return Ok(data as u64);
         }
@@ -78,7 +162,7 @@ pub(crate) fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
 
     let groups = launch.grid[0] as u64 * launch.grid[1] as u64;
-    let host = host_threads().min(groups as usize).max(1) as u64;
+    let host = crate::device::host_threads().min(groups as usize).max(1) as u64;
     let layout = launch.body.shared_layout();
     if launch.dyn_cache > MAX_DYNAMIC_SHARED {
         return Err(Error::InvalidLaunch(format!(

@@ -8,10 +8,12 @@
 //! launch and copy of a device goes to its context's one stream, so any synchronisation
 //! waits for every thread's work; only the reporting is per thread.
 
+use super::Backend;
 use crate::{
     Device, Error, KernelDescriptor,
-    launch::Launch,
-    panic::{PANIC_BUFFER_WORDS, PanicWords},
+    memory::Memory,
+    panic::{Issuer, PANIC_BUFFER_WORDS, PanicWords, issuer, on_issuer_exit},
+    plan::LaunchPlan as Launch,
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
 use std::{
@@ -50,8 +52,97 @@ pub(crate) fn devices() -> Vec<Device> {
         .clone()
 }
 
+/// The CUDA backend of one device.
+pub(crate) struct Cuda {
+    pub ordinal: usize,
+}
+
+impl Backend for Cuda {
+    fn launch(&self, plan: Launch<'_, '_>) -> Result<(), Error> {
+        run(plan, self.ordinal)
+    }
+
+    fn synchronize(&self) -> Result<(), Error> {
+        synchronize(self.ordinal)
+    }
+
+    fn allocate_zeroed(&self, bytes: u128) -> Result<Box<dyn Memory>, Error> {
+        let out_of_memory = || Error::OutOfMemory {
+            device: format!("cuda:{}", self.ordinal),
+            bytes,
+        };
+        let stream = stream(self.ordinal)?;
+        let size = usize::try_from(bytes).map_err(|_| out_of_memory())?;
+        // A zero-length allocation is refused by the driver; one byte stands in.
+        match stream.alloc_zeros::<u8>(size.max(1)) {
+            Ok(slice) => Ok(Box::new(DeviceMemory {
+                slice,
+                ordinal: self.ordinal,
+            })),
+            Err(e) if e.0 == cudarc::driver::sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY => {
+                Err(out_of_memory())
+            }
+            Err(e) => Err(driver_error("allocating a buffer")(e)),
+        }
+    }
+
+    fn upload(&self, data: &[u8]) -> Result<Box<dyn Memory>, Error> {
+        let stream = stream(self.ordinal)?;
+        let slice = if data.is_empty() {
+            stream.alloc_zeros::<u8>(1)
+        } else {
+            stream.clone_htod(data)
+        }
+        .map_err(driver_error("copying a buffer to the device"))?;
+        Ok(Box::new(DeviceMemory {
+            slice,
+            ordinal: self.ordinal,
+        }))
+    }
+}
+
+/// Memory on a CUDA device.
+struct DeviceMemory {
+    slice: CudaSlice<u8>,
+    ordinal: usize,
+}
+
+impl Memory for DeviceMemory {
+    fn address(&self) -> u64 {
+        let stream = stream(self.ordinal).expect("the memory's context exists");
+        device_address(&self.slice, &stream)
+    }
+
+    fn read(&self, into: &mut [u8]) -> Result<(), Error> {
+        // Waits for the launches that may write the memory, and reports this thread's
+        // unreported panics on the device.
+        synchronize(self.ordinal)?;
+        if into.is_empty() {
+            return Ok(());
+        }
+        let stream = stream(self.ordinal)?;
+        stream
+            .memcpy_dtoh(&self.slice.slice(0..into.len()), into)
+            .map_err(driver_error("copying a buffer from the device"))?;
+        stream
+            .synchronize()
+            .map_err(driver_error("copying a buffer from the device"))
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        if data.is_empty() {
+            return Ok(());
+        }
+        let stream = stream(self.ordinal)?;
+        let mut window = self.slice.slice_mut(offset..offset + data.len());
+        stream
+            .memcpy_htod(data, &mut window)
+            .map_err(driver_error("copying a buffer part to the device"))
+    }
+}
+
 /// The stream launches and buffer copies on a device are ordered on.
-pub(crate) fn stream(ordinal: usize) -> Result<Arc<cudarc::driver::CudaStream>, Error> {
+fn stream(ordinal: usize) -> Result<Arc<cudarc::driver::CudaStream>, Error> {
     Ok(context(ordinal)?.default_stream())
 }
 
@@ -64,7 +155,7 @@ fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
     if let Some(ctx) = map.get(&ordinal) {
         return Ok(ctx.clone());
     }
-    let ctx = CudaContext::new(ordinal).map_err(Error::cuda("creating a context"))?;
+    let ctx = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
     map.insert(ordinal, ctx.clone());
     Ok(ctx)
 }
@@ -87,14 +178,14 @@ fn function(
     }
     let (major, minor) = ctx
         .compute_capability()
-        .map_err(Error::cuda("querying the compute capability"))?;
+        .map_err(driver_error("querying the compute capability"))?;
     let ptx = crate::compile::ptx(launch.descriptor, &format!("sm_{major}{minor}"))?;
     let module = ctx
         .load_module(cudarc::nvrtc::Ptx::from_src(ptx.as_str()))
-        .map_err(Error::cuda("loading the kernel's PTX"))?;
+        .map_err(driver_error("loading the kernel's PTX"))?;
     let f = module
         .load_function(&launch.body.name)
-        .map_err(Error::cuda("finding the kernel in its module"))?;
+        .map_err(driver_error("finding the kernel in its module"))?;
     // Threads that missed the cache at once each loaded a module; the first one stored is
     // everyone's. The others are unloaded here, before anything ran from them: replacing a
     // stored function could unload its module while a launch from it is still running.
@@ -112,7 +203,7 @@ const WARP: u32 = 32;
 /// Dynamic shared memory a kernel may use without opting in.
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
-pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
+fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let threads: u32 = launch.block.iter().product();
     if launch.body.uses_subgroups() && !threads.is_multiple_of(WARP) {
         return Err(Error::InvalidLaunch(format!(
@@ -128,12 +219,12 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
             cudarc::driver::sys::CUfunction_attribute_enum::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
             launch.dyn_cache as i32,
         )
-        .map_err(Error::cuda("allowing the requested dynamic shared memory (`dyn_cache`)"))?;
+        .map_err(driver_error("allowing the requested dynamic shared memory (`dyn_cache`)"))?;
     }
     let stream = ctx.default_stream();
 
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
-    let words = crate::launch::abi_words(launch.args, |kind, data, bytes| {
+    let words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
         // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
         let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
         let (offset, full) = kind.placement().expect("arguments with data are placed");
@@ -151,7 +242,7 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
                     Ok(buffer)
                 })
         }
-        .map_err(Error::cuda("copying an argument to the device"))?;
+        .map_err(driver_error("copying an argument to the device"))?;
         let address = device_address(&buffer, &stream);
         buffers.push(buffer);
         Ok(address)
@@ -210,12 +301,12 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let finished_inputs = entry.map(|entry| std::mem::take(&mut lock(&entry).inputs));
     stream
         .synchronize()
-        .map_err(Error::cuda("running the kernel"))?;
+        .map_err(driver_error("running the kernel"))?;
     drop(finished_inputs);
     let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
     stream
         .memcpy_dtoh(&slab.slice.slice(0..PANIC_BUFFER_WORDS), &mut panic[..])
-        .map_err(Error::cuda("reading the panic buffer"))?;
+        .map_err(driver_error("reading the panic buffer"))?;
     if let Some(error) = decode(launch.descriptor, &panic) {
         // The slab is freed rather than zeroed for reuse: panics are rare.
         return Err(error);
@@ -240,11 +331,11 @@ pub(crate) fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         let host = unsafe { std::slice::from_raw_parts_mut(data, bytes) };
         stream
             .memcpy_dtoh(&buffer.slice(offset..offset + bytes), host)
-            .map_err(Error::cuda("copying a region back"))?;
+            .map_err(driver_error("copying a region back"))?;
     }
     stream
         .synchronize()
-        .map_err(Error::cuda("copying results back"))?;
+        .map_err(driver_error("copying results back"))?;
     Ok(())
 }
 
@@ -279,7 +370,7 @@ unsafe fn enqueue(
     };
     // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
     // against the MIR signature), and the caller keeps what they point to alive.
-    unsafe { builder.launch(config) }.map_err(Error::cuda("launching the kernel"))?;
+    unsafe { builder.launch(config) }.map_err(driver_error("launching the kernel"))?;
     Ok(())
 }
 
@@ -297,38 +388,6 @@ unsafe fn enqueue(
 /// Panic buffers per slab: 14 KiB. A synchronisation reads only the slots its launches
 /// used, one copy per slab.
 const SLOTS: usize = 256;
-
-/// Who a launch's panic is reported to: the host thread that issued it, by a number of
-/// this module's (a `ThreadId` needs `thread::current`, which a thread's last moments may
-/// not offer).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct Issuer(u64);
-
-impl Issuer {
-    /// Stands for any thread whose locals are being destroyed.
-    const LATE: Issuer = Issuer(u64::MAX);
-}
-
-/// Hands a thread's unreported launches over when the thread ends (see [`retire`]).
-struct IssuerGuard(Issuer);
-
-impl Drop for IssuerGuard {
-    fn drop(&mut self) {
-        retire(self.0);
-    }
-}
-
-thread_local! {
-    static ISSUER: IssuerGuard = {
-        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        IssuerGuard(Issuer(NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)))
-    };
-}
-
-/// The calling thread, as the issuer of the launches it makes.
-pub(crate) fn issuer() -> Issuer {
-    ISSUER.try_with(|guard| guard.0).unwrap_or(Issuer::LATE)
-}
 
 /// `SLOTS` panic buffers on a device, zeroed while in the pool.
 struct Slab {
@@ -349,7 +408,7 @@ fn slab(ordinal: usize, stream: &Arc<cudarc::driver::CudaStream>) -> Result<Slab
     }
     let slice = stream
         .alloc_zeros::<i64>(SLOTS * PANIC_BUFFER_WORDS)
-        .map_err(Error::cuda("allocating panic buffers"))?;
+        .map_err(driver_error("allocating panic buffers"))?;
     let address = device_address(&slice, stream);
     Ok(Slab { slice, address })
 }
@@ -379,6 +438,8 @@ fn registry() -> std::sync::MutexGuard<'static, HashMap<(Issuer, usize), Entry>>
 }
 
 fn pending_entry(issuer: Issuer, ordinal: usize) -> Entry {
+    // An issuer that ends with launches pending hands them over (see [`retire`]).
+    on_issuer_exit(retire);
     registry().entry((issuer, ordinal)).or_default().clone()
 }
 
@@ -415,7 +476,7 @@ fn retire(issuer: Issuer) {
 /// Waits for everything launched on a device, then reports the first panic, in launch
 /// order, of the calling thread's asynchronous launches there that no earlier
 /// synchronisation reported. Other threads' launches are never reported here.
-pub(crate) fn synchronize(ordinal: usize) -> Result<(), Error> {
+fn synchronize(ordinal: usize) -> Result<(), Error> {
     let stream = stream(ordinal)?;
     // Taken before waiting: every launch in them was enqueued before it was recorded
     // (under the entry's lock), so the wait below covers it.
@@ -424,7 +485,7 @@ pub(crate) fn synchronize(ordinal: usize) -> Result<(), Error> {
     let orphans = retired().remove(&ordinal).unwrap_or_default();
     stream
         .synchronize()
-        .map_err(Error::cuda("running the kernel"))?;
+        .map_err(driver_error("running the kernel"))?;
     for pending in orphans {
         if let Err(e) = check(ordinal, &stream, pending) {
             tracing::warn!(
@@ -456,7 +517,7 @@ fn check(
         let mut words = vec![0i64; kernels.len() * PANIC_BUFFER_WORDS];
         let used = slab.slice.slice(0..words.len());
         if let Err(e) = stream.memcpy_dtoh(&used, &mut words) {
-            first.get_or_insert(Error::cuda("reading the panic buffer")(e));
+            first.get_or_insert(driver_error("reading the panic buffer")(e));
             continue;
         }
         if first.is_none() {
@@ -495,4 +556,12 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 fn device_address<T>(buffer: &CudaSlice<T>, stream: &cudarc::driver::CudaStream) -> u64 {
     let (ptr, _guard) = cudarc::driver::DevicePtr::device_ptr(buffer, stream);
     ptr
+}
+
+/// The error for a failed driver call made while doing `during`.
+fn driver_error(during: &'static str) -> impl FnOnce(cudarc::driver::DriverError) -> Error {
+    move |e| Error::Cuda {
+        during,
+        message: e.to_string(),
+    }
 }

@@ -1,0 +1,268 @@
+//! Launch arguments: what a launch is given (regions, slices, atomics, scalars, and
+//! device-resident data), as the kernel ABI will pass them.
+
+use crate::{
+    Error,
+    memory::Resident,
+    region::{IntoAtomic, IntoRegion, IntoSlice, PartitioningStrategy, Shape, SliceData},
+    scalar::Scalar,
+};
+use offload_mir::{ScalarTy, Strategy};
+use std::marker::PhantomData;
+
+/// A launch argument described at run time; see [`KernelArg::dynamic`].
+#[doc(hidden)]
+pub enum DynamicArg<'a> {
+    Region {
+        elem: ScalarTy,
+        strategy: Strategy,
+        data: &'a mut [u8],
+        row_len: Option<usize>,
+    },
+    Slice {
+        elem: ScalarTy,
+        data: &'a [u8],
+    },
+    Atomic {
+        elem: ScalarTy,
+        data: &'a mut [u8],
+    },
+    Scalar {
+        ty: ScalarTy,
+        bits: u64,
+    },
+}
+
+/// One argument of a launch, borrowed for the launch's duration.
+pub struct KernelArg<'a> {
+    pub(crate) kind: ArgKind,
+    _borrow: PhantomData<&'a mut [u8]>,
+}
+
+impl KernelArg<'_> {
+    /// An argument with the same meaning over other data (a split launch's scratch).
+    pub(crate) fn with_kind<'b>(kind: ArgKind) -> KernelArg<'b> {
+        KernelArg {
+            kind,
+            _borrow: PhantomData,
+        }
+    }
+}
+
+#[derive(Clone)]
+pub(crate) enum ArgKind {
+    Region {
+        data: *mut u8,
+        shape: Shape,
+        elem: ScalarTy,
+        strategy: Strategy,
+        resident: Option<Resident>,
+        /// Elements `first..last` of the region, when `data` holds only those (a share of
+        /// a split launch, whose threads touch no others); `None`: `data` holds them all.
+        window: Option<(usize, usize)>,
+    },
+    Slice {
+        data: *const u8,
+        len: usize,
+        elem: ScalarTy,
+        resident: Option<Resident>,
+    },
+    Atomic {
+        data: *mut u8,
+        len: usize,
+        elem: ScalarTy,
+    },
+    Scalar {
+        bits: u64,
+        ty: ScalarTy,
+    },
+}
+
+impl<'a> KernelArg<'a> {
+    pub fn region<T: Scalar, S: PartitioningStrategy>(region: impl IntoRegion<'a, T, S>) -> Self {
+        let region = region.into_region();
+        KernelArg {
+            kind: ArgKind::Region {
+                data: region.data.as_ptr().cast(),
+                shape: region.shape,
+                elem: T::TY,
+                strategy: S::KIND,
+                resident: region.resident,
+                window: None,
+            },
+            _borrow: PhantomData,
+        }
+    }
+
+    pub fn slice<T: Scalar>(slice: impl IntoSlice<'a, T>) -> Self {
+        let SliceData { host, resident } = slice.into_slice();
+        KernelArg {
+            kind: ArgKind::Slice {
+                data: host.as_ptr().cast(),
+                len: resident.as_ref().map_or(host.len(), |r| r.len),
+                elem: T::TY,
+                resident,
+            },
+            _borrow: PhantomData,
+        }
+    }
+
+    pub fn atomic<T: Scalar>(data: impl IntoAtomic<'a, T>) -> Self {
+        let data = data.into_atomic();
+        KernelArg {
+            kind: ArgKind::Atomic {
+                data: data.as_mut_ptr().cast(),
+                len: data.len(),
+                elem: T::TY,
+            },
+            _borrow: PhantomData,
+        }
+    }
+
+    /// An argument whose types are known only at run time (tools that launch MIR they
+    /// made, such as the differential fuzzer). `data` holds the elements' bytes in the
+    /// host's order; its length must be a whole number of elements.
+    #[doc(hidden)]
+    pub fn dynamic(arg: DynamicArg<'a>) -> Result<Self, Error> {
+        let elements = |data: &[u8], elem: ScalarTy| {
+            let size = elem.size_bytes();
+            if !data.len().is_multiple_of(size) {
+                return Err(Error::InvalidLaunch(format!(
+                    "{} bytes are not a whole number of `{elem}` elements",
+                    data.len()
+                )));
+            }
+            Ok(data.len() / size)
+        };
+        let kind = match arg {
+            DynamicArg::Region {
+                elem,
+                strategy,
+                data,
+                row_len,
+            } => ArgKind::Region {
+                shape: Shape {
+                    len: elements(data, elem)?,
+                    row_len,
+                },
+                data: data.as_mut_ptr(),
+                elem,
+                strategy,
+                resident: None,
+                window: None,
+            },
+            DynamicArg::Slice { elem, data } => ArgKind::Slice {
+                len: elements(data, elem)?,
+                data: data.as_ptr(),
+                elem,
+                resident: None,
+            },
+            DynamicArg::Atomic { elem, data } => ArgKind::Atomic {
+                len: elements(data, elem)?,
+                data: data.as_mut_ptr(),
+                elem,
+            },
+            DynamicArg::Scalar { ty, bits } => ArgKind::Scalar { bits, ty },
+        };
+        Ok(KernelArg {
+            kind,
+            _borrow: PhantomData,
+        })
+    }
+
+    pub fn scalar<T: Scalar>(value: T) -> Self {
+        KernelArg {
+            kind: ArgKind::Scalar {
+                bits: value.to_bits(),
+                ty: T::TY,
+            },
+            _borrow: PhantomData,
+        }
+    }
+}
+
+impl ArgKind {
+    /// Where a device-resident argument lives.
+    pub(crate) fn resident(&self) -> Option<&Resident> {
+        match self {
+            ArgKind::Region { resident, .. } | ArgKind::Slice { resident, .. } => resident.as_ref(),
+            ArgKind::Atomic { .. } | ArgKind::Scalar { .. } => None,
+        }
+    }
+
+    /// The bytes of a host region's, slice's or atomic's data; `None` for scalars and
+    /// device-resident data.
+    pub(crate) fn bytes(&self) -> Option<(*mut u8, usize)> {
+        if self.resident().is_some() {
+            return None;
+        }
+        match *self {
+            ArgKind::Region {
+                data,
+                shape,
+                elem,
+                window,
+                ..
+            } => {
+                let (first, last) = window.unwrap_or((0, shape.len));
+                Some((data, (last - first) * elem.size_bytes()))
+            }
+            ArgKind::Slice {
+                data, len, elem, ..
+            } => Some((data as *mut u8, len * elem.size_bytes())),
+            ArgKind::Atomic { data, len, elem } => Some((data, len * elem.size_bytes())),
+            ArgKind::Scalar { .. } => None,
+        }
+    }
+
+    /// Whether the kernel may write this argument, so that it is copied back.
+    /// Where the host data of [`bytes`](Self::bytes) goes in the argument's memory on
+    /// the device: its byte offset there and the memory's full size. A window of a region
+    /// sits at its first element's place in memory the size of the whole region.
+    pub(crate) fn placement(&self) -> Option<(usize, usize)> {
+        match *self {
+            ArgKind::Region {
+                shape,
+                elem,
+                window: Some((first, _)),
+                ..
+            } => Some((first * elem.size_bytes(), shape.len * elem.size_bytes())),
+            _ => self.bytes().map(|(_, bytes)| (0, bytes)),
+        }
+    }
+
+    pub(crate) fn copied_back(&self) -> bool {
+        match self {
+            ArgKind::Region { strategy, .. } => strategy.is_writable(),
+            ArgKind::Atomic { .. } => true,
+            ArgKind::Slice { .. } | ArgKind::Scalar { .. } => false,
+        }
+    }
+
+    /// The argument's memref descriptor words in the kernel ABI (allocated pointer,
+    /// aligned pointer, offset, sizes, strides), given where its data lives; `None` for
+    /// scalars.
+    pub(crate) fn memref_words(&self, ptr: u64) -> Option<Vec<u64>> {
+        match *self {
+            ArgKind::Region {
+                shape, strategy, ..
+            } if strategy.is_2d() => {
+                let (width, height) = shape.extents();
+                Some(vec![
+                    ptr,
+                    ptr,
+                    0,
+                    height as u64,
+                    width as u64,
+                    width as u64,
+                    1,
+                ])
+            }
+            ArgKind::Region { shape, .. } => Some(vec![ptr, ptr, 0, shape.len as u64, 1]),
+            ArgKind::Slice { len, .. } | ArgKind::Atomic { len, .. } => {
+                Some(vec![ptr, ptr, 0, len as u64, 1])
+            }
+            ArgKind::Scalar { .. } => None,
+        }
+    }
+}

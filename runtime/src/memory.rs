@@ -1,0 +1,45 @@
+//! Memory handles: where device-resident data lives, as launches and backends see it,
+//! and the device memory a backend hands out.
+
+use crate::{Device, Error};
+
+/// Where a buffer's data lives, as a launch needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Resident {
+    pub device: Device,
+    /// Elements in the buffer.
+    pub len: usize,
+    /// The device address (CUDA) or host address (CPU) of the first element.
+    pub address: u64,
+    /// For a [`SplitBuffer`]: every part, one per share of a `device = all` launch (the
+    /// fields above describe the first).
+    pub split: Option<std::sync::Arc<SplitParts>>,
+    /// The thread that made the launch argument: the launch's issuer, to whom an
+    /// asynchronous launch's panic is reported (also when a `device = all` launch runs its
+    /// shares on helper threads).
+    pub issuer: crate::panic::Issuer,
+}
+
+/// Where a [`SplitBuffer`]'s parts live.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct SplitParts {
+    /// Each part's device and the address of its element 0.
+    pub parts: Vec<(Device, u64)>,
+    /// The elements each part holds: its window of a scattered buffer, all of them in a
+    /// replicated one.
+    pub windows: Vec<(usize, usize)>,
+    pub replicated: bool,
+}
+
+/// Memory a backend allocated on its device, freed when dropped.
+pub(crate) trait Memory: Send + Sync {
+    /// The address kernels reach element 0 at: a device address, or a host one for the
+    /// CPU backend.
+    fn address(&self) -> u64;
+    /// Copies the first `into.len()` bytes to the host, once every launch that may write
+    /// them has finished; reports the calling thread's unreported panics on the device
+    /// as a synchronisation does.
+    fn read(&self, into: &mut [u8]) -> Result<(), Error>;
+    /// Copies `data` in from byte `offset` on.
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error>;
+}
