@@ -1,0 +1,576 @@
+//! Calls: `#[offload_device]` functions and the built-in ones, method calls (resolved by
+//! name to region, integer and float methods and intrinsics), atomics and the panic and
+//! assertion macros.
+
+use super::{Binding, Builder, Result, TranslateError, Value, error};
+use offload_mir::*;
+use proc_macro2::Span as SynSpan;
+use syn::spanned::Spanned;
+
+impl Builder {
+    /// `f(args)` of an `#[offload_device]` function. The callee's signature is not known
+    /// here, so the result takes the type the context expects; linking checks it against
+    /// the callee's (and rustc has checked the same call in the kernel's Rust body).
+    pub(super) fn call(&mut self, c: &syn::ExprCall, expected: Option<ScalarTy>) -> Result<Value> {
+        let syn::Expr::Path(p) = &*c.func else {
+            return error(
+                &c.func,
+                "only `#[offload_device]` functions can be called in kernels, by name",
+            );
+        };
+        let Some(last) = p.path.segments.last() else {
+            return error(&c.func, "a call needs a function name");
+        };
+        let func = last.ident.to_string();
+        let in_device = self.body.kind == BodyKind::Device;
+        if func == "sync_threads" {
+            if in_device {
+                return error(
+                    c,
+                    "only kernels can call `sync_threads()`, not device functions",
+                );
+            }
+            if !c.args.is_empty() {
+                return error(c, "`sync_threads()` takes no arguments");
+            }
+            let target = self.new_block();
+            self.terminate(TerminatorKind::Barrier { target }, c.span());
+            self.current = Some(target);
+            return Ok(None);
+        }
+        let subgroup = match func.as_str() {
+            "subgroup_broadcast" => Some(SubgroupOp::Shuffle),
+            _ => SubgroupOp::ALL.into_iter().find(|o| o.name() == func),
+        };
+        if let Some(op) = subgroup {
+            if in_device {
+                return error(
+                    c,
+                    format!("only kernels can call `{func}`, not device functions"),
+                );
+            }
+            return self.subgroup_call(c, op, expected);
+        }
+        if let Some(position) = Position::ALL.into_iter().find(|p| p.name() == func) {
+            let dim = match c.args.first() {
+                Some(syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(i),
+                    ..
+                })) if c.args.len() == 1 => i.base10_parse::<u8>().ok().filter(|d| *d <= 2),
+                _ => None,
+            };
+            let Some(dim) = dim else {
+                return error(c, format!("`{func}` takes a constant dimension: 0, 1 or 2"));
+            };
+            return Ok(Some((
+                self.assign_temp(ScalarTy::Usize, Rvalue::Position(position, dim), c.span()),
+                ScalarTy::Usize,
+            )));
+        }
+        let segments = p.path.segments.len();
+        let of_a_type = p
+            .path
+            .segments
+            .iter()
+            .take(segments - 1)
+            .any(|seg| seg.ident.to_string().starts_with(char::is_uppercase));
+        if of_a_type || func.starts_with(char::is_uppercase) {
+            let shown = p
+                .path
+                .segments
+                .iter()
+                .map(|seg| seg.ident.to_string())
+                .collect::<Vec<_>>()
+                .join("::");
+            return error(
+                &c.func,
+                format!(
+                    "`{shown}` is not supported in kernels: only `#[offload_device]` functions can be called"
+                ),
+            );
+        }
+        if func == self.function {
+            return error(
+                &c.func,
+                format!("`{func}` calls itself; recursion is not supported on devices"),
+            );
+        }
+        // Literal arguments take the type of the typed ones, or of the result: generic
+        // device functions usually share one type parameter among them.
+        let known = c.args.iter().find_map(|a| self.infer(a)).or(expected);
+        let mut args = Vec::new();
+        for arg in &c.args {
+            let ty = self.infer(arg).or(known);
+            args.push(self.scalar_expr(arg, ty)?.0);
+        }
+        let Some(ty) = expected else {
+            return error(
+                c,
+                format!(
+                    "annotate the type of `{func}(..)`'s result, e.g. `let x: f32 = {func}(..);`"
+                ),
+            );
+        };
+        let dest = self.temp(ty);
+        let target = self.new_block();
+        self.terminate(
+            TerminatorKind::Call {
+                func,
+                args,
+                dest,
+                target,
+            },
+            c.span(),
+        );
+        self.current = Some(target);
+        Ok(Some((Operand::Copy(Place::local(dest)), ty)))
+    }
+
+    pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Result<Value> {
+        let span = m.method.span();
+        let name = m.method.to_string();
+        if let Some(t) = &m.turbofish {
+            return error(t, "turbofish is not supported on kernel methods");
+        }
+        if let Some(atomic) = self.atomic_receiver(&m.receiver) {
+            return self.atomic_call(m, atomic);
+        }
+        if let Some(shared) = self.shared_receiver(&m.receiver) {
+            return self.shared_call(m, shared);
+        }
+        match name.as_str() {
+            "index" if m.args.is_empty() => {
+                let region = self.region_receiver(&m.receiver)?;
+                Ok(Some((
+                    self.assign_temp(ScalarTy::Usize, Rvalue::RegionIndex(region), span),
+                    ScalarTy::Usize,
+                )))
+            }
+            "len" if m.args.is_empty() => {
+                let local = match &*m.receiver {
+                    syn::Expr::Path(p) => p.path.get_ident().and_then(|id| self.lookup(id)),
+                    _ => None,
+                };
+                match local {
+                    Some(Binding::RegionChunk { len, .. }) => {
+                        Ok(Some((Operand::Copy(Place::local(len)), ScalarTy::Usize)))
+                    }
+                    Some(Binding::Local(l))
+                        if self.body.locals[l.index()].ty.element().is_some() =>
+                    {
+                        Ok(Some((
+                            self.assign_temp(ScalarTy::Usize, Rvalue::Len(l), span),
+                            ScalarTy::Usize,
+                        )))
+                    }
+                    _ => error(
+                        &m.receiver,
+                        "`len()` is supported on `Region` and slice parameters",
+                    ),
+                }
+            }
+            "get_mut" => error(
+                m,
+                "use `get_mut()` as `if let Some(v) = region.get_mut() { ... }`",
+            ),
+            "row" | "col" | "width" | "height" if m.args.is_empty() => {
+                let region = self.region_receiver(&m.receiver)?;
+                if !self.strategy_of(region).is_2d() {
+                    return error(
+                        &m.method,
+                        format!("`{name}()` is defined on `Linear2D` and `Stencil2D` regions"),
+                    );
+                }
+                let v = match name.as_str() {
+                    "col" => self.coord(region, 0, span),
+                    "row" => self.coord(region, 1, span),
+                    "width" => self.extent(region, 0, span),
+                    _ => self.extent(region, 1, span),
+                };
+                Ok(Some((v, ScalarTy::Usize)))
+            }
+            "get_clamped" if m.args.len() == 2 => {
+                let (region, index, _) = self.stencil_neighbour(m, true)?;
+                let elem = self.body.locals[region.index()]
+                    .ty
+                    .element()
+                    .expect("a region has elements");
+                // Clamped coordinates are in bounds unless the region is empty.
+                let index = self.checked_index(region, Operand::Copy(Place::local(index)), span);
+                Ok(Some((Operand::Copy(Place::element(region, index)), elem)))
+            }
+            "wrapping_add" | "wrapping_sub" | "wrapping_mul" if m.args.len() == 1 => {
+                // Kernel integer arithmetic already wraps.
+                let op = match name.as_str() {
+                    "wrapping_add" => BinOp::Add,
+                    "wrapping_sub" => BinOp::Sub,
+                    _ => BinOp::Mul,
+                };
+                let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
+                let (a, t) = self.scalar_expr(&m.receiver, ty)?;
+                let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
+                if !t.is_integer() {
+                    return error(
+                        &m.method,
+                        format!("`{name}` is defined on integers, not `{t}`"),
+                    );
+                }
+                Ok(Some((
+                    self.assign_temp(t, Rvalue::BinaryOp(op, a, b), span),
+                    t,
+                )))
+            }
+            "clamp" if m.args.len() == 2 => {
+                // `x.clamp(lo, hi)` is `max(lo)` then `min(hi)`; Rust panics when
+                // `lo > hi` (or either is NaN), and so do kernels.
+                let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
+                let (x, t) = self.scalar_expr(&m.receiver, ty)?;
+                let (lo, _) = self.scalar_expr(&m.args[0], Some(t))?;
+                let (hi, _) = self.scalar_expr(&m.args[1], Some(t))?;
+                let ordered =
+                    self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Le, lo, hi), span);
+                let message = if t.is_float() {
+                    "min > max, or either was NaN"
+                } else {
+                    "assertion failed: min <= max"
+                };
+                self.assert(ordered, message, span);
+                let raised = self.intrinsic(Intrinsic::Max, vec![x, lo], span)?;
+                let v = self.intrinsic(Intrinsic::Min, vec![raised, hi], span)?;
+                Ok(Some((v, t)))
+            }
+            "pow" if m.args.len() == 1 => {
+                let ty = self.infer(&m.receiver);
+                let (base, t) = self.scalar_expr(&m.receiver, ty)?;
+                if !t.is_integer() {
+                    return error(
+                        &m.method,
+                        format!("`pow` is defined on integers, not `{t}`; use `powi` or `powf`"),
+                    );
+                }
+                let (exp, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::U32))?;
+                Ok(Some((self.int_pow(base, exp, t, span), t)))
+            }
+            _ => match Intrinsic::from_name(&name) {
+                Some(intrinsic) if m.args.len() + 1 == intrinsic.arity() => {
+                    let ty = self.infer(&m.receiver);
+                    let (receiver, t) = self.scalar_expr(&m.receiver, ty)?;
+                    let mut args = vec![receiver];
+                    for (i, arg) in m.args.iter().enumerate() {
+                        let _ = i;
+                        let expected = if intrinsic == Intrinsic::Powi {
+                            ScalarTy::I32
+                        } else {
+                            t
+                        };
+                        args.push(self.scalar_expr(arg, Some(expected))?.0);
+                    }
+                    let result = self.intrinsic(intrinsic, args, span)?;
+                    let result_ty = self.operand_type(&result);
+                    Ok(Some((result, result_ty)))
+                }
+                _ => error(
+                    &m.method,
+                    format!(
+                        "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
+                         `len`, the float methods `sqrt exp exp2 ln log2 log10 sin cos tan tanh floor ceil round trunc abs \
+                         min max powf powi mul_add clamp`, and the integer methods `min max abs pow clamp wrapping_add \
+                         wrapping_sub wrapping_mul leading_zeros trailing_zeros count_ones`"
+                    ),
+                ),
+            },
+        }
+    }
+
+    /// Integer `base.pow(exp)` by square-and-multiply, wrapping like rustc in release.
+    fn int_pow(&mut self, base: Operand, exp: Operand, ty: ScalarTy, span: SynSpan) -> Operand {
+        let (acc, b, e) = (self.temp(ty), self.temp(ty), self.temp(ScalarTy::U32));
+        self.push(
+            Place::local(acc),
+            Rvalue::Use(Operand::Const(Const::Int(1, ty))),
+            span,
+        );
+        self.push(Place::local(b), Rvalue::Use(base), span);
+        self.push(Place::local(e), Rvalue::Use(exp), span);
+        let (head, body, multiply, square, exit) = (
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+        );
+        let copy = |l: Local| Operand::Copy(Place::local(l));
+        self.goto(head, span);
+        self.current = Some(head);
+        let more = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(
+                BinOp::Ne,
+                copy(e),
+                Operand::Const(Const::Int(0, ScalarTy::U32)),
+            ),
+            span,
+        );
+        self.switch_bool(more, body, exit, span);
+        self.current = Some(body);
+        let low = self.assign_temp(
+            ScalarTy::U32,
+            Rvalue::BinaryOp(
+                BinOp::BitAnd,
+                copy(e),
+                Operand::Const(Const::Int(1, ScalarTy::U32)),
+            ),
+            span,
+        );
+        let odd = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Ne, low, Operand::Const(Const::Int(0, ScalarTy::U32))),
+            span,
+        );
+        self.switch_bool(odd, multiply, square, span);
+        self.current = Some(multiply);
+        self.push(
+            Place::local(acc),
+            Rvalue::BinaryOp(BinOp::Mul, copy(acc), copy(b)),
+            span,
+        );
+        self.goto(square, span);
+        self.current = Some(square);
+        self.push(
+            Place::local(b),
+            Rvalue::BinaryOp(BinOp::Mul, copy(b), copy(b)),
+            span,
+        );
+        self.push(
+            Place::local(e),
+            Rvalue::BinaryOp(
+                BinOp::Shr,
+                copy(e),
+                Operand::Const(Const::Int(1, ScalarTy::U32)),
+            ),
+            span,
+        );
+        self.goto(head, span);
+        self.current = Some(exit);
+        copy(acc)
+    }
+
+    pub(super) fn atomic_receiver(&self, e: &syn::Expr) -> Option<Local> {
+        let syn::Expr::Path(p) = e else { return None };
+        match self.lookup(p.path.get_ident()?)? {
+            Binding::Local(l) if matches!(self.body.locals[l.index()].ty, Ty::Atomic(_)) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// `a.fetch_add(i, v)` and the other atomic operations on an `Atomic<T>` parameter:
+    /// the index is bounds-checked, the result is the element's previous value.
+    fn atomic_call(&mut self, m: &syn::ExprMethodCall, atomic: Local) -> Result<Value> {
+        let span = m.method.span();
+        let name = m.method.to_string();
+        let elem = self.body.locals[atomic.index()]
+            .ty
+            .element()
+            .expect("atomics have elements");
+        if name == "len" && m.args.is_empty() {
+            return Ok(Some((
+                self.assign_temp(ScalarTy::Usize, Rvalue::Len(atomic), span),
+                ScalarTy::Usize,
+            )));
+        }
+        let op = match name.as_str() {
+            "fetch_add" | "fetch_sub" => Some(AtomicOp::Add),
+            "fetch_min" => Some(AtomicOp::Min),
+            "fetch_max" => Some(AtomicOp::Max),
+            "fetch_and" => Some(AtomicOp::And),
+            "fetch_or" => Some(AtomicOp::Or),
+            "fetch_xor" => Some(AtomicOp::Xor),
+            "swap" => Some(AtomicOp::Exchange),
+            "compare_and_swap" => None,
+            _ => {
+                return error(
+                    &m.method,
+                    format!(
+                        "`{name}` is not an atomic operation; supported: fetch_add fetch_sub fetch_min fetch_max fetch_and fetch_or fetch_xor swap compare_and_swap len"
+                    ),
+                );
+            }
+        };
+        let arity = if op.is_some() { 2 } else { 3 };
+        if m.args.len() != arity {
+            return error(
+                m,
+                format!(
+                    "`{name}` takes {arity} arguments: the index, then the value{}",
+                    if arity == 3 { "s" } else { "" }
+                ),
+            );
+        }
+        if let Some(op) = op
+            && !op.supports(elem)
+        {
+            return error(
+                &m.method,
+                format!(
+                    "`{name}` is not defined on `Atomic<{elem}>`; floats support `fetch_add` and `fetch_sub`"
+                ),
+            );
+        }
+        let (index, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::Usize))?;
+        let index = self.checked_index(atomic, index, m.span());
+        let place = Place::element(atomic, index);
+        let (value, _) = self.scalar_expr(&m.args[1], Some(elem))?;
+        let rvalue = match op {
+            Some(op) => {
+                // `fetch_sub(v)` is `fetch_add(-v)`: wrapping for integers, exact for floats.
+                let value = if name == "fetch_sub" {
+                    let negated = if elem.is_float() {
+                        Rvalue::UnaryOp(UnOp::Neg, value)
+                    } else {
+                        Rvalue::BinaryOp(BinOp::Sub, Operand::Const(Const::Int(0, elem)), value)
+                    };
+                    self.assign_temp(elem, negated, span)
+                } else {
+                    value
+                };
+                Rvalue::AtomicRmw(op, place, value)
+            }
+            None => {
+                let (new, _) = self.scalar_expr(&m.args[2], Some(elem))?;
+                Rvalue::AtomicCas(place, value, new)
+            }
+        };
+        Ok(Some((self.assign_temp(elem, rvalue, span), elem)))
+    }
+
+    /// Evaluates an intrinsic into a temporary, checking its operand types.
+    pub(super) fn intrinsic(
+        &mut self,
+        intrinsic: Intrinsic,
+        args: Vec<Operand>,
+        span: SynSpan,
+    ) -> Result<Operand> {
+        let types: Vec<ScalarTy> = args.iter().map(|a| self.operand_type(a)).collect();
+        let ty = intrinsic
+            .result_type(&types)
+            .map_err(|message| TranslateError { span, message })?;
+        Ok(self.assign_temp(ty, Rvalue::Intrinsic(intrinsic, args), span))
+    }
+
+    /// `panic!`, `assert!`, `assert_eq!`, `assert_ne!`, `unreachable!` and their
+    /// `debug_` forms (checked in kernels always). Messages must be string literals
+    /// without format arguments.
+    pub(super) fn macro_call(&mut self, mac: &syn::Macro) -> Result<Value> {
+        let name = mac
+            .path
+            .segments
+            .last()
+            .map(|s| s.ident.to_string())
+            .unwrap_or_default();
+        let span = mac.span();
+        let args: Vec<syn::Expr> = if mac.tokens.is_empty() {
+            Vec::new()
+        } else {
+            mac.parse_body_with(
+                syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+            )
+            .map_err(|e| TranslateError {
+                span: e.span(),
+                message: e.to_string(),
+            })?
+            .into_iter()
+            .collect()
+        };
+        let message = |args: &[syn::Expr], default: String| -> Result<String> {
+            match args {
+                [] => Ok(default),
+                [
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Str(s),
+                        ..
+                    }),
+                ] if !s.value().contains('{') => Ok(s.value()),
+                [first, ..] => error(
+                    first,
+                    "panic messages in kernels must be a string literal without format arguments",
+                ),
+            }
+        };
+        match name.trim_start_matches("debug_") {
+            "panic" | "unreachable" | "todo" | "unimplemented" => {
+                let default = match name.as_str() {
+                    "panic" => "explicit panic",
+                    "unreachable" => "internal error: entered unreachable code",
+                    "todo" => "not yet implemented",
+                    _ => "not implemented",
+                };
+                let text = message(&args, default.to_string())?;
+                let text = match (name.as_str(), args.is_empty()) {
+                    ("unreachable", false) => {
+                        format!("internal error: entered unreachable code: {text}")
+                    }
+                    _ => text,
+                };
+                self.assert(Operand::Const(Const::Bool(false)), &text, span);
+                // Nothing after a panic runs.
+                self.terminate(TerminatorKind::Unreachable, span);
+                Ok(None)
+            }
+            "assert" if !args.is_empty() => {
+                let cond_text = expression_text(&args[0]);
+                let (cond, _) = self.scalar_expr(&args[0], Some(ScalarTy::Bool))?;
+                let text = message(&args[1..], format!("assertion failed: {cond_text}"))?;
+                self.assert(cond, &text, span);
+                Ok(None)
+            }
+            "assert_eq" | "assert_ne" if args.len() >= 2 => {
+                let eq = name.ends_with("assert_eq");
+                let ty = self.infer(&args[0]).or_else(|| self.infer(&args[1]));
+                let (a, t) = self.scalar_expr(&args[0], ty)?;
+                let (b, _) = self.scalar_expr(&args[1], Some(t))?;
+                let op = if eq { BinOp::Eq } else { BinOp::Ne };
+                let cond = self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, a, b), span);
+                let kind = if eq { "==" } else { "!=" };
+                let text = message(&args[2..], format!("assertion `left {kind} right` failed"))?;
+                self.assert(cond, &text, span);
+                Ok(None)
+            }
+            _ => error(
+                mac,
+                format!(
+                    "the macro `{name}!` is not supported in kernels; supported: `panic!`, `assert!`, `assert_eq!`, `assert_ne!`, `unreachable!`"
+                ),
+            ),
+        }
+    }
+}
+
+/// Source text for an expression as `stringify!` would print it, for assertion messages:
+/// tokens joined by spaces, minus the spaces rustc leaves out around brackets, dots,
+/// paths and commas.
+fn expression_text(e: &syn::Expr) -> String {
+    let raw = quote::ToTokens::to_token_stream(e).to_string();
+    let mut out = raw;
+    for (from, to) in [
+        (" [", "["),
+        ("[ ", "["),
+        (" ]", "]"),
+        (" (", "("),
+        ("( ", "("),
+        (" )", ")"),
+        (" .", "."),
+        (". ", "."),
+        (" ::", "::"),
+        (":: ", "::"),
+        (" ,", ","),
+    ] {
+        out = out.replace(from, to);
+    }
+    // Keep a space before `(` after an operator or keyword, e.g. `a * (b + c)`.
+    for op in [
+        "+", "-", "*", "/", "%", "<", ">", "=", "&", "|", "^", "!", "if", "as",
+    ] {
+        out = out.replace(&format!("{op}("), &format!("{op} ("));
+    }
+    out.replace("! (", "!(")
+}

@@ -1,0 +1,520 @@
+//! Control flow and statements: blocks, `let` and `const`, `if`, `match` with its
+//! patterns, `while`/`loop`/`for` and `break`/`continue`.
+
+use super::expr::strip_parens;
+use super::types::scalar_type;
+use super::{Binding, Builder, LoopTarget, Result, Value, error, position};
+use offload_mir::*;
+use proc_macro2::Span as SynSpan;
+use std::collections::HashMap;
+use syn::spanned::Spanned;
+
+impl Builder {
+    /// Translates a block; `expected` types its tail expression, if it has one.
+    pub(super) fn block(
+        &mut self,
+        block: &syn::Block,
+        expected: Option<ScalarTy>,
+    ) -> Result<Value> {
+        self.scopes.push(HashMap::new());
+        let mut result = None;
+        for (i, stmt) in block.stmts.iter().enumerate() {
+            let last = i + 1 == block.stmts.len();
+            result = None;
+            match stmt {
+                syn::Stmt::Local(local) => self.let_statement(local)?,
+                syn::Stmt::Expr(e, semi) => {
+                    let tail = last && semi.is_none();
+                    let v = self.expr(e, if tail { expected } else { None })?;
+                    if tail {
+                        result = v;
+                    }
+                }
+                syn::Stmt::Item(syn::Item::Const(c)) => self.const_item(c)?,
+                syn::Stmt::Item(item) => {
+                    return error(
+                        item,
+                        "items (functions, structs, `use`, ...) cannot be declared inside a kernel; declare them outside",
+                    );
+                }
+                syn::Stmt::Macro(m) => {
+                    self.macro_call(&m.mac)?;
+                }
+            }
+        }
+        self.scopes.pop();
+        Ok(result)
+    }
+
+    fn let_statement(&mut self, local: &syn::Local) -> Result<()> {
+        if self.shared_declaration(local)? {
+            return Ok(());
+        }
+        let (pat, annotated) = match &local.pat {
+            syn::Pat::Type(t) => (&*t.pat, Some(scalar_type(&t.ty, &self.subst)?)),
+            other => (other, None),
+        };
+        if let Some(init) = &local.init
+            && let Some((_, diverge)) = &init.diverge
+        {
+            return error(diverge, "`let ... else` is not supported in kernels");
+        }
+        match pat {
+            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                // The value's own type decides when there is no annotation; an unsuffixed
+                // literal then takes rustc's default (`i32`, `f64`).
+                let key = position(id.ident.span());
+                let hinted = annotated.or_else(|| self.hints.get(&key).copied());
+                let mut flexible = false;
+                let (value, ty) = match (&local.init, hinted) {
+                    (Some(init), expected) => {
+                        let inferred = self.infer(&init.expr);
+                        flexible = expected.is_none() && inferred.is_none();
+                        let (op, ty) = self.scalar_expr(&init.expr, expected.or(inferred))?;
+                        (Some(op), hinted.unwrap_or(ty))
+                    }
+                    (None, Some(ty)) => (None, ty),
+                    (None, None) => {
+                        return error(local, "a `let` without a value needs a type annotation");
+                    }
+                };
+                let l = self.declare(
+                    Ty::Scalar(ty),
+                    id.mutability.is_some(),
+                    Some((&id.ident, id.ident.span())),
+                );
+                if flexible {
+                    self.flexible.insert(l, key);
+                }
+                if let Some(op) = value {
+                    self.push(Place::local(l), Rvalue::Use(op), local.span());
+                }
+                self.bind(&id.ident, Binding::Local(l));
+                Ok(())
+            }
+            syn::Pat::Wild(_) => {
+                if let Some(init) = &local.init {
+                    self.expr(&init.expr, annotated)?;
+                }
+                Ok(())
+            }
+            other => error(
+                other,
+                "only `let name = ...` and `let mut name = ...` are supported in kernels",
+            ),
+        }
+    }
+
+    /// `const N: T = value;` inside a kernel: an immutable local (rustc has checked that
+    /// the value is constant).
+    fn const_item(&mut self, c: &syn::ItemConst) -> Result<()> {
+        let ty = scalar_type(&c.ty, &self.subst)?;
+        let (value, _) = self.scalar_expr(&c.expr, Some(ty))?;
+        let l = self.declare(Ty::Scalar(ty), false, Some((&c.ident, c.ident.span())));
+        self.push(Place::local(l), Rvalue::Use(value), c.span());
+        self.bind(&c.ident, Binding::Local(l));
+        Ok(())
+    }
+
+    pub(super) fn loop_target(
+        &self,
+        label: Option<&syn::Lifetime>,
+        e: &syn::Expr,
+    ) -> Result<(BasicBlock, BasicBlock)> {
+        let found = match label {
+            None => self.loops.last(),
+            Some(l) => self
+                .loops
+                .iter()
+                .rev()
+                .find(|t| t.label.as_deref() == Some(&l.ident.to_string())),
+        };
+        match found {
+            Some(t) => Ok((t.break_to, t.continue_to)),
+            None => error(e, "`break`/`continue` outside of a loop"),
+        }
+    }
+
+    pub(super) fn while_loop(&mut self, w: &syn::ExprWhile) -> Result<Value> {
+        let span = w.while_token.span;
+        if let syn::Expr::Let(l) = &*w.cond {
+            return error(l, "`while let` is not supported in kernels");
+        }
+        let (head, body, exit) = (self.new_block(), self.new_block(), self.new_block());
+        self.goto(head, span);
+        self.current = Some(head);
+        let (cond, _) = self.scalar_expr(&w.cond, Some(ScalarTy::Bool))?;
+        self.switch_bool(cond, body, exit, span);
+        self.current = Some(body);
+        self.loop_body(w.label.as_ref(), &w.body, exit, head, span)?;
+        self.current = Some(exit);
+        Ok(None)
+    }
+
+    /// Translates a loop's body, with `break` going to `break_to` and `continue` (and the
+    /// end of the body) to `continue_to`.
+    fn loop_body(
+        &mut self,
+        label: Option<&syn::Label>,
+        body: &syn::Block,
+        break_to: BasicBlock,
+        continue_to: BasicBlock,
+        span: SynSpan,
+    ) -> Result<()> {
+        self.loops.push(LoopTarget {
+            label: label.map(|l| l.name.ident.to_string()),
+            break_to,
+            continue_to,
+        });
+        let translated = self.block(body, None);
+        self.loops.pop();
+        translated?;
+        self.goto(continue_to, span);
+        Ok(())
+    }
+
+    pub(super) fn loop_expr(&mut self, l: &syn::ExprLoop) -> Result<Value> {
+        let span = l.loop_token.span;
+        let (body, exit) = (self.new_block(), self.new_block());
+        self.goto(body, span);
+        self.current = Some(body);
+        self.loop_body(l.label.as_ref(), &l.body, exit, body, span)?;
+        self.current = Some(exit);
+        Ok(None)
+    }
+
+    pub(super) fn if_expr(&mut self, i: &syn::ExprIf, expected: Option<ScalarTy>) -> Result<Value> {
+        let span = i.if_token.span;
+        let (then_bb, else_bb, join) = (self.new_block(), self.new_block(), self.new_block());
+        self.scopes.push(HashMap::new());
+        let then_start = if let syn::Expr::Let(l) = &*i.cond {
+            self.region_get_mut(l, then_bb, else_bb)?
+        } else {
+            let (cond, _) = self.scalar_expr(&i.cond, Some(ScalarTy::Bool))?;
+            self.switch_bool(cond, then_bb, else_bb, span);
+            then_bb
+        };
+        // The result temporary is made when the first branch yields a value, so its type
+        // is that value's (literals included) unless the context expects one.
+        let mut result: Option<(Local, ScalarTy)> = None;
+        self.current = Some(then_start);
+        let then_expected = if i.else_branch.is_some() {
+            expected
+        } else {
+            None
+        };
+        let v = self.block(&i.then_branch, then_expected)?;
+        self.scopes.pop();
+        if i.else_branch.is_some() {
+            self.store_result(&mut result, v, span);
+        }
+        self.goto(join, span);
+        self.current = Some(else_bb);
+        if let Some((_, else_expr)) = &i.else_branch {
+            let v = self.expr(else_expr, result.map(|r| r.1).or(expected))?;
+            self.store_result(&mut result, v, span);
+        }
+        self.goto(join, span);
+        self.current = Some(join);
+        Ok(result.map(|(r, t)| (Operand::Copy(Place::local(r)), t)))
+    }
+
+    /// Assigns a branch's value to the shared result temporary, making it on first use.
+    fn store_result(
+        &mut self,
+        result: &mut Option<(Local, ScalarTy)>,
+        value: Value,
+        span: SynSpan,
+    ) {
+        if let Some((op, ty)) = value {
+            let (r, _) = *result.get_or_insert_with(|| (self.temp(ty), ty));
+            self.push(Place::local(r), Rvalue::Use(op), span);
+        }
+    }
+
+    /// `for PAT in a..b`, `a..=b`, or either `.step_by(s)`. The latch compares the
+    /// distance left with the step before adding it, so the counter never overflows, even
+    /// for `a..=T::MAX`.
+    pub(super) fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Value> {
+        const FORM: &str =
+            "`for` loops must iterate over a range: `a..b`, `a..=b`, or `(a..b).step_by(s)`";
+        let span = f.for_token.span;
+        let (range, step) = match &*f.expr {
+            syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
+                (strip_parens(&m.receiver), Some(&m.args[0]))
+            }
+            other => (strip_parens(other), None),
+        };
+        let syn::Expr::Range(range) = range else {
+            return error(&f.expr, FORM);
+        };
+        let (Some(start), Some(end)) = (&range.start, &range.end) else {
+            return error(range, "`for` loops need a range with both ends");
+        };
+        let inclusive = matches!(range.limits, syn::RangeLimits::Closed(_));
+        // A counter typed only by literal bounds (`for d in -1..=1`) takes the type its
+        // uses ask for in the next pass, as an unannotated `let` does.
+        let key = match &*f.pat {
+            syn::Pat::Ident(id) => Some(position(id.ident.span())),
+            _ => None,
+        };
+        let hinted = key.and_then(|k| self.hints.get(&k).copied());
+        let inferred = self.infer(start).or_else(|| self.infer(end));
+        let flexible = hinted.is_none() && inferred.is_none();
+        let ty = hinted.or(inferred);
+        let (start, ty) = self.scalar_expr(start, ty)?;
+        let (end, _) = self.scalar_expr(end, Some(ty))?;
+        if !ty.is_integer() {
+            return error(
+                range,
+                format!("`for` ranges must be of integers, found `{ty}`"),
+            );
+        }
+        let unsigned = unsigned_of(ty);
+        let step = match step {
+            Some(s) => {
+                let (s, sty) = self.scalar_expr(s, Some(ScalarTy::Usize))?;
+                let nonzero = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::Ne, s, Operand::Const(Const::Int(0, sty))),
+                    span,
+                );
+                self.assert(nonzero, "assertion failed: step != 0", span);
+                let step = self.cast_operand(s, sty, unsigned, span);
+                // A step wider than the counter's range ends the loop after one pass.
+                Some(step)
+            }
+            None => None,
+        };
+        let counter = self.temp(ty);
+        self.push(Place::local(counter), Rvalue::Use(start), span);
+        let end_local = self.as_local(end, ty, span);
+        let (head, body, latch, exit) = (
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+            self.new_block(),
+        );
+        self.goto(head, span);
+        self.current = Some(head);
+        let cmp = if inclusive { BinOp::Le } else { BinOp::Lt };
+        let go = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(
+                cmp,
+                Operand::Copy(Place::local(counter)),
+                Operand::Copy(Place::local(end_local)),
+            ),
+            span,
+        );
+        self.switch_bool(go, body, exit, span);
+
+        self.current = Some(body);
+        self.scopes.push(HashMap::new());
+        match &*f.pat {
+            syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                let l = self.declare(
+                    Ty::Scalar(ty),
+                    id.mutability.is_some(),
+                    Some((&id.ident, id.ident.span())),
+                );
+                self.push(
+                    Place::local(l),
+                    Rvalue::Use(Operand::Copy(Place::local(counter))),
+                    id.ident.span(),
+                );
+                self.bind(&id.ident, Binding::Local(l));
+                if flexible && let Some(key) = key {
+                    self.flexible.insert(l, key);
+                }
+            }
+            syn::Pat::Wild(_) => {}
+            other => return error(other, "`for` loops bind a plain name or `_`"),
+        }
+        self.loop_body(f.label.as_ref(), &f.body, exit, latch, span)?;
+        self.scopes.pop();
+
+        // latch: left = end - counter (as unsigned); stop if the step would reach or pass
+        // the end, else advance.
+        self.current = Some(latch);
+        let diff = self.assign_temp(
+            ty,
+            Rvalue::BinaryOp(
+                BinOp::Sub,
+                Operand::Copy(Place::local(end_local)),
+                Operand::Copy(Place::local(counter)),
+            ),
+            span,
+        );
+        let left = self.cast_operand(diff, ty, unsigned, span);
+        let step_op = step.unwrap_or(Operand::Const(Const::Int(1, unsigned)));
+        let stop_cmp = if inclusive { BinOp::Lt } else { BinOp::Le };
+        let stop = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(stop_cmp, left, step_op),
+            span,
+        );
+        let advance = self.new_block();
+        self.switch_bool(stop, exit, advance, span);
+        self.current = Some(advance);
+        let step_in_ty = self.cast_operand(step_op, unsigned, ty, span);
+        self.push(
+            Place::local(counter),
+            Rvalue::BinaryOp(BinOp::Add, Operand::Copy(Place::local(counter)), step_in_ty),
+            span,
+        );
+        self.goto(head, span);
+        self.current = Some(exit);
+        Ok(None)
+    }
+
+    /// `match` on an integer (or `bool`) with literal, range, `|` and `_` patterns, and
+    /// `if` guards. Arms are tested in order, as Rust does.
+    pub(super) fn match_expr(
+        &mut self,
+        m: &syn::ExprMatch,
+        expected: Option<ScalarTy>,
+    ) -> Result<Value> {
+        let span = m.match_token.span;
+        let ty = self.infer(&m.expr);
+        let (scrutinee, ty) = self.scalar_expr(&m.expr, ty)?;
+        if ty.is_float() {
+            return error(
+                &m.expr,
+                "`match` on floats is not supported; use `if`/`else`",
+            );
+        }
+        let scrutinee = self.as_local(scrutinee, ty, span);
+        let mut result: Option<(Local, ScalarTy)> = None;
+        let join = self.new_block();
+        for arm in &m.arms {
+            let arm_block = self.new_block();
+            let next = self.new_block();
+            self.scopes.push(HashMap::new());
+            self.pattern_test(&arm.pat, scrutinee, ty, arm_block, next)?;
+            self.current = Some(arm_block);
+            if let Some((_, guard)) = &arm.guard {
+                let (g, _) = self.scalar_expr(guard, Some(ScalarTy::Bool))?;
+                let guarded = self.new_block();
+                self.switch_bool(g, guarded, next, guard.span());
+                self.current = Some(guarded);
+            }
+            let v = self.expr(&arm.body, result.map(|r| r.1).or(expected))?;
+            self.store_result(&mut result, v, arm.body.span());
+            self.scopes.pop();
+            self.goto(join, span);
+            self.current = Some(next);
+        }
+        // rustc accepted the match, so it is exhaustive: falling through is impossible.
+        self.terminate(TerminatorKind::Unreachable, span);
+        self.current = Some(join);
+        Ok(result.map(|(r, t)| (Operand::Copy(Place::local(r)), t)))
+    }
+
+    /// Branches to `matched` if `scrutinee` matches `pat`, else to `unmatched`.
+    fn pattern_test(
+        &mut self,
+        pat: &syn::Pat,
+        scrutinee: Local,
+        ty: ScalarTy,
+        matched: BasicBlock,
+        unmatched: BasicBlock,
+    ) -> Result<()> {
+        let span = pat.span();
+        let value = Operand::Copy(Place::local(scrutinee));
+        match pat {
+            syn::Pat::Wild(_) => self.goto(matched, span),
+            syn::Pat::Ident(id) if id.subpat.is_none() && id.by_ref.is_none() => {
+                let l = self.declare(
+                    Ty::Scalar(ty),
+                    id.mutability.is_some(),
+                    Some((&id.ident, id.ident.span())),
+                );
+                self.push(Place::local(l), Rvalue::Use(value), span);
+                self.bind(&id.ident, Binding::Local(l));
+                self.goto(matched, span);
+            }
+            syn::Pat::Lit(_) | syn::Pat::Range(_) | syn::Pat::Paren(_) => {
+                let cond = self.pattern_condition(pat, value, ty)?;
+                self.switch_bool(cond, matched, unmatched, span);
+            }
+            syn::Pat::Or(or) => {
+                for case in &or.cases {
+                    let next = self.new_block();
+                    let cond = self.pattern_condition(case, value, ty)?;
+                    self.switch_bool(cond, matched, next, span);
+                    self.current = Some(next);
+                }
+                self.goto(unmatched, span);
+            }
+            other => {
+                return error(
+                    other,
+                    "`match` patterns in kernels are integer literals, ranges (`a..=b`), `|`, `_` or a name",
+                );
+            }
+        }
+        Ok(())
+    }
+
+    fn pattern_condition(
+        &mut self,
+        pat: &syn::Pat,
+        value: Operand,
+        ty: ScalarTy,
+    ) -> Result<Operand> {
+        let span = pat.span();
+        match pat {
+            syn::Pat::Paren(p) => self.pattern_condition(&p.pat, value, ty),
+            syn::Pat::Lit(l) => {
+                let (c, _) = self.scalar_expr(&syn::Expr::Lit(l.clone()), Some(ty))?;
+                Ok(self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Eq, value, c), span))
+            }
+            syn::Pat::Range(r) => {
+                let mut cond: Option<Operand> = None;
+                if let Some(start) = &r.start {
+                    let (lo, _) = self.scalar_expr(start, Some(ty))?;
+                    cond = Some(self.assign_temp(
+                        ScalarTy::Bool,
+                        Rvalue::BinaryOp(BinOp::Ge, value, lo),
+                        span,
+                    ));
+                }
+                if let Some(end) = &r.end {
+                    let (hi, _) = self.scalar_expr(end, Some(ty))?;
+                    let op = if matches!(r.limits, syn::RangeLimits::Closed(_)) {
+                        BinOp::Le
+                    } else {
+                        BinOp::Lt
+                    };
+                    let below =
+                        self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, value, hi), span);
+                    cond = Some(match cond {
+                        Some(c) => self.assign_temp(
+                            ScalarTy::Bool,
+                            Rvalue::BinaryOp(BinOp::BitAnd, c, below),
+                            span,
+                        ),
+                        None => below,
+                    });
+                }
+                Ok(cond.unwrap_or(Operand::Const(Const::Bool(true))))
+            }
+            other => error(
+                other,
+                "nested patterns other than literals and ranges are not supported in kernels",
+            ),
+        }
+    }
+}
+
+/// The unsigned integer type of the same width.
+fn unsigned_of(t: ScalarTy) -> ScalarTy {
+    match t.bits() {
+        8 => ScalarTy::U8,
+        16 => ScalarTy::U16,
+        32 => ScalarTy::U32,
+        _ if t == ScalarTy::Isize || t == ScalarTy::Usize => ScalarTy::Usize,
+        _ => ScalarTy::U64,
+    }
+}

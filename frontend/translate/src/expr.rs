@@ -1,0 +1,549 @@
+//! Expressions: the dispatch over `syn::Expr`, literals, constants of the primitive types
+//! by path, unary and binary operators (with Rust's division checks), short-circuit
+//! `&&`/`||`, and casts.
+
+use super::types::{literal_suffix_type, scalar_type};
+use super::{Builder, Result, TranslateError, Value, error};
+use offload_mir::*;
+use proc_macro2::Span as SynSpan;
+use syn::spanned::Spanned;
+
+impl Builder {
+    /// Constants of the primitive types by path: `f32::consts::PI`, `f64::EPSILON`,
+    /// `i32::MAX`, `u32::BITS`, with or without a `std::`/`core::` prefix. A single name
+    /// that is a local is not a constant.
+    pub(super) fn path_constant(&self, path: &syn::Path) -> Option<Const> {
+        if let Some(id) = path.get_ident()
+            && self.lookup(id).is_some()
+        {
+            return None;
+        }
+        let names: Vec<String> = path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let names: Vec<&str> = names
+            .iter()
+            .map(String::as_str)
+            .skip_while(|n| *n == "std" || *n == "core")
+            .collect();
+        let resolve = |ty: &str| {
+            self.subst
+                .iter()
+                .find(|(p, _)| p == ty)
+                .map(|(_, t)| *t)
+                .or_else(|| ScalarTy::from_name(ty))
+        };
+        let (ty, name) = match names[..] {
+            [ty, "consts", name] | [ty, name] => (resolve(ty)?, name),
+            _ => return None,
+        };
+        match name {
+            "ZERO" => {
+                return Some(if ty.is_float() {
+                    Const::Float(0.0, ty)
+                } else {
+                    Const::Int(0, ty)
+                });
+            }
+            "ONE" => {
+                return Some(if ty.is_float() {
+                    Const::Float(1.0, ty)
+                } else {
+                    Const::Int(1, ty)
+                });
+            }
+            _ => {}
+        }
+        let float = |v32: f32, v64: f64| {
+            Some(Const::Float(
+                if ty == ScalarTy::F32 { v32 as f64 } else { v64 },
+                ty,
+            ))
+        };
+        if ty.is_float() {
+            use std::{f32::consts as c32, f64::consts as c64};
+            return match name {
+                "PI" => float(c32::PI, c64::PI),
+                "TAU" => float(c32::TAU, c64::TAU),
+                "E" => float(c32::E, c64::E),
+                "SQRT_2" => float(c32::SQRT_2, c64::SQRT_2),
+                "LN_2" => float(c32::LN_2, c64::LN_2),
+                "LN_10" => float(c32::LN_10, c64::LN_10),
+                "LOG2_E" => float(c32::LOG2_E, c64::LOG2_E),
+                "LOG10_E" => float(c32::LOG10_E, c64::LOG10_E),
+                "FRAC_PI_2" => float(c32::FRAC_PI_2, c64::FRAC_PI_2),
+                "FRAC_PI_4" => float(c32::FRAC_PI_4, c64::FRAC_PI_4),
+                "FRAC_1_PI" => float(c32::FRAC_1_PI, c64::FRAC_1_PI),
+                "FRAC_2_PI" => float(c32::FRAC_2_PI, c64::FRAC_2_PI),
+                "FRAC_1_SQRT_2" => float(c32::FRAC_1_SQRT_2, c64::FRAC_1_SQRT_2),
+                "MAX" => float(f32::MAX, f64::MAX),
+                "MIN" => float(f32::MIN, f64::MIN),
+                "MIN_POSITIVE" => float(f32::MIN_POSITIVE, f64::MIN_POSITIVE),
+                "EPSILON" => float(f32::EPSILON, f64::EPSILON),
+                "INFINITY" => float(f32::INFINITY, f64::INFINITY),
+                "NEG_INFINITY" => float(f32::NEG_INFINITY, f64::NEG_INFINITY),
+                "NAN" => float(f32::NAN, f64::NAN),
+                _ => None,
+            };
+        }
+        if !ty.is_integer() {
+            return None;
+        }
+        let bits = ty.bits();
+        match name {
+            "MAX" if ty.is_signed() => Some(Const::Int((1i128 << (bits - 1)) - 1, ty)),
+            "MIN" if ty.is_signed() => Some(Const::Int(-(1i128 << (bits - 1)), ty)),
+            "MAX" => Some(Const::Int((1i128 << bits) - 1, ty)),
+            "MIN" => Some(Const::Int(0, ty)),
+            "BITS" => Some(Const::Int(bits as i128, ScalarTy::U32)),
+            _ => None,
+        }
+    }
+
+    /// Translates an expression that must produce a scalar value.
+    pub(super) fn scalar_expr(
+        &mut self,
+        e: &syn::Expr,
+        expected: Option<ScalarTy>,
+    ) -> Result<(Operand, ScalarTy)> {
+        match self.expr(e, expected)? {
+            Some((op, ty)) => {
+                if let Some(want) = expected {
+                    self.learn(&op, ty, want);
+                }
+                Ok((op, ty))
+            }
+            None => error(
+                e,
+                "this expression has type `()`, but a value is needed here",
+            ),
+        }
+    }
+
+    pub(super) fn expr(&mut self, e: &syn::Expr, expected: Option<ScalarTy>) -> Result<Value> {
+        let span = e.span();
+        match e {
+            syn::Expr::Lit(l) => Ok(Some(self.literal(&l.lit, expected)?)),
+            syn::Expr::Paren(p) => self.expr(&p.expr, expected),
+            syn::Expr::Group(g) => self.expr(&g.expr, expected),
+            syn::Expr::Path(p) if self.path_constant(&p.path).is_some() => {
+                let c = self.path_constant(&p.path).expect("checked by the guard");
+                Ok(Some((Operand::Const(c), c.ty())))
+            }
+            syn::Expr::Path(_) | syn::Expr::Index(_) => {
+                let (place, ty) = self.place(e)?;
+                Ok(Some((Operand::Copy(place), ty)))
+            }
+            syn::Expr::Unary(u) => match u.op {
+                syn::UnOp::Deref(_) => {
+                    let (place, ty) = self.place(e)?;
+                    Ok(Some((Operand::Copy(place), ty)))
+                }
+                syn::UnOp::Neg(_) => {
+                    if let syn::Expr::Lit(l) = &*u.expr {
+                        let (op, ty) = self.literal(&l.lit, expected)?;
+                        if let Operand::Const(c) = op {
+                            let negated = match c {
+                                Const::Int(v, t) if t.is_signed() => Const::Int(-v, t),
+                                Const::Float(v, t) => Const::Float(-v, t),
+                                _ => return error(e, format!("cannot negate a `{ty}`")),
+                            };
+                            return Ok(Some((Operand::Const(negated), ty)));
+                        }
+                    }
+                    let (op, ty) = self.scalar_expr(&u.expr, expected)?;
+                    if !(ty.is_float() || ty.is_signed()) {
+                        return error(e, format!("cannot negate a `{ty}`"));
+                    }
+                    Ok(Some((
+                        self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Neg, op), span),
+                        ty,
+                    )))
+                }
+                syn::UnOp::Not(_) => {
+                    let (op, ty) = self.scalar_expr(&u.expr, expected)?;
+                    if ty.is_float() {
+                        return error(e, format!("cannot apply `!` to a `{ty}`"));
+                    }
+                    Ok(Some((
+                        self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Not, op), span),
+                        ty,
+                    )))
+                }
+                _ => error(e, "this unary operator is not supported in kernels"),
+            },
+            syn::Expr::Binary(b) => self.binary(b, expected),
+            syn::Expr::Cast(c) => {
+                let to = scalar_type(&c.ty, &self.subst)?;
+                let (op, from) = self.scalar_expr(&c.expr, None)?;
+                if from == to {
+                    return Ok(Some((op, to)));
+                }
+                if to == ScalarTy::Bool {
+                    return error(
+                        e,
+                        format!("cannot cast `{from}` as `bool`; compare with zero instead"),
+                    );
+                }
+                Ok(Some((self.assign_temp(to, Rvalue::Cast(op, to), span), to)))
+            }
+            syn::Expr::Assign(a) => {
+                let (place, ty) = self.assignable_place(&a.left)?;
+                if let Some(rty) = self.infer(&a.right) {
+                    self.learn(&Operand::Copy(place), ty, rty);
+                }
+                let (op, _) = self.scalar_expr(&a.right, Some(ty))?;
+                self.push(place, Rvalue::Use(op), span);
+                Ok(None)
+            }
+            syn::Expr::Block(b) => {
+                if let Some(label) = &b.label {
+                    return error(label, "labelled blocks are not supported in kernels yet");
+                }
+                if b.block.stmts.is_empty() {
+                    return Ok(None);
+                }
+                self.block(&b.block, expected)
+            }
+            // The raw shared-memory API is `unsafe`; rustc checks the block, and the
+            // race check skips what the raw calls do.
+            syn::Expr::Unsafe(u) => self.block(&u.block, expected),
+            syn::Expr::If(i) => self.if_expr(i, expected),
+            syn::Expr::While(w) => self.while_loop(w),
+            syn::Expr::Loop(l) => self.loop_expr(l),
+            syn::Expr::Break(b) => {
+                if let Some(v) = &b.expr {
+                    return error(v, "`break` with a value is not supported in kernels");
+                }
+                let target = self.loop_target(b.label.as_ref(), e)?;
+                self.goto(target.0, span);
+                Ok(None)
+            }
+            syn::Expr::Continue(c) => {
+                let target = self.loop_target(c.label.as_ref(), e)?;
+                self.goto(target.1, span);
+                Ok(None)
+            }
+            syn::Expr::Return(r) => {
+                match (&r.expr, self.body.kind) {
+                    (Some(v), BodyKind::Kernel) => {
+                        return error(v, "kernels return nothing; write results into a `Region`");
+                    }
+                    (Some(v), BodyKind::Device) => {
+                        let ret = self.body.locals[0]
+                            .ty
+                            .scalar()
+                            .expect("device functions return scalars");
+                        let (op, _) = self.scalar_expr(v, Some(ret))?;
+                        self.push(Place::local(Local::RETURN), Rvalue::Use(op), span);
+                    }
+                    (None, BodyKind::Device) => {
+                        return error(e, "a device function must return a value");
+                    }
+                    (None, BodyKind::Kernel) => {}
+                }
+                self.terminate(TerminatorKind::Return, span);
+                Ok(None)
+            }
+            syn::Expr::MethodCall(m) => self.method_call(m),
+            syn::Expr::Macro(m) => self.macro_call(&m.mac),
+            syn::Expr::Closure(_) => error(
+                e,
+                "closures are not supported in kernels; use a plain loop or an `#[offload_device]` helper",
+            ),
+            syn::Expr::Call(c) => self.call(c, expected),
+            syn::Expr::Reference(_) => error(e, "taking references is not supported in kernels"),
+            syn::Expr::ForLoop(f) => self.for_loop(f),
+            syn::Expr::Match(m) => self.match_expr(m, expected),
+            syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(None),
+            syn::Expr::Let(_) => error(
+                e,
+                "`let` in this position is not supported; only `if let Some(v) = region.get_mut()`",
+            ),
+            _ => error(e, "this expression is not supported in kernels"),
+        }
+    }
+
+    fn literal(
+        &mut self,
+        lit: &syn::Lit,
+        expected: Option<ScalarTy>,
+    ) -> Result<(Operand, ScalarTy)> {
+        let c = match lit {
+            syn::Lit::Bool(b) => Const::Bool(b.value),
+            syn::Lit::Int(i) => {
+                let ty = match literal_suffix_type(lit) {
+                    Some(t) => t,
+                    None => match expected {
+                        Some(t) if t.is_float() => {
+                            return error(
+                                lit,
+                                format!(
+                                    "expected `{t}`, found an integer literal; write `{}.0`",
+                                    i.base10_digits()
+                                ),
+                            );
+                        }
+                        Some(t) if t.is_integer() => t,
+                        _ => ScalarTy::I32,
+                    },
+                };
+                if ty.is_float() {
+                    Const::Float(
+                        i.base10_parse::<f64>().map_err(|err| TranslateError {
+                            span: lit.span(),
+                            message: err.to_string(),
+                        })?,
+                        ty,
+                    )
+                } else {
+                    let v: i128 = i.base10_parse().map_err(|err| TranslateError {
+                        span: lit.span(),
+                        message: err.to_string(),
+                    })?;
+                    Const::Int(v, ty)
+                }
+            }
+            syn::Lit::Float(f) => {
+                let ty = match literal_suffix_type(lit) {
+                    Some(t) => t,
+                    None => match expected {
+                        Some(t) if t.is_float() => t,
+                        _ => ScalarTy::F64,
+                    },
+                };
+                let v: f64 = f.base10_parse().map_err(|err| TranslateError {
+                    span: lit.span(),
+                    message: err.to_string(),
+                })?;
+                Const::Float(
+                    if ty == ScalarTy::F32 {
+                        v as f32 as f64
+                    } else {
+                        v
+                    },
+                    ty,
+                )
+            }
+            _ => {
+                return error(
+                    lit,
+                    "only numeric and `bool` literals are supported in kernels",
+                );
+            }
+        };
+        Ok((Operand::Const(c), c.ty()))
+    }
+
+    fn binary(&mut self, b: &syn::ExprBinary, expected: Option<ScalarTy>) -> Result<Value> {
+        let span = b.op.span();
+        if let syn::BinOp::And(_) | syn::BinOp::Or(_) = b.op {
+            return self.short_circuit(b).map(Some);
+        }
+        let Some((op, compound)) = binop(&b.op) else {
+            return error(b.op, "this operator is not supported in kernels");
+        };
+        if compound {
+            let (place, ty) = self.assignable_place(&b.left)?;
+            if !op.is_shift()
+                && let Some(rty) = self.infer(&b.right)
+            {
+                self.learn(&Operand::Copy(place), ty, rty);
+            }
+            let rhs_ty = if op.is_shift() {
+                self.infer(&b.right)
+            } else {
+                Some(ty)
+            };
+            let (rhs, _) = self.scalar_expr(&b.right, rhs_ty)?;
+            self.checked_division(op, Operand::Copy(place), rhs, ty, b.right.span())?;
+            self.push(place, Rvalue::BinaryOp(op, Operand::Copy(place), rhs), span);
+            return Ok(None);
+        }
+        let operand_ty = if op.is_shift() {
+            self.infer(&b.left).or(expected)
+        } else if op.is_comparison() {
+            self.infer(&b.left).or_else(|| self.infer(&b.right))
+        } else {
+            self.infer(&b.left)
+                .or_else(|| self.infer(&b.right))
+                .or(expected)
+        };
+        let (lhs, lty) = self.scalar_expr(&b.left, operand_ty)?;
+        let rhs_expected = if op.is_shift() {
+            self.infer(&b.right)
+        } else {
+            Some(lty)
+        };
+        let (rhs, rty) = self.scalar_expr(&b.right, rhs_expected)?;
+        if !op.is_shift() && rty != lty {
+            self.learn(&lhs, lty, rty);
+            self.learn(&rhs, rty, lty);
+        }
+        self.checked_division(op, lhs, rhs, lty, b.right.span())?;
+        let result_ty = if op.is_comparison() {
+            ScalarTy::Bool
+        } else {
+            lty
+        };
+        Ok(Some((
+            self.assign_temp(result_ty, Rvalue::BinaryOp(op, lhs, rhs), span),
+            result_ty,
+        )))
+    }
+
+    /// Integer division and remainder by zero panic in Rust, and so does signed `MIN / -1`
+    /// (which overflows); emit both checks, skipping those a constant divisor settles.
+    fn checked_division(
+        &mut self,
+        op: BinOp,
+        lhs: Operand,
+        rhs: Operand,
+        ty: ScalarTy,
+        span: SynSpan,
+    ) -> Result<()> {
+        if !matches!(op, BinOp::Div | BinOp::Rem) || !ty.is_integer() {
+            return Ok(());
+        }
+        let divisor = match rhs {
+            Operand::Const(Const::Int(v, _)) => Some(v),
+            _ => None,
+        };
+        let is_div = op == BinOp::Div;
+        if divisor.is_none_or(|v| v == 0) {
+            let nonzero = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::Ne, rhs, Operand::Const(Const::Int(0, ty))),
+                span,
+            );
+            let message = if is_div {
+                "attempt to divide by zero"
+            } else {
+                "attempt to calculate the remainder with a divisor of zero"
+            };
+            self.assert(nonzero, message, span);
+        }
+        if ty.is_signed() && divisor.is_none_or(|v| v == -1) {
+            let min = -(1i128 << (ty.bits() - 1));
+            let minus_one = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::Eq, rhs, Operand::Const(Const::Int(-1, ty))),
+                span,
+            );
+            let is_min = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::Eq, lhs, Operand::Const(Const::Int(min, ty))),
+                span,
+            );
+            let both = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::BitAnd, minus_one, is_min),
+                span,
+            );
+            let fine = self.assign_temp(ScalarTy::Bool, Rvalue::UnaryOp(UnOp::Not, both), span);
+            let message = if is_div {
+                "attempt to divide with overflow"
+            } else {
+                "attempt to calculate the remainder with overflow"
+            };
+            self.assert(fine, message, span);
+        }
+        Ok(())
+    }
+
+    fn short_circuit(&mut self, b: &syn::ExprBinary) -> Result<(Operand, ScalarTy)> {
+        let span = b.op.span();
+        let is_and = matches!(b.op, syn::BinOp::And(_));
+        let result = self.temp(ScalarTy::Bool);
+        let (lhs, _) = self.scalar_expr(&b.left, Some(ScalarTy::Bool))?;
+        let (eval_rhs, short, join) = (self.new_block(), self.new_block(), self.new_block());
+        let (on_true, on_false) = if is_and {
+            (eval_rhs, short)
+        } else {
+            (short, eval_rhs)
+        };
+        self.switch_bool(lhs, on_true, on_false, span);
+        self.current = Some(short);
+        self.push(
+            Place::local(result),
+            Rvalue::Use(Operand::Const(Const::Bool(!is_and))),
+            span,
+        );
+        self.goto(join, span);
+        self.current = Some(eval_rhs);
+        let (rhs, _) = self.scalar_expr(&b.right, Some(ScalarTy::Bool))?;
+        self.push(Place::local(result), Rvalue::Use(rhs), span);
+        self.goto(join, span);
+        self.current = Some(join);
+        Ok((Operand::Copy(Place::local(result)), ScalarTy::Bool))
+    }
+
+    pub(super) fn cast_operand(
+        &mut self,
+        op: Operand,
+        from: ScalarTy,
+        to: ScalarTy,
+        span: SynSpan,
+    ) -> Operand {
+        if from == to {
+            return op;
+        }
+        if let Operand::Const(Const::Int(v, _)) = op
+            && to.is_integer()
+        {
+            return Operand::Const(Const::Int(wrap_to(v, to), to));
+        }
+        self.assign_temp(to, Rvalue::Cast(op, to), span)
+    }
+}
+
+/// The MIR operator for a Rust binary operator, and whether it is a compound assignment.
+pub(super) fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
+    use syn::BinOp as S;
+    Some(match op {
+        S::Add(_) => (BinOp::Add, false),
+        S::Sub(_) => (BinOp::Sub, false),
+        S::Mul(_) => (BinOp::Mul, false),
+        S::Div(_) => (BinOp::Div, false),
+        S::Rem(_) => (BinOp::Rem, false),
+        S::BitAnd(_) => (BinOp::BitAnd, false),
+        S::BitOr(_) => (BinOp::BitOr, false),
+        S::BitXor(_) => (BinOp::BitXor, false),
+        S::Shl(_) => (BinOp::Shl, false),
+        S::Shr(_) => (BinOp::Shr, false),
+        S::Eq(_) => (BinOp::Eq, false),
+        S::Ne(_) => (BinOp::Ne, false),
+        S::Lt(_) => (BinOp::Lt, false),
+        S::Le(_) => (BinOp::Le, false),
+        S::Gt(_) => (BinOp::Gt, false),
+        S::Ge(_) => (BinOp::Ge, false),
+        S::AddAssign(_) => (BinOp::Add, true),
+        S::SubAssign(_) => (BinOp::Sub, true),
+        S::MulAssign(_) => (BinOp::Mul, true),
+        S::DivAssign(_) => (BinOp::Div, true),
+        S::RemAssign(_) => (BinOp::Rem, true),
+        S::BitAndAssign(_) => (BinOp::BitAnd, true),
+        S::BitOrAssign(_) => (BinOp::BitOr, true),
+        S::BitXorAssign(_) => (BinOp::BitXor, true),
+        S::ShlAssign(_) => (BinOp::Shl, true),
+        S::ShrAssign(_) => (BinOp::Shr, true),
+        _ => return None,
+    })
+}
+
+pub(super) fn strip_parens(e: &syn::Expr) -> &syn::Expr {
+    match e {
+        syn::Expr::Paren(p) => strip_parens(&p.expr),
+        syn::Expr::Group(g) => strip_parens(&g.expr),
+        other => other,
+    }
+}
+
+/// `v` as an integer of type `to`, wrapped to its width and sign-extended if signed.
+fn wrap_to(v: i128, to: ScalarTy) -> i128 {
+    let bits = to.bits();
+    let masked = v & ((1i128 << bits) - 1);
+    if to.is_signed() && masked >> (bits - 1) == 1 {
+        masked - (1i128 << bits)
+    } else {
+        masked
+    }
+}

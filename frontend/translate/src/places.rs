@@ -1,0 +1,453 @@
+//! Places that kernels read and write: locals, slice and chunk indexing, `*v` of a
+//! region element, and `Region` access (`get_mut`, the coordinates, `Stencil2D` neighbours).
+
+use super::expr::strip_parens;
+use super::{Binding, Builder, Result, error};
+use offload_mir::*;
+use proc_macro2::Span as SynSpan;
+use syn::spanned::Spanned;
+
+impl Builder {
+    /// `if let Some(v) = region.get_mut()`: the thread owns an element iff its index is
+    /// below the region's length. Returns the block where the `then` branch goes on.
+    pub(super) fn region_get_mut(
+        &mut self,
+        l: &syn::ExprLet,
+        then_bb: BasicBlock,
+        else_bb: BasicBlock,
+    ) -> Result<BasicBlock> {
+        const FORM: &str = "the only supported `if let` is `if let Some(v) = region.get_mut()`";
+        let syn::Pat::TupleStruct(ts) = &*l.pat else {
+            return error(&l.pat, FORM);
+        };
+        let binding = match (ts.path.get_ident(), ts.elems.len(), ts.elems.first()) {
+            (Some(some), 1, Some(syn::Pat::Ident(id)))
+                if some == "Some" && id.by_ref.is_none() && id.subpat.is_none() =>
+            {
+                &id.ident
+            }
+            _ => return error(&l.pat, FORM),
+        };
+        let syn::Expr::MethodCall(m) = &*l.expr else {
+            return error(&l.expr, FORM);
+        };
+        if m.method == "get" && m.args.len() == 2 {
+            return self.stencil_get(m, binding, then_bb, else_bb);
+        }
+        if m.method != "get_mut" || !m.args.is_empty() {
+            return error(&l.expr, FORM);
+        }
+        let region = self.region_receiver(&m.receiver)?;
+        let span = m.method.span();
+        let strategy = self.strategy_of(region);
+        let index = self.temp(ScalarTy::Usize);
+        self.push(Place::local(index), Rvalue::RegionIndex(region), span);
+        let lt = |b: &mut Self, a: Operand, c: Operand| {
+            b.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, a, c), span)
+        };
+        let owned = match strategy {
+            Strategy::Linear1D | Strategy::Chunked(_) => {
+                let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
+                lt(self, Operand::Copy(Place::local(index)), len)
+            }
+            Strategy::Linear2D => {
+                let (col, row) = (self.coord(region, 0, span), self.coord(region, 1, span));
+                let (width, height) = (self.extent(region, 0, span), self.extent(region, 1, span));
+                let in_row = lt(self, col, width);
+                let in_col = lt(self, row, height);
+                self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::BitAnd, in_row, in_col),
+                    span,
+                )
+            }
+            Strategy::Stencil2D(_) => {
+                return error(
+                    &m.method,
+                    "a `Stencil2D` region is read-only: read it with `get(dr, dc)` or `get_clamped(dr, dc)`",
+                );
+            }
+        };
+        self.switch_bool(owned, then_bb, else_bb, span);
+        if let Strategy::Chunked(n) = strategy {
+            // The chunk is `min(N, len - start)` long; this branch has `start < len`.
+            self.current = Some(then_bb);
+            let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
+            let left = self.assign_temp(
+                ScalarTy::Usize,
+                Rvalue::BinaryOp(BinOp::Sub, len, Operand::Copy(Place::local(index))),
+                span,
+            );
+            let chunk = self.intrinsic(
+                Intrinsic::Min,
+                vec![left, Operand::Const(Const::Int(n as i128, ScalarTy::Usize))],
+                span,
+            )?;
+            let chunk_len = self.as_local(chunk, ScalarTy::Usize, span);
+            self.bind(
+                binding,
+                Binding::RegionChunk {
+                    region,
+                    start: index,
+                    len: chunk_len,
+                },
+            );
+            // The caller continues translating `then_bb`, now past these statements.
+            return Ok(then_bb);
+        }
+        self.bind(binding, Binding::RegionElement { region, index });
+        Ok(then_bb)
+    }
+
+    pub(super) fn strategy_of(&self, region: Local) -> Strategy {
+        match self.body.locals[region.index()].ty {
+            Ty::Region(_, s) => s,
+            _ => unreachable!("region_receiver only returns regions"),
+        }
+    }
+
+    pub(super) fn coord(&mut self, region: Local, dim: u8, span: SynSpan) -> Operand {
+        self.assign_temp(ScalarTy::Usize, Rvalue::RegionCoord(region, dim), span)
+    }
+
+    pub(super) fn extent(&mut self, region: Local, dim: u8, span: SynSpan) -> Operand {
+        self.assign_temp(ScalarTy::Usize, Rvalue::RegionExtent(region, dim), span)
+    }
+
+    /// The linear index of the neighbour (`dr` rows, `dc` columns away) of this thread's
+    /// element in a `Stencil2D<R>` region, and whether it is inside the region. Offsets
+    /// beyond the radius are a compile error when constant and a device panic otherwise.
+    /// With `clamp`, out-of-range coordinates are clamped to the edge instead.
+    pub(super) fn stencil_neighbour(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        clamp: bool,
+    ) -> Result<(Local, Local, Option<Operand>)> {
+        let region = self.region_receiver(&m.receiver)?;
+        let span = m.method.span();
+        let Strategy::Stencil2D(radius) = self.strategy_of(region) else {
+            return error(
+                &m.method,
+                format!("`{}` reads a `Stencil2D` region", m.method),
+            );
+        };
+        let mut offsets = Vec::new();
+        for arg in &m.args {
+            let constant = match strip_parens(arg) {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(i),
+                    ..
+                }) => i.base10_parse::<i64>().ok(),
+                syn::Expr::Unary(syn::ExprUnary {
+                    op: syn::UnOp::Neg(_),
+                    expr,
+                    ..
+                }) => match &**expr {
+                    syn::Expr::Lit(syn::ExprLit {
+                        lit: syn::Lit::Int(i),
+                        ..
+                    }) => i.base10_parse::<i64>().ok().map(|v| -v),
+                    _ => None,
+                },
+                _ => None,
+            };
+            if let Some(c) = constant
+                && c.unsigned_abs() > radius as u64
+            {
+                return error(
+                    arg,
+                    format!("offset {c} is outside the stencil's radius {radius}"),
+                );
+            }
+            let (off, _) = self.scalar_expr(arg, Some(ScalarTy::Isize))?;
+            if constant.is_none() {
+                let abs = self.intrinsic(Intrinsic::Abs, vec![off], span)?;
+                let within = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(
+                        BinOp::Le,
+                        abs,
+                        Operand::Const(Const::Int(radius as i128, ScalarTy::Isize)),
+                    ),
+                    span,
+                );
+                self.assert(within, "stencil offset outside the region's radius", span);
+            }
+            offsets.push(off);
+        }
+        let mut coords = Vec::new();
+        let mut inside: Option<Operand> = None;
+        // Row first (dimension 1, offset `dr`), then column (dimension 0, offset `dc`).
+        for (dim, off) in [(1u8, offsets[0]), (0u8, offsets[1])] {
+            let here = self.coord(region, dim, span);
+            let here = self.cast_operand(here, ScalarTy::Usize, ScalarTy::Isize, span);
+            let extent = self.extent(region, dim, span);
+            let extent = self.cast_operand(extent, ScalarTy::Usize, ScalarTy::Isize, span);
+            let at = self.assign_temp(
+                ScalarTy::Isize,
+                Rvalue::BinaryOp(BinOp::Add, here, off),
+                span,
+            );
+            let at = if clamp {
+                let last = self.assign_temp(
+                    ScalarTy::Isize,
+                    Rvalue::BinaryOp(
+                        BinOp::Sub,
+                        extent,
+                        Operand::Const(Const::Int(1, ScalarTy::Isize)),
+                    ),
+                    span,
+                );
+                let low = self.intrinsic(
+                    Intrinsic::Max,
+                    vec![at, Operand::Const(Const::Int(0, ScalarTy::Isize))],
+                    span,
+                )?;
+                self.intrinsic(Intrinsic::Min, vec![low, last], span)?
+            } else {
+                let nonneg = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(
+                        BinOp::Ge,
+                        at,
+                        Operand::Const(Const::Int(0, ScalarTy::Isize)),
+                    ),
+                    span,
+                );
+                let below = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::Lt, at, extent),
+                    span,
+                );
+                let ok = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::BitAnd, nonneg, below),
+                    span,
+                );
+                inside = Some(match inside {
+                    Some(prev) => self.assign_temp(
+                        ScalarTy::Bool,
+                        Rvalue::BinaryOp(BinOp::BitAnd, prev, ok),
+                        span,
+                    ),
+                    None => ok,
+                });
+                at
+            };
+            coords.push(self.cast_operand(at, ScalarTy::Isize, ScalarTy::Usize, span));
+        }
+        let width = self.extent(region, 0, span);
+        let row_start = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(BinOp::Mul, coords[0], width),
+            span,
+        );
+        let index = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(BinOp::Add, row_start, coords[1]),
+            span,
+        );
+        let index = self.as_local(index, ScalarTy::Usize, span);
+        Ok((region, index, inside))
+    }
+
+    /// `if let Some(v) = stencil.get(dr, dc)`: `v` is the neighbour's value when it is
+    /// inside the region.
+    fn stencil_get(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        binding: &syn::Ident,
+        then_bb: BasicBlock,
+        else_bb: BasicBlock,
+    ) -> Result<BasicBlock> {
+        let span = m.method.span();
+        let (region, index, inside) = self.stencil_neighbour(m, false)?;
+        let inside = inside.expect("unclamped reads test the edges");
+        self.switch_bool(inside, then_bb, else_bb, span);
+        self.current = Some(then_bb);
+        let elem = self.body.locals[region.index()]
+            .ty
+            .element()
+            .expect("a region has elements");
+        let value = self.declare(Ty::Scalar(elem), false, Some((binding, binding.span())));
+        // Inside the region the index is in bounds; the check states it for the safety
+        // verifier (and catches a region with no rows).
+        let index = self.checked_index(region, Operand::Copy(Place::local(index)), span);
+        self.push(
+            Place::local(value),
+            Rvalue::Use(Operand::Copy(Place::element(region, index))),
+            span,
+        );
+        self.bind(binding, Binding::Local(value));
+        Ok(self.current.expect("the read was just pushed"))
+    }
+
+    pub(super) fn region_receiver(&self, e: &syn::Expr) -> Result<Local> {
+        if let syn::Expr::Path(p) = e
+            && let Some(id) = p.path.get_ident()
+            && let Some(Binding::Local(l)) = self.lookup(id)
+            && matches!(self.body.locals[l.index()].ty, Ty::Region(..))
+        {
+            return Ok(l);
+        }
+        error(e, "expected a `Region` parameter")
+    }
+
+    /// A place that may be assigned: a `let mut` local or `*v` of a region element.
+    pub(super) fn assignable_place(&mut self, e: &syn::Expr) -> Result<(Place, ScalarTy)> {
+        if let syn::Expr::Path(p) = e
+            && let Some(id) = p.path.get_ident()
+            && let Some(Binding::Local(l)) = self.lookup(id)
+            && !self.body.locals[l.index()].mutable
+        {
+            return error(
+                e,
+                format!("cannot assign twice to immutable variable `{id}`"),
+            );
+        }
+        if let syn::Expr::Index(i) = e
+            && let syn::Expr::Path(p) = &*i.expr
+            && let Some(id) = p.path.get_ident()
+            && let Some(Binding::Local(l)) = self.lookup(id)
+            && matches!(self.body.locals[l.index()].ty, Ty::Slice(_))
+        {
+            return error(
+                e,
+                format!("`{id}` is a read-only slice; write through a `Region` instead"),
+            );
+        }
+        if let syn::Expr::Index(i) = e
+            && let Some(shared) = self.shared_receiver(&i.expr)
+        {
+            let name = self.body.locals[shared.index()]
+                .debug
+                .as_ref()
+                .map_or(String::new(), |d| d.0.clone());
+            return error(
+                e,
+                format!(
+                    "threads write only their own slots of shared memory: use `{name}.write(value)` or `{name}.write_nth(k, value)`"
+                ),
+            );
+        }
+        self.place(e)
+    }
+
+    /// `chunk[k]` of a `Chunked<N>` chunk: bounds-checked against the chunk's length,
+    /// then element `start + k` of the region.
+    fn chunk_element(
+        &mut self,
+        i: &syn::ExprIndex,
+        region: Local,
+        start: Local,
+        len: Local,
+    ) -> Result<(Place, ScalarTy)> {
+        let span = i.span();
+        let (k, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+        let k = self.as_local(k, ScalarTy::Usize, span);
+        self.bounds_check(k, Operand::Copy(Place::local(len)), span);
+        let at = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(
+                BinOp::Add,
+                Operand::Copy(Place::local(start)),
+                Operand::Copy(Place::local(k)),
+            ),
+            span,
+        );
+        let at = self.as_local(at, ScalarTy::Usize, span);
+        let elem = self.body.locals[region.index()]
+            .ty
+            .element()
+            .expect("a region has elements");
+        Ok((Place::element(region, at), elem))
+    }
+
+    pub(super) fn place(&mut self, e: &syn::Expr) -> Result<(Place, ScalarTy)> {
+        match e {
+            syn::Expr::Paren(p) => self.place(&p.expr),
+            syn::Expr::Path(p) => {
+                let Some(id) = p.path.get_ident() else {
+                    return error(
+                        e,
+                        "paths are not supported in kernels; only local variables and parameters",
+                    );
+                };
+                match self.lookup(id) {
+                    Some(Binding::Local(l)) => match self.body.locals[l.index()].ty {
+                        Ty::Scalar(s) => Ok((Place::local(l), s)),
+                        ty => error(
+                            e,
+                            format!(
+                                "`{id}` of type `{ty}` cannot be used as a value; index it or call `len()`"
+                            ),
+                        ),
+                    },
+                    Some(Binding::RegionElement { .. }) => {
+                        error(e, format!("`{id}` is a reference; write `*{id}`"))
+                    }
+                    Some(Binding::RegionChunk { .. }) => error(
+                        e,
+                        format!("`{id}` is a chunk; index it (`{id}[k]`) or call `{id}.len()`"),
+                    ),
+                    None => error(e, format!("cannot find `{id}` in this kernel")),
+                }
+            }
+            syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
+                if let syn::Expr::Path(p) = &*u.expr
+                    && let Some(id) = p.path.get_ident()
+                    && let Some(Binding::RegionElement { region, index }) = self.lookup(id)
+                {
+                    let elem = self.body.locals[region.index()]
+                        .ty
+                        .element()
+                        .expect("a region has elements");
+                    return Ok((Place::element(region, index), elem));
+                }
+                error(
+                    e,
+                    "only references from `Region::get_mut` can be dereferenced in kernels",
+                )
+            }
+            syn::Expr::Index(i) => {
+                let syn::Expr::Path(p) = &*i.expr else {
+                    return error(&i.expr, "only slice parameters can be indexed");
+                };
+                let target = p.path.get_ident().and_then(|id| self.lookup(id));
+                if let Some(Binding::RegionChunk { region, start, len }) = target {
+                    return self.chunk_element(i, region, start, len);
+                }
+                let Some(Binding::Local(base)) = target else {
+                    return error(&i.expr, "only slice parameters can be indexed");
+                };
+                let elem = match self.body.locals[base.index()].ty {
+                    Ty::Slice(e) => e,
+                    Ty::Shared(..) => {
+                        let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+                        return Ok(self.shared_read(base, index, e.span(), false));
+                    }
+                    Ty::Region(..) => {
+                        return error(
+                            e,
+                            "a `Region` is reached only through `get_mut()`, which gives this thread its own element",
+                        );
+                    }
+                    ty => return error(&i.expr, format!("cannot index a value of type `{ty}`")),
+                };
+                if let syn::Expr::Range(r) = &*i.index {
+                    return error(
+                        r,
+                        "range indexing (sub-slices) is not supported in kernels yet",
+                    );
+                }
+                let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+                let index = self.checked_index(base, index, e.span());
+                Ok((Place::element(base, index), elem))
+            }
+            _ => error(
+                e,
+                "this expression is not a place that kernels can read or write",
+            ),
+        }
+    }
+}

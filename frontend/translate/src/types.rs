@@ -1,0 +1,177 @@
+//! Type resolution and inference: scalar types from syntax (with a generic instance's
+//! substitution), the syntactic type guess that types literals, and what a pass learns
+//! for the next one about locals typed only by a literal's default.
+
+use super::expr::binop;
+use super::{Binding, Builder, Result, Substitution, TokenString, error};
+use offload_mir::*;
+
+impl Builder {
+    /// A syntactic type guess used to type literals: the type an expression has if it can
+    /// be told without translating it.
+    pub(super) fn infer(&self, e: &syn::Expr) -> Option<ScalarTy> {
+        match e {
+            syn::Expr::Lit(l) => literal_suffix_type(&l.lit),
+            syn::Expr::Paren(p) => self.infer(&p.expr),
+            syn::Expr::Group(g) => self.infer(&g.expr),
+            syn::Expr::Cast(c) => scalar_type(&c.ty, &self.subst).ok(),
+            syn::Expr::Path(p) if self.path_constant(&p.path).is_some() => {
+                self.path_constant(&p.path).map(|c| c.ty())
+            }
+            syn::Expr::Path(p) => match self.lookup(p.path.get_ident()?)? {
+                Binding::Local(l) if self.flexible.contains_key(&l) => None,
+                Binding::Local(l) => self.body.locals[l.index()].ty.scalar(),
+                Binding::RegionElement { .. } | Binding::RegionChunk { .. } => None,
+            },
+            syn::Expr::Unary(u) => match u.op {
+                syn::UnOp::Deref(_) => {
+                    let syn::Expr::Path(p) = &*u.expr else {
+                        return None;
+                    };
+                    match self.lookup(p.path.get_ident()?)? {
+                        Binding::RegionElement { region, .. } => {
+                            self.body.locals[region.index()].ty.element()
+                        }
+                        Binding::Local(_) | Binding::RegionChunk { .. } => None,
+                    }
+                }
+                _ => self.infer(&u.expr),
+            },
+            syn::Expr::Binary(b) => {
+                if binop(&b.op).is_some_and(|(op, _)| op.is_comparison())
+                    || matches!(b.op, syn::BinOp::And(_) | syn::BinOp::Or(_))
+                {
+                    return Some(ScalarTy::Bool);
+                }
+                if matches!(b.op, syn::BinOp::Shl(_) | syn::BinOp::Shr(_)) {
+                    return self.infer(&b.left);
+                }
+                self.infer(&b.left).or_else(|| self.infer(&b.right))
+            }
+            syn::Expr::Index(i) => {
+                let syn::Expr::Path(p) = &*i.expr else {
+                    return None;
+                };
+                match self.lookup(p.path.get_ident()?)? {
+                    Binding::Local(l) => self.body.locals[l.index()].ty.element(),
+                    Binding::RegionChunk { region, .. } => {
+                        self.body.locals[region.index()].ty.element()
+                    }
+                    Binding::RegionElement { .. } => None,
+                }
+            }
+            syn::Expr::MethodCall(m) if m.method == "get_clamped" => {
+                let syn::Expr::Path(p) = &*m.receiver else {
+                    return None;
+                };
+                match self.lookup(p.path.get_ident()?)? {
+                    Binding::Local(l) => self.body.locals[l.index()].ty.element(),
+                    _ => None,
+                }
+            }
+            syn::Expr::MethodCall(m)
+                if matches!(
+                    m.method.to_string().as_str(),
+                    "row" | "col" | "width" | "height"
+                ) =>
+            {
+                Some(ScalarTy::Usize)
+            }
+            syn::Expr::MethodCall(m)
+                if matches!(
+                    m.method.to_string().as_str(),
+                    "leading_zeros" | "trailing_zeros" | "count_ones"
+                ) =>
+            {
+                Some(ScalarTy::U32)
+            }
+            syn::Expr::MethodCall(m) if self.atomic_receiver(&m.receiver).is_some() => {
+                let atomic = self
+                    .atomic_receiver(&m.receiver)
+                    .expect("checked by the guard");
+                if m.method == "len" {
+                    Some(ScalarTy::Usize)
+                } else {
+                    self.body.locals[atomic.index()].ty.element()
+                }
+            }
+            syn::Expr::MethodCall(m) if m.method != "index" && m.method != "len" => {
+                self.infer(&m.receiver)
+            }
+            syn::Expr::Match(m) => m.arms.iter().find_map(|arm| self.infer(&arm.body)),
+            syn::Expr::Call(c) if matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| Position::ALL.iter().any(|q| s.ident == q.name()))) => {
+                Some(ScalarTy::Usize)
+            }
+            syn::Expr::MethodCall(m) if m.method == "index" || m.method == "len" => {
+                Some(ScalarTy::Usize)
+            }
+            syn::Expr::If(i) => match i.then_branch.stmts.last()? {
+                syn::Stmt::Expr(e, None) => self.infer(e),
+                _ => None,
+            },
+            syn::Expr::Block(b) => match b.block.stmts.last()? {
+                syn::Stmt::Expr(e, None) => self.infer(e),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Records that `op`, of type `have`, met a value of type `want`: if `op` is a local
+    /// typed only by a literal's default, the next pass gives it `want`.
+    pub(super) fn learn(&mut self, op: &Operand, have: ScalarTy, want: ScalarTy) {
+        if have == want || have.is_float() != want.is_float() || want == ScalarTy::Bool {
+            return;
+        }
+        if let Operand::Copy(p) | Operand::Move(p) = op
+            && p.index.is_none()
+            && let Some(key) = self.flexible.get(&p.local)
+        {
+            self.learned.insert(*key, want);
+        }
+    }
+
+    pub(super) fn operand_type(&self, op: &Operand) -> ScalarTy {
+        match op {
+            Operand::Const(c) => c.ty(),
+            Operand::Copy(p) | Operand::Move(p) => {
+                let ty = self.body.locals[p.local.index()].ty;
+                match p.index {
+                    Some(_) => ty.element().expect("indexed places are regions or slices"),
+                    None => ty.scalar().expect("plain places are scalars"),
+                }
+            }
+        }
+    }
+}
+
+pub(super) fn scalar_type(ty: &syn::Type, subst: &Substitution) -> Result<ScalarTy> {
+    if let syn::Type::Path(p) = ty
+        && let Some(id) = p.path.get_ident()
+    {
+        let name = id.to_string();
+        if let Some((_, t)) = subst.iter().find(|(param, _)| *param == name) {
+            return Ok(*t);
+        }
+        if let Some(s) = ScalarTy::from_name(&name) {
+            return Ok(s);
+        }
+    }
+    error(
+        ty,
+        format!(
+            "unsupported type `{}` in a kernel; supported: bool, i8..i64, isize, u8..u64, usize, f32, f64",
+            ty.to_token_stream_string()
+        ),
+    )
+}
+
+pub(super) fn literal_suffix_type(lit: &syn::Lit) -> Option<ScalarTy> {
+    let suffix = match lit {
+        syn::Lit::Int(i) => i.suffix(),
+        syn::Lit::Float(f) => f.suffix(),
+        syn::Lit::Bool(_) => return Some(ScalarTy::Bool),
+        _ => return None,
+    };
+    ScalarTy::from_name(suffix)
+}
