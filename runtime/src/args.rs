@@ -34,6 +34,7 @@ pub enum DynamicArg<'a> {
 }
 
 /// One argument of a launch, borrowed for the launch's duration.
+#[doc(hidden)]
 pub struct KernelArg<'a> {
     pub(crate) kind: ArgKind,
     _borrow: PhantomData<&'a mut [u8]>,
@@ -79,6 +80,7 @@ pub(crate) enum ArgKind {
 }
 
 impl<'a> KernelArg<'a> {
+    /// The argument of a `Region` parameter.
     pub fn region<T: Scalar, S: PartitioningStrategy>(region: impl IntoRegion<'a, T, S>) -> Self {
         let region = region.into_region();
         KernelArg {
@@ -94,6 +96,7 @@ impl<'a> KernelArg<'a> {
         }
     }
 
+    /// The argument of a slice (`&[T]`) parameter.
     pub fn slice<T: Scalar>(slice: impl IntoSlice<'a, T>) -> Self {
         let SliceData { host, resident } = slice.into_slice();
         KernelArg {
@@ -107,6 +110,7 @@ impl<'a> KernelArg<'a> {
         }
     }
 
+    /// The argument of an `Atomic<T>` parameter.
     pub fn atomic<T: Scalar>(data: impl IntoAtomic<'a, T>) -> Self {
         let data = data.into_atomic();
         KernelArg {
@@ -170,6 +174,7 @@ impl<'a> KernelArg<'a> {
         })
     }
 
+    /// The argument of a scalar parameter, passed by value.
     pub fn scalar<T: Scalar>(value: T) -> Self {
         KernelArg {
             kind: ArgKind::Scalar {
@@ -215,7 +220,6 @@ impl ArgKind {
         }
     }
 
-    /// Whether the kernel may write this argument, so that it is copied back.
     /// Where the host data of [`bytes`](Self::bytes) goes in the argument's memory on
     /// the device: its byte offset there and the memory's full size. A window of a region
     /// sits at its first element's place in memory the size of the whole region.
@@ -231,6 +235,7 @@ impl ArgKind {
         }
     }
 
+    /// Whether the kernel may write this argument, so that it is copied back.
     pub(crate) fn copied_back(&self) -> bool {
         match self {
             ArgKind::Region { strategy, .. } => strategy.is_writable(),

@@ -95,14 +95,18 @@ impl<T: Scalar> DeviceBuffer<T> {
         crate::backend::of(&self.device).synchronize()
     }
 
+    /// The number of elements (not bytes).
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the buffer has no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
+    /// The device the buffer lives on. A launch that uses the buffer must run there
+    /// ([`Error::InvalidLaunch`] otherwise).
     pub fn device(&self) -> &Device {
         &self.device
     }
@@ -214,10 +218,13 @@ impl<T: Scalar> SplitBuffer<T> {
         first_error.map_or(Ok(out), Err)
     }
 
+    /// The number of elements of the whole buffer: the length of the data it was made
+    /// from, which is also each part's length.
     pub fn len(&self) -> usize {
         self.len
     }
 
+    /// Whether the buffer has no elements.
     pub fn is_empty(&self) -> bool {
         self.len == 0
     }

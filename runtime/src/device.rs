@@ -9,8 +9,12 @@ use std::fmt;
 pub enum Device {
     /// An NVIDIA GPU, through the CUDA driver.
     Cuda {
+        /// The CUDA driver's ordinal for the GPU: `N` in `OFFLOAD_DEVICE=cuda:N`.
         ordinal: usize,
+        /// The GPU's name, as the driver reports it.
         name: String,
+        /// The compute capability as (major, minor), e.g. `(9, 0)`: kernels are compiled
+        /// for `sm_90`.
         compute_capability: (u32, u32),
     },
     /// The CPU backend: the lowered kernel compiled for the host and run on all cores.

@@ -7,10 +7,17 @@ pub enum Error {
     /// The first panic of the launch is reported; region data was not copied back.
     #[error("kernel `{kernel}` panicked at {file}:{line}:{column}: {message}")]
     KernelPanic {
+        /// The name of the kernel that panicked.
         kernel: String,
+        /// The kernel's source file, as the compiler named it (as `file!()` does).
         file: String,
+        /// The panic's line in `file`, from 1; 0 when the site is unknown. A panic inside
+        /// an `#[offload_device]` function is reported at its call in the kernel.
         line: u32,
+        /// The panic's column in `line`, from 1; 0 when the site is unknown.
         column: u32,
+        /// The panic message, as Rust prints it (`index out of bounds: the len is ...`,
+        /// `attempt to divide by zero`, or the `panic!` text).
         message: String,
     },
     /// Launch geometry or arguments that the kernel cannot run with safely.
@@ -18,20 +25,43 @@ pub enum Error {
     InvalidLaunch(String),
     /// `device = N` named a device that does not exist.
     #[error("there is no device {index}; offload::devices() lists {available}")]
-    NoSuchDevice { index: usize, available: usize },
+    NoSuchDevice {
+        /// The index asked for.
+        index: usize,
+        /// How many devices [`devices()`](crate::devices) lists.
+        available: usize,
+    },
     /// `OFFLOAD_DEVICE` could not be understood or names a missing device.
     #[error("OFFLOAD_DEVICE=`{value}`: {reason}")]
-    DeviceSelection { value: String, reason: String },
+    DeviceSelection {
+        /// The selection as given.
+        value: String,
+        /// Why it was refused.
+        reason: String,
+    },
     /// A CUDA driver call failed.
     #[error("CUDA driver error while {during}: {message}")]
     Cuda {
+        /// What the runtime was doing, e.g. `launching the kernel`.
         during: &'static str,
+        /// The driver's error.
         message: String,
     },
     /// The kernel could not be compiled for the chosen device.
     #[error("kernel `{kernel}` could not be compiled: {message}")]
-    Compile { kernel: String, message: String },
+    Compile {
+        /// The name of the kernel.
+        kernel: String,
+        /// Why: its MIR did not link or pass the safety verifier, lowering it for the
+        /// device failed, or the program was built without the `jit` feature.
+        message: String,
+    },
     /// A device (or the host, for the CPU backend) could not allocate the memory asked for.
     #[error("out of memory on {device}: {bytes} bytes could not be allocated")]
-    OutOfMemory { device: String, bytes: u128 },
+    OutOfMemory {
+        /// The device, as text (`cuda:N`, or the CPU backend's name).
+        device: String,
+        /// The size of the allocation that failed, in bytes.
+        bytes: u128,
+    },
 }

@@ -8,6 +8,7 @@ use std::sync::OnceLock;
 /// What `#[offload_kernel]` emits for each kernel (each instance of a generic one): its
 /// name, its MIR, and the device functions it calls. The MIR text is the API boundary
 /// between the macro and the runtime.
+#[doc(hidden)]
 pub struct KernelDescriptor {
     pub name: &'static str,
     pub mir: &'static str,
@@ -17,6 +18,7 @@ pub struct KernelDescriptor {
 
 /// What `#[offload_device]` emits for a function kernels may call: its name, the MIR of
 /// each of its instances, and the device functions it calls in turn.
+#[doc(hidden)]
 pub struct DeviceFn {
     pub name: &'static str,
     pub instances: &'static [&'static str],
@@ -24,6 +26,7 @@ pub struct DeviceFn {
 }
 
 impl DeviceFn {
+    /// A device function named `name` with MIR `instances`, calling `calls`.
     pub const fn new(
         name: &'static str,
         instances: &'static [&'static str],

@@ -28,6 +28,8 @@ impl<T, S> Region<T, S> {
         unreachable!("{NEVER}")
     }
 
+    /// Whether the region has no elements. The kernel translator does not accept this
+    /// call yet (a compile error); compare `len()` with 0.
     pub fn is_empty(&self) -> bool {
         unreachable!("{NEVER}")
     }
@@ -144,7 +146,22 @@ macro_rules! atomic_ops {
 
 impl<T> Atomic<T> {
     atomic_ops!(
-        fetch_add, fetch_sub, fetch_min, fetch_max, fetch_and, fetch_or, fetch_xor, swap
+        /// Adds `value` to element `index` (integers wrap).
+        fetch_add,
+        /// Subtracts `value` from element `index` (integers wrap).
+        fetch_sub,
+        /// Stores the smaller of element `index` and `value`. Integers only.
+        fetch_min,
+        /// Stores the larger of element `index` and `value`. Integers only.
+        fetch_max,
+        /// Bitwise-ands `value` into element `index`. Integers only.
+        fetch_and,
+        /// Bitwise-ors `value` into element `index`. Integers only.
+        fetch_or,
+        /// Bitwise-xors `value` into element `index`. Integers only.
+        fetch_xor,
+        /// Stores `value` in element `index`. Integers only.
+        swap
     );
 
     /// Stores `new` if the element equals `current`; returns the previous value either way.
@@ -153,10 +170,13 @@ impl<T> Atomic<T> {
         unreachable!("{NEVER}")
     }
 
+    /// The number of elements.
     pub fn len(&self) -> usize {
         unreachable!("{NEVER}")
     }
 
+    /// Whether there are no elements. The kernel translator does not accept this call
+    /// yet (a compile error); compare `len()` with 0.
     pub fn is_empty(&self) -> bool {
         unreachable!("{NEVER}")
     }
@@ -226,6 +246,8 @@ macro_rules! shared_api {
             unreachable!("{NEVER}")
         }
 
+        /// Whether the array has no elements. The kernel translator does not accept this
+        /// call yet (a compile error); compare `len()` with 0.
         pub fn is_empty(&self) -> bool {
             unreachable!("{NEVER}")
         }

@@ -22,11 +22,17 @@ pub struct LaunchOptions {
     /// Index into [`devices()`](crate::devices); `None` selects as `OFFLOAD_DEVICE` says.
     pub device: Option<usize>,
     /// `device = all`: split the launch's workgroups into one contiguous share per GPU
-    /// (two shares on the CPU when there is no GPU). See [`crate::split`].
+    /// (two shares on the CPU when there is no GPU). Only one-dimensional launches split:
+    /// `Linear1D` and `Chunked<N>` regions, slices and scalars, with device-resident data
+    /// as [`SplitBuffer`](crate::SplitBuffer)s; anything else is [`Error::InvalidLaunch`].
     pub all_devices: bool,
 }
 
 impl LaunchOptions {
+    /// Every field at its default: geometry from the first region, no dynamic shared
+    /// memory, one device (`OFFLOAD_DEVICE`, else the device of the launch's buffers, else
+    /// the first GPU, else the CPU). [`Default::default`] as a constant, for
+    /// `LaunchOptions { thread_dim: Some([128, 1, 1]), ..LaunchOptions::DEFAULT }`.
     pub const DEFAULT: LaunchOptions = LaunchOptions {
         workgroup_dim: None,
         thread_dim: None,

@@ -14,7 +14,9 @@ pub const MAX_WORKGROUP_SIZE: u64 = 1024;
 /// A region's shape: `len` elements, in rows of `row_len` for 2-D strategies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Shape {
+    /// Elements in the region, all rows together.
     pub len: usize,
+    /// Elements per row for the 2-D strategies; `None` for a 1-D region.
     pub row_len: Option<usize>,
 }
 
@@ -41,6 +43,9 @@ mod sealed {
 /// A partitioning strategy: how a region's elements are shared out among threads.
 /// Sealed: the strategies are [`Linear1D`], [`Linear2D`], [`Chunked`] and [`Stencil2D`].
 pub trait PartitioningStrategy: sealed::Sealed + Send + Sync + 'static {
+    /// The strategy as the kernel's MIR names it, which a launch checks the argument
+    /// against.
+    #[doc(hidden)]
     const KIND: Strategy;
 
     /// Refuses launch geometry (and region shapes) under which two threads could reach
@@ -250,10 +255,12 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
         }
     }
 
+    /// The number of elements, all rows of a 2-D region together.
     pub fn len(&self) -> usize {
         self.shape.len
     }
 
+    /// Whether the region has no elements.
     pub fn is_empty(&self) -> bool {
         self.shape.len == 0
     }
@@ -290,6 +297,7 @@ impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
 /// What a `Region` parameter of a launch accepts: a `Region`, or for one-dimensional
 /// strategies `&mut [T]`, `&mut Vec<T>` and `&mut [T; N]`.
 pub trait IntoRegion<'a, T, S> {
+    /// The region the launch passes; the launch calls this.
     fn into_region(self) -> Region<'a, T, S>;
 }
 
@@ -325,6 +333,7 @@ impl<'a, T: Scalar, S: OneDimensional, const N: usize> IntoRegion<'a, T, S> for 
 /// What an `Atomic<T>` parameter of a launch accepts: data every thread may update with
 /// atomic operations, copied to the device and back like a region.
 pub trait IntoAtomic<'a, T> {
+    /// The elements the kernel's threads update; the launch calls this.
     fn into_atomic(self) -> &'a mut [T];
 }
 
@@ -355,6 +364,7 @@ pub struct SliceData<'a, T> {
 /// What a slice (`&[T]`) parameter of a launch accepts: `&[T]`, `&Vec<T>`, `&[T; N]`, or
 /// a `&DeviceBuffer<T>` used where it lives.
 pub trait IntoSlice<'a, T> {
+    /// The data the launch passes; the launch calls this.
     fn into_slice(self) -> SliceData<'a, T>;
 }
 

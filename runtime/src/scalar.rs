@@ -9,6 +9,7 @@ mod sealed {
 /// A type a kernel can take by value or as region/slice elements: `bool`, the integers,
 /// `f32` and `f64`. Sealed: the lowering knows exactly these.
 pub trait Scalar: Copy + Send + Sync + sealed::Sealed + 'static {
+    /// The type as kernel MIR names it, against which a launch checks the argument.
     const TY: ScalarTy;
     /// The value's bytes, little end first, as the kernel ABI passes it.
     fn to_bits(self) -> u64;
@@ -63,44 +64,81 @@ pub trait Num:
     + DivAssign
     + RemAssign
 {
+    /// Zero: `0` or `0.0`.
     const ZERO: Self;
+    /// One: `1` or `1.0`.
     const ONE: Self;
 }
 
 /// `f32` and `f64`, for generic kernels (`T: Float`). (`min`/`max` of integers come from
 /// `Ord`, which `Int` requires; putting them on `Num` would make `x.min(y)` ambiguous for
 /// every integer once the prelude is imported.)
+///
+/// Each method is the inherent `f32`/`f64` method of the same name. In a kernel it runs
+/// the device's math library, whose `sqrt` to `tanh`, `powf` and `powi` may differ from
+/// the host's in the last bits.
 pub trait Float: Num + Neg<Output = Self> {
+    /// The smaller of `self` and `other`; if one is NaN, the other.
     fn min(self, other: Self) -> Self;
+    /// The larger of `self` and `other`; if one is NaN, the other.
     fn max(self, other: Self) -> Self;
+    /// The square root; NaN below zero.
     fn sqrt(self) -> Self;
+    /// `e` to the power `self`.
     fn exp(self) -> Self;
+    /// 2 to the power `self`.
     fn exp2(self) -> Self;
+    /// The natural logarithm; NaN below zero.
     fn ln(self) -> Self;
+    /// The base-2 logarithm; NaN below zero.
     fn log2(self) -> Self;
+    /// The base-10 logarithm; NaN below zero.
     fn log10(self) -> Self;
+    /// The sine of `self` radians.
     fn sin(self) -> Self;
+    /// The cosine of `self` radians.
     fn cos(self) -> Self;
+    /// The tangent of `self` radians.
     fn tan(self) -> Self;
+    /// The hyperbolic tangent.
     fn tanh(self) -> Self;
+    /// The largest integer not above `self`.
     fn floor(self) -> Self;
+    /// The smallest integer not below `self`.
     fn ceil(self) -> Self;
+    /// The nearest integer, halfway cases away from zero.
     fn round(self) -> Self;
+    /// The integer part, rounding toward zero.
     fn trunc(self) -> Self;
+    /// The absolute value.
     fn abs(self) -> Self;
+    /// `self` to the power `n`.
     fn powf(self, n: Self) -> Self;
+    /// `self` to the integer power `n`.
     fn powi(self, n: i32) -> Self;
+    /// `self * a + b` with one rounding (a fused multiply-add).
     fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
 /// The integer types, for generic kernels (`T: Int`).
+///
+/// Each method is the inherent integer method of the same name.
 pub trait Int: Num + Ord {
+    /// `self` to the power `exp`. On overflow it wraps in a kernel (kernel integer
+    /// arithmetic wraps, as in a release build) and panics on the host when overflow
+    /// checks are on.
     fn pow(self, exp: u32) -> Self;
+    /// The number of leading zero bits; the type's width for zero.
     fn leading_zeros(self) -> u32;
+    /// The number of trailing zero bits; the type's width for zero.
     fn trailing_zeros(self) -> u32;
+    /// The number of one bits.
     fn count_ones(self) -> u32;
+    /// `self + other`, wrapping around at the type's bounds.
     fn wrapping_add(self, other: Self) -> Self;
+    /// `self - other`, wrapping around at the type's bounds.
     fn wrapping_sub(self, other: Self) -> Self;
+    /// `self * other`, wrapping around at the type's bounds.
     fn wrapping_mul(self, other: Self) -> Self;
 }
 

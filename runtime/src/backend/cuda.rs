@@ -55,6 +55,8 @@ pub(crate) fn devices() -> Vec<Device> {
 /// The CUDA backend of one device.
 pub(crate) struct Cuda {
     pub ordinal: usize,
+    /// The device, as errors name it.
+    pub device: Device,
 }
 
 impl Backend for Cuda {
@@ -68,7 +70,7 @@ impl Backend for Cuda {
 
     fn allocate_zeroed(&self, bytes: u128) -> Result<Box<dyn Memory>, Error> {
         let out_of_memory = || Error::OutOfMemory {
-            device: format!("cuda:{}", self.ordinal),
+            device: self.device.to_string(),
             bytes,
         };
         let stream = stream(self.ordinal)?;

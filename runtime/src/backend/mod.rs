@@ -28,7 +28,10 @@ pub(crate) trait Backend {
 /// The backend of `device`.
 pub(crate) fn of(device: &Device) -> Box<dyn Backend> {
     match device {
-        Device::Cuda { ordinal, .. } => Box::new(cuda::Cuda { ordinal: *ordinal }),
+        Device::Cuda { ordinal, .. } => Box::new(cuda::Cuda {
+            ordinal: *ordinal,
+            device: device.clone(),
+        }),
         Device::Cpu => Box::new(cpu::Cpu),
     }
 }
