@@ -32,7 +32,8 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
     }
     let n = body.blocks.len();
     let doomed = doomed(body);
-    let pdom = post_dominators(body, &doomed);
+    let quiet = quiet(body, &doomed);
+    let pdom = post_dominators(body, &doomed, &quiet);
     let mut varying = vec![false; body.locals.len()];
     // The branch each divergent block depends on, for the message.
     let mut divergent: Vec<Option<Span>> = vec![None; n];
@@ -191,11 +192,45 @@ fn doomed(body: &Body) -> Vec<bool> {
     returns.iter().map(|r| !r).collect()
 }
 
+/// The doomed blocks from which no path reaches a barrier or a subgroup operation: a
+/// thread there stops without waiting for, or exchanging with, any other again.
+fn quiet(body: &Body, doomed: &[bool]) -> Vec<bool> {
+    let n = body.blocks.len();
+    let mut syncs: Vec<bool> = body
+        .blocks
+        .iter()
+        .map(|b| {
+            matches!(b.terminator.kind, TerminatorKind::Barrier { .. })
+                || b.statements
+                    .iter()
+                    .any(|s| matches!(&s.rvalue, Rvalue::Subgroup(op, _) if op.arity() > 0))
+        })
+        .collect();
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for b in (0..n).rev() {
+            if !syncs[b]
+                && body.blocks[b]
+                    .terminator
+                    .kind
+                    .successors()
+                    .iter()
+                    .any(|s| syncs[s.index()])
+            {
+                syncs[b] = true;
+                changed = true;
+            }
+        }
+    }
+    (0..n).map(|b| doomed[b] && !syncs[b]).collect()
+}
+
 /// `pdom[b][c]`: block `c` post-dominates block `b` (every path from `b` to the end of
 /// the kernel passes `c`). The way from a block that goes on into a doomed one is no path
-/// (threads there stop); doomed blocks keep their paths among themselves and end at the
-/// exit.
-fn post_dominators(body: &Body, doomed: &[bool]) -> Vec<Vec<bool>> {
+/// (threads there stop); among doomed blocks, only the way into a quiet one is none (the
+/// threads there stop without waiting for anyone again), and the rest end at the exit.
+fn post_dominators(body: &Body, doomed: &[bool], quiet: &[bool]) -> Vec<Vec<bool>> {
     let n = body.blocks.len();
     let exit = n;
     let mut succs: Vec<Vec<usize>> = body
@@ -209,7 +244,7 @@ fn post_dominators(body: &Body, doomed: &[bool]) -> Vec<Vec<bool>> {
                 .successors()
                 .iter()
                 .map(|s| s.index())
-                .filter(|s| doomed[b] || !doomed[*s])
+                .filter(|s| if doomed[b] { !quiet[*s] } else { !doomed[*s] })
                 .collect();
             if s.is_empty() { vec![exit] } else { s }
         })
