@@ -154,7 +154,7 @@ pub fn param_kind(ty: &syn::Type, subst: &Substitution) -> Result<ParamKind> {
                     return error(
                         strategy,
                         format!(
-                            "unsupported partitioning strategy `{name}`; supported: `Linear1D`"
+                            "unsupported partitioning strategy `{name}`; supported: `Linear1D`, `Linear2D`, `Chunked<N>` and `Stencil2D<R>` with N and R integer literals"
                         ),
                     );
                 };
