@@ -59,14 +59,14 @@ impl<T: Scalar> DeviceBuffer<T> {
     /// Replaces the buffer's contents with `data`, which must have the buffer's length.
     pub fn copy_from_slice(&mut self, data: &[T]) -> Result<(), Error> {
         if data.len() != self.len {
-            return Err(Error::InvalidLaunch(format!(
+            return Err(Error::InvalidBuffer(format!(
                 "cannot copy {} elements into a buffer of {}",
                 data.len(),
                 self.len
             )));
         }
-        *self = DeviceBuffer::from_slice(&self.device, data)?;
-        Ok(())
+        // In place: on a GPU the copy is ordered after the launches already made.
+        self.write_at(0, data)
     }
 
     /// The buffer's contents, after every launch that uses it has finished.
@@ -154,7 +154,7 @@ impl<T: Scalar> SplitBuffer<T> {
     /// One contiguous window of `data` per device, cut every `granule` elements.
     pub fn scatter(data: &[T], granule: usize) -> Result<Self, Error> {
         if granule == 0 {
-            return Err(Error::InvalidLaunch(
+            return Err(Error::InvalidBuffer(
                 "a split buffer's granule must be at least 1".into(),
             ));
         }

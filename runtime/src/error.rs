@@ -23,6 +23,10 @@ pub enum Error {
     /// Launch geometry or arguments that the kernel cannot run with safely.
     #[error("invalid launch: {0}")]
     InvalidLaunch(String),
+    /// A device buffer asked to do what does not fit it: copying data of another length
+    /// in, or splitting with a granule of 0.
+    #[error("invalid buffer operation: {0}")]
+    InvalidBuffer(String),
     /// `device = N` named a device that does not exist.
     #[error("there is no device {index}; offload::devices() lists {available}")]
     NoSuchDevice {

@@ -264,3 +264,23 @@ fn recursion_through_device_functions_is_a_clear_error() {
         "kernel `bounce` could not be compiled: tests/integration/cpu_backend.rs: in kernel `bounce`: device functions cannot recurse: ping → pong → ping"
     );
 }
+
+/// `copy_from_slice` writes a buffer in place; data of another length, or a split with a
+/// granule of 0, is a buffer error, not a launch error.
+#[test]
+fn device_buffers_refuse_data_that_does_not_fit() {
+    let mut buf = DeviceBuffer::from_slice(&Device::Cpu, &[1.0f32, 2.0, 3.0]).unwrap();
+    buf.copy_from_slice(&[4.0, 5.0, 6.0]).unwrap();
+    assert_eq!(buf.to_vec().unwrap(), [4.0, 5.0, 6.0]);
+    let e = buf.copy_from_slice(&[1.0, 2.0]).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid buffer operation: cannot copy 2 elements into a buffer of 3"
+    );
+    assert_eq!(buf.to_vec().unwrap(), [4.0, 5.0, 6.0]);
+    let e = SplitBuffer::scatter(&[1u32, 2, 3], 0).err().unwrap();
+    assert_eq!(
+        e.to_string(),
+        "invalid buffer operation: a split buffer's granule must be at least 1"
+    );
+}
