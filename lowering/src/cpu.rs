@@ -77,7 +77,7 @@ impl CpuKernel {
     /// # Safety
     ///
     /// `args` must hold one valid pointer per expanded argument of the entry point (the
-    /// [`CPU_LEADING_WORDS`](crate::CPU_LEADING_WORDS) leading words, then the kernel
+    /// [`CPU_LEADING_WORDS`](offload_mir::abi::CPU_LEADING_WORDS) leading words, then the kernel
     /// ABI's arguments), each
     /// pointing at a value of that argument's type; the memory the memrefs describe must
     /// be valid for the accesses the kernel makes; and if the kernel waits at barriers,

@@ -14,8 +14,7 @@ use mlir_sys::*;
 use offload_dialect::{ContainerType, ops, parse_container_type};
 use std::collections::HashMap;
 
-/// Words (`i64`) in the panic buffer a launch must pass as the last kernel argument.
-pub const PANIC_BUFFER_WORDS: usize = 7;
+pub use offload_mir::abi::PANIC_BUFFER_WORDS;
 
 /// Rewrites one kernel function's signature and memory operations. Returns the hidden
 /// panic-buffer argument.

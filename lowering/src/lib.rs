@@ -24,7 +24,6 @@ mod ssa;
 
 pub use cpu::{CpuBarrier, CpuKernel};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
-pub use offload_to_cpu::LEADING_WORDS as CPU_LEADING_WORDS;
 pub use pipeline::{GpuTarget, Session, Stage, pass_names};
 
 use offload_mir::{Linked, TargetFacts};
@@ -51,9 +50,9 @@ pub enum LowerError {
     Pipeline { pipeline: String, message: String },
 }
 
-/// What NVIDIA GPUs fix: warps of [`offload_to_gpu::WARP`] lanes.
+/// What NVIDIA GPUs fix: warps of [`offload_mir::abi::NVIDIA_WARP`] lanes.
 const GPU_FACTS: TargetFacts = TargetFacts {
-    subgroup_size: offload_to_gpu::WARP as u32,
+    subgroup_size: offload_mir::abi::NVIDIA_WARP,
     no_z: false,
 };
 

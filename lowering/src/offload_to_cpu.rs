@@ -28,14 +28,11 @@ use offload_dialect::ops;
 
 pub const NAME: &str = "convert-offload-to-cpu";
 
-/// Arguments the CPU entry point takes before the kernel's own: `group_begin`,
-/// `group_end`, `groups_x`, `groups_y` (the whole launch's workgroups), `size_x`,
-/// `size_y`, `thread_begin`, `thread_end`, `shared`, `barrier`.
-pub const LEADING_ARGS: usize = 10;
-
-/// Words those arguments take in the packed calling convention (`shared` is a memref of
-/// five words).
-pub const LEADING_WORDS: usize = LEADING_ARGS + 4;
+/// Arguments the CPU entry point takes before the kernel's own, in the order of
+/// [`offload_mir::abi::CpuLeading`]: `group_begin`, `group_end`, `groups_x`, `groups_y`
+/// (the whole launch's workgroups), `size_x`, `size_y`, `thread_begin`, `thread_end`,
+/// `shared`, `barrier`.
+pub const LEADING_ARGS: usize = offload_mir::abi::CPU_LEADING_ARGS;
 
 /// The host function a barrier calls with the entry point's `barrier` argument.
 pub const BARRIER_SYMBOL: &str = "offload_cpu_barrier";

@@ -26,12 +26,22 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             // runs each device's share of the workgroups with the share's first index.
             let entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
             let index = melior::ir::Type::index(context);
-            let group_base =
-                mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
-            let dynamic_bytes =
-                mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
-            let groups_x =
-                mlirBlockAddArgument(entry, index.to_raw(), mlirOperationGetLocation(func));
+            // The hidden index parameters, in the ABI's order.
+            use offload_mir::abi::{GPU_HIDDEN, GpuHidden};
+            let hidden = GPU_HIDDEN.map(|h| {
+                let location = mlirOperationGetLocation(func);
+                (h, mlirBlockAddArgument(entry, index.to_raw(), location))
+            });
+            let parameter = |kind: GpuHidden| {
+                hidden
+                    .iter()
+                    .find(|(h, _)| *h == kind)
+                    .map(|(_, v)| *v)
+                    .expect("every hidden parameter is declared")
+            };
+            let group_base = parameter(GpuHidden::GroupBase);
+            let dynamic_bytes = parameter(GpuHidden::DynamicSharedBytes);
+            let groups_x = parameter(GpuHidden::WorkgroupsX);
             kernel_abi::set_function_type(func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
             subgroups(context, func_ref)?;
@@ -93,7 +103,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
 }
 
 /// Threads per warp, the subgroup of NVIDIA GPUs.
-pub const WARP: i64 = 32;
+pub const WARP: i64 = offload_mir::abi::NVIDIA_WARP as i64;
 
 /// Replaces each `offload.alloc_shared` with a view of workgroup memory; returns the
 /// `memref.global` declarations the kernel's `gpu.module` needs.

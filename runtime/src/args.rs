@@ -248,24 +248,17 @@ impl ArgKind {
     /// aligned pointer, offset, sizes, strides), given where its data lives; `None` for
     /// scalars.
     pub(crate) fn memref_words(&self, ptr: u64) -> Option<Vec<u64>> {
+        use offload_mir::abi::{memref_1d, memref_2d};
         match *self {
             ArgKind::Region {
                 shape, strategy, ..
             } if strategy.is_2d() => {
                 let (width, height) = shape.extents();
-                Some(vec![
-                    ptr,
-                    ptr,
-                    0,
-                    height as u64,
-                    width as u64,
-                    width as u64,
-                    1,
-                ])
+                Some(memref_2d(ptr, height as u64, width as u64).to_vec())
             }
-            ArgKind::Region { shape, .. } => Some(vec![ptr, ptr, 0, shape.len as u64, 1]),
+            ArgKind::Region { shape, .. } => Some(memref_1d(ptr, shape.len as u64).to_vec()),
             ArgKind::Slice { len, .. } | ArgKind::Atomic { len, .. } => {
-                Some(vec![ptr, ptr, 0, len as u64, 1])
+                Some(memref_1d(ptr, len as u64).to_vec())
             }
             ArgKind::Scalar { .. } => None,
         }

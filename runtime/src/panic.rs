@@ -8,11 +8,7 @@ use offload_mir::{AssertMessage, Body};
 /// value0, value1, scratch...]`.
 pub(crate) type PanicWords = [i64; PANIC_BUFFER_WORDS];
 
-/// The buffer's length, fixed by the lowering; restated here so that a program with only
-/// ahead-of-time kernels need not link the lowering, and checked against it when it does.
-pub(crate) const PANIC_BUFFER_WORDS: usize = 7;
-#[cfg(feature = "jit")]
-const _: () = assert!(PANIC_BUFFER_WORDS == offload_lowering::PANIC_BUFFER_WORDS);
+pub(crate) use offload_mir::abi::PANIC_BUFFER_WORDS;
 
 /// The error for the first panic recorded in `words`, if any thread panicked.
 pub(crate) fn decode(kernel: &str, body: &Body, words: &PanicWords) -> Option<Error> {

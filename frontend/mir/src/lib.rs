@@ -71,6 +71,7 @@
 //! lossless inverses (see the round-trip tests). The first line names the format version,
 //! [`FORMAT_VERSION`].
 
+pub mod abi;
 pub mod convergence;
 pub mod inline;
 pub mod interp;

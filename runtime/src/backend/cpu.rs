@@ -159,7 +159,7 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     })?;
     let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
     let p = panic.as_mut_ptr() as u64;
-    words.extend([p, p, 0, PANIC_BUFFER_WORDS as u64, 1]);
+    words.extend(offload_mir::abi::memref_1d(p, PANIC_BUFFER_WORDS as u64));
 
     let groups = launch.grid[0] as u64 * launch.grid[1] as u64;
     let host = crate::device::host_threads().min(groups as usize).max(1) as u64;
@@ -225,7 +225,9 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
 }
 
 #[cfg(feature = "jit")]
-use offload_lowering::{CPU_LEADING_WORDS, CpuBarrier, CpuKernel};
+use offload_lowering::{CpuBarrier, CpuKernel};
+#[cfg(feature = "jit")]
+use offload_mir::abi::{CPU_LEADING_WORDS, CpuLeading};
 
 /// What every call of one launch's entry point shares.
 #[cfg(feature = "jit")]
@@ -267,23 +269,20 @@ impl Workgroup<'_> {
     /// The entry point's words: workgroups `groups`, threads `threads` of each, the
     /// workgroup's shared memory `(address, bytes)`, no barrier yet, the kernel's own.
     fn words(&self, groups: [u64; 2], threads: [u64; 2], shared: (u64, u64)) -> Vec<u64> {
-        let mut words = vec![
-            groups[0],
-            groups[1],
-            self.groups[0],
-            self.groups[1],
-            self.size_x,
-            self.size_y,
-            threads[0],
-            threads[1],
-            shared.0,
-            shared.0,
-            0,
-            shared.1,
-            1,
-            0,
-        ];
-        debug_assert_eq!(words.len(), CPU_LEADING_WORDS);
+        let leading = CpuLeading {
+            group_begin: groups[0],
+            group_end: groups[1],
+            groups_x: self.groups[0],
+            groups_y: self.groups[1],
+            size_x: self.size_x,
+            size_y: self.size_y,
+            thread_begin: threads[0],
+            thread_end: threads[1],
+            shared_address: shared.0,
+            shared_bytes: shared.1,
+            barrier: 0,
+        };
+        let mut words = leading.words().to_vec();
         words.extend_from_slice(self.kernel_words);
         words
     }

@@ -16,6 +16,7 @@ use crate::{
     plan::LaunchPlan as Launch,
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use offload_mir::abi;
 use std::{
     collections::HashMap,
     sync::{Arc, Mutex, OnceLock},
@@ -199,18 +200,16 @@ fn function(
         .clone())
 }
 
-/// Threads per warp: the subgroup size the GPU lowering assumes.
-const WARP: u32 = 32;
-
 /// Dynamic shared memory a kernel may use without opting in.
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let threads: u32 = launch.block.iter().product();
-    if launch.body.uses_subgroups() && !threads.is_multiple_of(WARP) {
+    if launch.body.uses_subgroups() && !threads.is_multiple_of(abi::NVIDIA_WARP) {
         return Err(Error::InvalidLaunch(format!(
-            "kernel `{}` uses subgroup operations, which need whole warps: {threads} threads per workgroup is not a multiple of {WARP}",
-            launch.body.name
+            "kernel `{}` uses subgroup operations, which need whole warps: {threads} threads per workgroup is not a multiple of {}",
+            launch.body.name,
+            abi::NVIDIA_WARP
         )));
     }
     let ctx = context(ordinal)?;
@@ -354,10 +353,12 @@ unsafe fn enqueue(
     report: u64,
     stream: &Arc<cudarc::driver::CudaStream>,
 ) -> Result<(), Error> {
-    words.extend([report, report, 0, PANIC_BUFFER_WORDS as u64, 1]);
-    words.push(launch.group_base as u64);
-    words.push(launch.dyn_cache as u64);
-    words.push(launch.groups[0] as u64);
+    words.extend(abi::memref_1d(report, PANIC_BUFFER_WORDS as u64));
+    words.extend(abi::gpu_hidden_words(
+        launch.group_base as u64,
+        launch.dyn_cache as u64,
+        launch.groups[0] as u64,
+    ));
 
     let mut builder = stream.launch_builder(func);
     // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many bytes
