@@ -57,18 +57,25 @@ pub fn launch(
 ) -> Result<(), Error> {
     let body = descriptor.body()?;
     check_signature(body, args)?;
-    let (grid, block) = geometry(body, &options, args)?;
+    let (workgroups, workgroup_size) = geometry(body, &options, args)?;
     for arg in args.iter() {
         if let ArgKind::Region {
             shape, strategy, ..
         } = arg.kind
         {
-            crate::region::check_launch(strategy, shape, grid, block)?;
+            crate::region::check_launch(strategy, shape, workgroups, workgroup_size)?;
         }
     }
     check_region_shapes(args)?;
     if options.all_devices {
-        return crate::split::run(body, descriptor, args, grid, block, options.dyn_cache);
+        return crate::split::run(
+            body,
+            descriptor,
+            args,
+            workgroups,
+            workgroup_size,
+            options.dyn_cache,
+        );
     }
     if args
         .iter()
@@ -94,16 +101,16 @@ pub fn launch(
             )));
         }
     }
-    tracing::debug!(kernel = body.name, %device, ?grid, ?block, "launch");
+    tracing::debug!(kernel = body.name, %device, ?workgroups, ?workgroup_size, "launch");
     let launch = LaunchPlan {
         body,
         descriptor,
         args,
-        grid,
-        block,
+        workgroups,
+        workgroup_size,
         dyn_cache: options.dyn_cache,
         group_base: 0,
-        groups: grid,
+        groups: workgroups,
     };
     crate::backend::of(&device).launch(launch)
 }
@@ -152,12 +159,12 @@ fn geometry(
     args: &[KernelArg<'_>],
 ) -> Result<([u32; 3], [u32; 3]), Error> {
     // Checked before a strategy divides by the workgroup size.
-    if let Some(block) = options.thread_dim {
-        check_workgroup_size(block)?;
+    if let Some(workgroup_size) = options.thread_dim {
+        check_workgroup_size(workgroup_size)?;
     }
-    let (grid, block) = match options.workgroup_dim {
-        Some(grid) => (
-            grid,
+    let (workgroups, workgroup_size) = match options.workgroup_dim {
+        Some(workgroups) => (
+            workgroups,
             options.thread_dim.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]),
         ),
         None => {
@@ -176,28 +183,28 @@ fn geometry(
             crate::region::default_geometry(strategy, shape, options.thread_dim)?
         }
     };
-    if grid.contains(&0) {
+    if workgroups.contains(&0) {
         return Err(Error::InvalidLaunch(format!(
-            "workgroup_dim {grid:?} must not contain zero"
+            "workgroup_dim {workgroups:?} must not contain zero"
         )));
     }
-    check_workgroup_size(block)?;
-    Ok((grid, block))
+    check_workgroup_size(workgroup_size)?;
+    Ok((workgroups, workgroup_size))
 }
 
 /// Threads per workgroup: at least one along each axis and at most 1024 in all (the
 /// limit of current GPUs, kept on the CPU backend so programs move between them). The
 /// safety verifier relies on this: products of workgroup sizes cannot wrap.
-fn check_workgroup_size(block: [u32; 3]) -> Result<(), Error> {
-    if block.contains(&0) {
+fn check_workgroup_size(workgroup_size: [u32; 3]) -> Result<(), Error> {
+    if workgroup_size.contains(&0) {
         return Err(Error::InvalidLaunch(format!(
-            "thread_dim {block:?} must not contain zero"
+            "thread_dim {workgroup_size:?} must not contain zero"
         )));
     }
-    let threads: u64 = block.iter().map(|&d| d as u64).product();
+    let threads: u64 = workgroup_size.iter().map(|&d| d as u64).product();
     if threads > MAX_WORKGROUP_SIZE {
         return Err(Error::InvalidLaunch(format!(
-            "thread_dim {block:?} has {threads} threads per workgroup; the limit is {MAX_WORKGROUP_SIZE}"
+            "thread_dim {workgroup_size:?} has {threads} threads per workgroup; the limit is {MAX_WORKGROUP_SIZE}"
         )));
     }
     Ok(())

@@ -13,12 +13,12 @@ pub(crate) struct LaunchPlan<'b, 'a> {
     pub body: &'b Body,
     pub descriptor: &'static KernelDescriptor,
     pub args: &'b mut [KernelArg<'a>],
-    pub grid: [u32; 3],
-    pub block: [u32; 3],
+    pub workgroups: [u32; 3],
+    pub workgroup_size: [u32; 3],
     pub dyn_cache: u32,
     /// The first workgroup's x index: 0, or a share's start in a split launch.
     pub group_base: u32,
-    /// The whole launch's workgroups: `grid`, or all shares' in a split launch.
+    /// The whole launch's workgroups: `workgroups`, or all shares' in a split launch.
     pub groups: [u32; 3],
 }
 

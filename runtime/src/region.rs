@@ -49,19 +49,23 @@ pub trait PartitioningStrategy: sealed::Sealed + Send + Sync + 'static {
     const KIND: Strategy;
 
     /// Refuses launch geometry (and region shapes) under which two threads could reach
-    /// the same element, or the kernel could not address the region. `grid` is the number
-    /// of workgroups and `block` the threads per workgroup.
-    fn check_launch(shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
-        check_launch(Self::KIND, shape, grid, block)
+    /// the same element, or the kernel could not address the region. `workgroups` is the number
+    /// of workgroups and `workgroup_size` the threads per workgroup.
+    fn check_launch(
+        shape: Shape,
+        workgroups: [u32; 3],
+        workgroup_size: [u32; 3],
+    ) -> Result<(), Error> {
+        check_launch(Self::KIND, shape, workgroups, workgroup_size)
     }
 
     /// The geometry used when a launch gives no `workgroup_dim`: enough workgroups of
-    /// `block` threads (or this strategy's default size) to cover the region.
+    /// `workgroup_size` threads (or this strategy's default size) to cover the region.
     fn default_geometry(
         shape: Shape,
-        block: Option<[u32; 3]>,
+        workgroup_size: Option<[u32; 3]>,
     ) -> Result<([u32; 3], [u32; 3]), Error> {
-        default_geometry(Self::KIND, shape, block)
+        default_geometry(Self::KIND, shape, workgroup_size)
     }
 }
 
@@ -69,23 +73,28 @@ pub trait PartitioningStrategy: sealed::Sealed + Send + Sync + 'static {
 pub(crate) fn check_launch(
     strategy: Strategy,
     shape: Shape,
-    grid: [u32; 3],
-    block: [u32; 3],
+    workgroups: [u32; 3],
+    workgroup_size: [u32; 3],
 ) -> Result<(), Error> {
     match strategy {
-        Strategy::Linear1D => one_dimensional("Linear1D", grid, block),
-        Strategy::Linear2D => two_dimensional("Linear2D", shape, grid, block),
-        Strategy::Stencil2D(r) => two_dimensional(&format!("Stencil2D<{r}>"), shape, grid, block),
+        Strategy::Linear1D => one_dimensional("Linear1D", workgroups, workgroup_size),
+        Strategy::Linear2D => two_dimensional("Linear2D", shape, workgroups, workgroup_size),
+        Strategy::Stencil2D(r) => two_dimensional(
+            &format!("Stencil2D<{r}>"),
+            shape,
+            workgroups,
+            workgroup_size,
+        ),
         Strategy::Chunked(n) => {
             if n == 0 {
                 return Err(Error::InvalidLaunch(
                     "`Chunked<0>` needs 1 to 2^32 - 1 elements per thread".into(),
                 ));
             }
-            one_dimensional(&format!("Chunked<{n}>"), grid, block)?;
+            one_dimensional(&format!("Chunked<{n}>"), workgroups, workgroup_size)?;
             // Thread `t`'s chunk starts at `t * N`, computed in 64 bits on the device: it
             // must not wrap for any thread, or two threads would own one chunk.
-            let threads = grid[0] as u64 * block[0] as u64;
+            let threads = workgroups[0] as u64 * workgroup_size[0] as u64;
             if threads
                 .checked_mul(n as u64)
                 .is_none_or(|e| e > isize::MAX as u64)
@@ -103,19 +112,22 @@ pub(crate) fn check_launch(
 pub(crate) fn default_geometry(
     strategy: Strategy,
     shape: Shape,
-    block: Option<[u32; 3]>,
+    workgroup_size: Option<[u32; 3]>,
 ) -> Result<([u32; 3], [u32; 3]), Error> {
     match strategy {
         Strategy::Linear1D => {
-            let block = block.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
-            Ok(([groups(shape.len, block[0])?, 1, 1], block))
+            let workgroup_size = workgroup_size.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
+            Ok((
+                [groups(shape.len, workgroup_size[0])?, 1, 1],
+                workgroup_size,
+            ))
         }
         Strategy::Chunked(n) => {
-            let block = block.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
+            let workgroup_size = workgroup_size.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
             let chunks = shape.len.div_ceil(n.max(1) as usize);
-            Ok(([groups(chunks, block[0])?, 1, 1], block))
+            Ok(([groups(chunks, workgroup_size[0])?, 1, 1], workgroup_size))
         }
-        Strategy::Linear2D | Strategy::Stencil2D(_) => default_2d(shape, block),
+        Strategy::Linear2D | Strategy::Stencil2D(_) => default_2d(shape, workgroup_size),
     }
 }
 
@@ -125,17 +137,27 @@ fn groups(items: usize, per_group: u32) -> Result<u32, Error> {
     })
 }
 
-fn one_dimensional(name: &str, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
-    if grid[1] != 1 || grid[2] != 1 || block[1] != 1 || block[2] != 1 {
+fn one_dimensional(
+    name: &str,
+    workgroups: [u32; 3],
+    workgroup_size: [u32; 3],
+) -> Result<(), Error> {
+    if workgroups[1] != 1 || workgroups[2] != 1 || workgroup_size[1] != 1 || workgroup_size[2] != 1
+    {
         return Err(Error::InvalidLaunch(format!(
-            "a `{name}` region needs a one-dimensional launch, got workgroup_dim {grid:?} and thread_dim {block:?}: \
+            "a `{name}` region needs a one-dimensional launch, got workgroup_dim {workgroups:?} and thread_dim {workgroup_size:?}: \
              threads that differ only in y or z would own the same element"
         )));
     }
     Ok(())
 }
 
-fn two_dimensional(name: &str, shape: Shape, grid: [u32; 3], block: [u32; 3]) -> Result<(), Error> {
+fn two_dimensional(
+    name: &str,
+    shape: Shape,
+    workgroups: [u32; 3],
+    workgroup_size: [u32; 3],
+) -> Result<(), Error> {
     match shape.row_len {
         Some(w) if w > 0 && shape.len.is_multiple_of(w) => {}
         Some(w) => {
@@ -150,21 +172,28 @@ fn two_dimensional(name: &str, shape: Shape, grid: [u32; 3], block: [u32; 3]) ->
             )));
         }
     }
-    if grid[2] != 1 || block[2] != 1 {
+    if workgroups[2] != 1 || workgroup_size[2] != 1 {
         return Err(Error::InvalidLaunch(format!(
-            "a `{name}` region needs a launch without z, got workgroup_dim {grid:?} and thread_dim {block:?}: \
+            "a `{name}` region needs a launch without z, got workgroup_dim {workgroups:?} and thread_dim {workgroup_size:?}: \
              threads that differ only in z would own the same element"
         )));
     }
     Ok(())
 }
 
-fn default_2d(shape: Shape, block: Option<[u32; 3]>) -> Result<([u32; 3], [u32; 3]), Error> {
-    let block = block.unwrap_or([16, 16, 1]);
+fn default_2d(
+    shape: Shape,
+    workgroup_size: Option<[u32; 3]>,
+) -> Result<([u32; 3], [u32; 3]), Error> {
+    let workgroup_size = workgroup_size.unwrap_or([16, 16, 1]);
     let (width, height) = shape.extents();
     Ok((
-        [groups(width, block[0])?, groups(height, block[1])?, 1],
-        block,
+        [
+            groups(width, workgroup_size[0])?,
+            groups(height, workgroup_size[1])?,
+            1,
+        ],
+        workgroup_size,
     ))
 }
 

@@ -28,11 +28,11 @@ pub(crate) fn run(
     body: &Body,
     descriptor: &'static KernelDescriptor,
     args: &mut [KernelArg<'_>],
-    grid: [u32; 3],
-    block: [u32; 3],
+    workgroups: [u32; 3],
+    workgroup_size: [u32; 3],
     dyn_cache: u32,
 ) -> Result<(), Error> {
-    if grid[1..] != [1, 1] || block[1..] != [1, 1] {
+    if workgroups[1..] != [1, 1] || workgroup_size[1..] != [1, 1] {
         return Err(Error::InvalidLaunch(
             "`device = all` splits one-dimensional launches only".into(),
         ));
@@ -75,15 +75,15 @@ pub(crate) fn run(
             body,
             descriptor,
             args,
-            grid,
-            block,
+            workgroups,
+            workgroup_size,
             dyn_cache,
-            (0, grid[0]),
+            (0, workgroups[0]),
         );
     }
     let parts = devices.len() as u32;
-    let groups = grid[0];
-    let threads_per_group = block[0] as usize;
+    let groups = workgroups[0];
+    let threads_per_group = workgroup_size[0] as usize;
     // `check_launch` has bounded every region's elements by the address space; the
     // arithmetic saturates all the same, so a window can never wrap.
     let elements_per_group = |strategy: &Strategy| {
@@ -164,7 +164,14 @@ pub(crate) fn run(
                     }
                     let range = (start, end);
                     launch_on(
-                        device, body, descriptor, share.0, grid, block, dyn_cache, range,
+                        device,
+                        body,
+                        descriptor,
+                        share.0,
+                        workgroups,
+                        workgroup_size,
+                        dyn_cache,
+                        range,
                     )
                 })
             })
@@ -287,7 +294,7 @@ fn launch_on(
     descriptor: &'static KernelDescriptor,
     args: &mut [KernelArg<'_>],
     groups: [u32; 3],
-    block: [u32; 3],
+    workgroup_size: [u32; 3],
     dyn_cache: u32,
     (start, end): (u32, u32),
 ) -> Result<(), Error> {
@@ -295,8 +302,8 @@ fn launch_on(
         body,
         descriptor,
         args,
-        grid: [end - start, groups[1], groups[2]],
-        block,
+        workgroups: [end - start, groups[1], groups[2]],
+        workgroup_size,
         dyn_cache,
         group_base: start,
         groups,

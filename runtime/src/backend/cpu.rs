@@ -132,7 +132,7 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
 
 #[cfg(feature = "jit")]
 fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
-    if launch.grid[2] != 1 || launch.block[2] != 1 {
+    if launch.workgroups[2] != 1 || launch.workgroup_size[2] != 1 {
         return Err(Error::InvalidLaunch(
             "the CPU backend runs one- and two-dimensional launches only".into(),
         ));
@@ -161,7 +161,7 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     let p = panic.as_mut_ptr() as u64;
     words.extend(offload_mir::abi::memref_1d(p, PANIC_BUFFER_WORDS as u64));
 
-    let groups = launch.grid[0] as u64 * launch.grid[1] as u64;
+    let groups = launch.workgroups[0] as u64 * launch.workgroups[1] as u64;
     let host = crate::device::host_threads().min(groups as usize).max(1) as u64;
     let layout = launch.body.shared_layout();
     if launch.dyn_cache > MAX_DYNAMIC_SHARED {
@@ -178,8 +178,8 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         // Workgroups are numbered row by row over the whole launch; a split launch's
         // share is the one-dimensional range from `group_base`.
         groups: [launch.groups[0] as u64, launch.groups[1] as u64],
-        size_x: launch.block[0] as u64,
-        size_y: launch.block[1] as u64,
+        size_x: launch.workgroup_size[0] as u64,
+        size_y: launch.workgroup_size[1] as u64,
         kernel_words: &words,
     };
     let fibers = launch.body.synchronizes();

@@ -204,7 +204,7 @@ fn function(
 const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
-    let threads: u32 = launch.block.iter().product();
+    let threads: u32 = launch.workgroup_size.iter().product();
     if launch.body.uses_subgroups() && !threads.is_multiple_of(abi::NVIDIA_WARP) {
         return Err(Error::InvalidLaunch(format!(
             "kernel `{}` uses subgroup operations, which need whole warps: {threads} threads per workgroup is not a multiple of {}",
@@ -367,8 +367,16 @@ unsafe fn enqueue(
         builder.arg(w);
     }
     let config = LaunchConfig {
-        grid_dim: (launch.grid[0], launch.grid[1], launch.grid[2]),
-        block_dim: (launch.block[0], launch.block[1], launch.block[2]),
+        grid_dim: (
+            launch.workgroups[0],
+            launch.workgroups[1],
+            launch.workgroups[2],
+        ),
+        block_dim: (
+            launch.workgroup_size[0],
+            launch.workgroup_size[1],
+            launch.workgroup_size[2],
+        ),
         shared_mem_bytes: launch.dyn_cache,
     };
     // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
