@@ -45,3 +45,36 @@ pub fn lost_members<A: Ord + Clone>(a: &OrdSet<A>, b: &OrdSet<A>) -> Vec<A> {
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn map(entries: &[(u32, i32)]) -> OrdMap<u32, i32> {
+        entries.iter().copied().collect()
+    }
+
+    #[test]
+    fn lost_keys_are_those_missing_or_changed_whichever_way_is_walked() {
+        let a = map(&[(1, 10), (2, 20), (3, 30)]);
+        let mut b = a.clone();
+        b.insert(2, 21);
+        b.remove(&3);
+        b.insert(4, 40);
+        assert_eq!(lost_keys(&a, &b), vec![2, 3]);
+        // A state much larger than the other is looked up into, with the same answer.
+        let mut big = b.clone();
+        big.extend((100..200).map(|k| (k, 0)));
+        assert_eq!(lost_keys(&a, &big), vec![2, 3]);
+        assert_eq!(lost_keys(&a, &a.clone()), Vec::<u32>::new());
+    }
+
+    #[test]
+    fn lost_members_are_those_the_other_lacks() {
+        let a: OrdSet<u32> = [1, 2, 3].into_iter().collect();
+        let b: OrdSet<u32> = [2, 5].into_iter().collect();
+        assert_eq!(lost_members(&a, &b), vec![1, 3]);
+        let big: OrdSet<u32> = (2..100).collect();
+        assert_eq!(lost_members(&a, &big), vec![1]);
+    }
+}
