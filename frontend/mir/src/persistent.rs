@@ -64,17 +64,17 @@ mod tests {
         assert_eq!(lost_keys(&a, &b), vec![2, 3]);
         // A state much larger than the other is looked up into, with the same answer.
         let mut big = b.clone();
-        big.extend((100..200).map(|k| (k, 0)));
+        big.extend((100u32..200).map(|k| (k, 0)));
         assert_eq!(lost_keys(&a, &big), vec![2, 3]);
         assert_eq!(lost_keys(&a, &a.clone()), Vec::<u32>::new());
     }
 
     #[test]
     fn lost_members_are_those_the_other_lacks() {
-        let a: OrdSet<u32> = [1, 2, 3].into_iter().collect();
-        let b: OrdSet<u32> = [2, 5].into_iter().collect();
+        let a: OrdSet<u32> = [1u32, 2, 3].into_iter().collect();
+        let b: OrdSet<u32> = [2u32, 5].into_iter().collect();
         assert_eq!(lost_members(&a, &b), vec![1, 3]);
-        let big: OrdSet<u32> = (2..100).collect();
+        let big: OrdSet<u32> = (2u32..100).collect();
         assert_eq!(lost_members(&a, &big), vec![1]);
     }
 }
