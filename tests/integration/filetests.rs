@@ -20,14 +20,10 @@ const ERROR: &str = "// error: ";
 
 #[test]
 fn link_filetests() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/link");
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "mir"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no file tests in {}", dir.display());
+    let files = files_in(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("filetests/link"),
+        "mir",
+    );
     let bless = std::env::var_os("OFFLOAD_BLESS").is_some();
     let mut failures = Vec::new();
     for path in &files {
@@ -105,14 +101,8 @@ const PIPELINE: &str = "// pipeline: ";
 
 #[test]
 fn pass_filetests() {
-    let dir = Path::new("filetests/passes");
-    let mut files: Vec<_> = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.expect("a directory entry").path())
-        .filter(|p| p.extension().is_some_and(|e| e == "mlir"))
-        .collect();
-    files.sort();
-    assert!(!files.is_empty(), "no file tests in {}", dir.display());
+    // Relative, so that diagnostics name the files the same on every machine.
+    let files = files_in(Path::new("filetests/passes"), "mlir");
     let bless = std::env::var_os("OFFLOAD_BLESS").is_some();
     let mut failures = Vec::new();
     for path in &files {
@@ -153,4 +143,16 @@ fn pass_filetests() {
         "{}\n(rerun with OFFLOAD_BLESS=1 to accept)",
         failures.join("\n")
     );
+}
+
+/// The files of `dir` whose extension is `ext`, sorted; at least one.
+fn files_in(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no file tests in {}", dir.display());
+    files
 }

@@ -16,6 +16,7 @@
 //!   Accesses made through the `unsafe` raw API are exempt.
 
 use crate::ir::*;
+use fixedbitset::FixedBitSet;
 
 /// Why a kernel was refused, at a MIR span.
 #[derive(Debug, Clone, PartialEq)]
@@ -78,7 +79,7 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
                 .map(|s| s.index())
                 .collect();
             while let Some(b) = stack.pop() {
-                if seen[b] || (b != a && pdom[a][b]) {
+                if seen[b] || (b != a && pdom[a].contains(b)) {
                     continue;
                 }
                 seen[b] = true;
@@ -162,41 +163,56 @@ fn operand_varies(body: &Body, op: &Operand, varying: &[bool]) -> bool {
     }
 }
 
-/// The blocks from which no path reaches a `return`: a thread there panics (every such
-/// path ends at the `unreachable` after an assert that always fails) or loops forever,
-/// and in neither case arrives at a barrier after them.
-fn doomed(body: &Body) -> Vec<bool> {
-    let n = body.blocks.len();
-    let mut returns: Vec<bool> = body
-        .blocks
+/// Each block's successors, as indices.
+fn successor_lists(body: &Body) -> Vec<Vec<usize>> {
+    body.blocks
         .iter()
-        .map(|b| matches!(b.terminator.kind, TerminatorKind::Return))
-        .collect();
+        .map(|b| {
+            b.terminator
+                .kind
+                .successors()
+                .iter()
+                .map(|s| s.index())
+                .collect()
+        })
+        .collect()
+}
+
+/// The nodes from which some path along `succs` reaches a node marked in `targets`
+/// (those included).
+fn can_reach(succs: &[Vec<usize>], mut targets: Vec<bool>) -> Vec<bool> {
     let mut changed = true;
     while changed {
         changed = false;
-        for b in (0..n).rev() {
-            if !returns[b]
-                && body.blocks[b]
-                    .terminator
-                    .kind
-                    .successors()
-                    .iter()
-                    .any(|s| returns[s.index()])
-            {
-                returns[b] = true;
+        for b in (0..succs.len()).rev() {
+            if !targets[b] && succs[b].iter().any(|s| targets[*s]) {
+                targets[b] = true;
                 changed = true;
             }
         }
     }
-    returns.iter().map(|r| !r).collect()
+    targets
+}
+
+/// The blocks from which no path reaches a `return`: a thread there panics (every such
+/// path ends at the `unreachable` after an assert that always fails) or loops forever,
+/// and in neither case arrives at a barrier after them.
+fn doomed(body: &Body) -> Vec<bool> {
+    let returns = body
+        .blocks
+        .iter()
+        .map(|b| matches!(b.terminator.kind, TerminatorKind::Return))
+        .collect();
+    can_reach(&successor_lists(body), returns)
+        .iter()
+        .map(|r| !r)
+        .collect()
 }
 
 /// The doomed blocks from which no path reaches a barrier or a subgroup operation: a
 /// thread there stops without waiting for, or exchanging with, any other again.
 fn quiet(body: &Body, doomed: &[bool]) -> Vec<bool> {
-    let n = body.blocks.len();
-    let mut syncs: Vec<bool> = body
+    let syncs = body
         .blocks
         .iter()
         .map(|b| {
@@ -206,82 +222,54 @@ fn quiet(body: &Body, doomed: &[bool]) -> Vec<bool> {
                     .any(|s| matches!(&s.rvalue, Rvalue::Subgroup(op, _) if op.arity() > 0))
         })
         .collect();
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for b in (0..n).rev() {
-            if !syncs[b]
-                && body.blocks[b]
-                    .terminator
-                    .kind
-                    .successors()
-                    .iter()
-                    .any(|s| syncs[s.index()])
-            {
-                syncs[b] = true;
-                changed = true;
-            }
-        }
-    }
-    (0..n).map(|b| doomed[b] && !syncs[b]).collect()
+    let syncs = can_reach(&successor_lists(body), syncs);
+    doomed.iter().zip(syncs).map(|(d, s)| *d && !s).collect()
 }
 
-/// `pdom[b][c]`: block `c` post-dominates block `b` (every path from `b` to the end of
-/// the kernel passes `c`). The way from a block that goes on into a doomed one is no path
-/// (threads there stop); among doomed blocks, only the way into a quiet one is none (the
-/// threads there stop without waiting for anyone again), and the rest end at the exit.
-fn post_dominators(body: &Body, doomed: &[bool], quiet: &[bool]) -> Vec<Vec<bool>> {
+/// `pdom[b]` holds `c` when block `c` post-dominates block `b` (every path from `b` to the
+/// end of the kernel passes `c`). The way from a block that goes on into a doomed one is
+/// no path (threads there stop); among doomed blocks, only the way into a quiet one is
+/// none (the threads there stop without waiting for anyone again), and the rest end at
+/// the exit. Bit sets: this is quadratic in blocks.
+fn post_dominators(body: &Body, doomed: &[bool], quiet: &[bool]) -> Vec<FixedBitSet> {
     let n = body.blocks.len();
     let exit = n;
-    let mut succs: Vec<Vec<usize>> = body
-        .blocks
-        .iter()
+    let mut succs: Vec<Vec<usize>> = successor_lists(body)
+        .into_iter()
         .enumerate()
-        .map(|(b, block)| {
-            let s: Vec<usize> = block
-                .terminator
-                .kind
-                .successors()
-                .iter()
-                .map(|s| s.index())
+        .map(|(b, s)| {
+            let s: Vec<usize> = s
+                .into_iter()
                 .filter(|s| if doomed[b] { !quiet[*s] } else { !doomed[*s] })
                 .collect();
             if s.is_empty() { vec![exit] } else { s }
         })
         .collect();
+    succs.push(Vec::new());
     // Doomed blocks that loop forever, never reaching an `unreachable`, get an edge to
     // the exit, so every block has post-dominators.
-    let mut reaches = vec![false; n + 1];
-    reaches[exit] = true;
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for b in (0..n).rev() {
-            if !reaches[b] && succs[b].iter().any(|s| reaches[*s]) {
-                reaches[b] = true;
-                changed = true;
-            }
-        }
-    }
-    for (b, s) in succs.iter_mut().enumerate() {
+    let mut at_exit = vec![false; n + 1];
+    at_exit[exit] = true;
+    let reaches = can_reach(&succs, at_exit);
+    for (b, s) in succs.iter_mut().enumerate().take(n) {
         if !reaches[b] {
             s.push(exit);
         }
     }
-    let mut pdom = vec![vec![true; n + 1]; n + 1];
-    pdom[exit] = vec![false; n + 1];
-    pdom[exit][exit] = true;
+    let mut all = FixedBitSet::with_capacity(n + 1);
+    all.insert_range(..);
+    let mut pdom = vec![all.clone(); n + 1];
+    pdom[exit].clear();
+    pdom[exit].insert(exit);
     let mut changed = true;
     while changed {
         changed = false;
         for b in (0..n).rev() {
-            let mut set = vec![true; n + 1];
+            let mut set = all.clone();
             for s in &succs[b] {
-                for (x, y) in set.iter_mut().zip(&pdom[*s]) {
-                    *x &= *y;
-                }
+                set.intersect_with(&pdom[*s]);
             }
-            set[b] = true;
+            set.insert(b);
             if set != pdom[b] {
                 pdom[b] = set;
                 changed = true;
