@@ -13,6 +13,7 @@
 
 mod cpu;
 mod kernel_abi;
+mod libdevice;
 mod math_to_llvm_intrinsics;
 mod mir_to_offload;
 mod offload_to_cpu;
@@ -41,6 +42,9 @@ pub enum LowerError {
     },
     #[error("CPU code generation failed: {0}")]
     Jit(String),
+    /// A kernel calls math that needs CUDA's libdevice, and none was found or given.
+    #[error("{0}")]
+    Libdevice(String),
     /// MLIR given by the user (`offload-opt FILE.mlir`) that does not parse or verify, or
     /// that a pass of the pipeline the user gave refuses.
     #[error("{diagnostics}")]

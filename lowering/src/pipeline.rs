@@ -65,8 +65,8 @@ pub struct GpuTarget {
     /// PTX features; `+ptx80` keeps the ISA at 8.0, which CUDA 12 and 13 drivers JIT.
     pub features: String,
     /// CUDA's `libdevice.10.bc`, linked in when kernels call math functions (`sin`,
-    /// `exp`, ...), which NVVM lowers to `__nv_*` calls. Without it such kernels' PTX
-    /// has unresolved externals.
+    /// `exp`, ...), which NVVM lowers to `__nv_*` calls; found by default as
+    /// `libdevice.rs` says. A kernel that needs it without one is [`LowerError::Libdevice`].
     pub libdevice: Option<String>,
 }
 
@@ -76,7 +76,7 @@ impl GpuTarget {
         GpuTarget {
             chip: format!("sm_{major}{minor}"),
             features: "+ptx80".into(),
-            libdevice: None,
+            libdevice: crate::libdevice::find(),
         }
     }
 }
@@ -207,7 +207,14 @@ impl Session {
             let object = mlir_sys::mlirArrayAttrGetElement(objects.to_raw(), 0);
             let text = mlir_sys::mlirGPUObjectAttrGetObject(object);
             let bytes = std::slice::from_raw_parts(text.data as *const u8, text.length);
-            Ok(String::from_utf8_lossy(bytes).into_owned())
+            let ptx = String::from_utf8_lossy(bytes).into_owned();
+            let unresolved = crate::libdevice::unresolved(&ptx);
+            if !unresolved.is_empty() {
+                return Err(LowerError::Libdevice(crate::libdevice::missing_message(
+                    &unresolved,
+                )));
+            }
+            Ok(ptx)
         }
     }
 

@@ -31,7 +31,7 @@ struct Cli {
     #[arg(long, default_value = "sm_90")]
     chip: String,
     /// CUDA's libdevice.10.bc, linked into the `ptx` stage for kernels that call math
-    /// functions.
+    /// functions (default: `OFFLOAD_LIBDEVICE`, else the CUDA toolkit's).
     #[arg(long)]
     libdevice: Option<String>,
     /// Print only this kernel.
@@ -138,7 +138,7 @@ fn output(cli: &Cli) -> Result<String> {
     }
     let target = GpuTarget {
         chip: cli.chip.clone(),
-        libdevice: cli.libdevice.clone(),
+        libdevice: cli.libdevice.clone().or(GpuTarget::default().libdevice),
         ..GpuTarget::default()
     };
     let last = match cli.emit {

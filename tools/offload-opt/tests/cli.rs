@@ -203,3 +203,26 @@ fn pass_pipelines_run_on_mlir_files() {
     assert!(!ok);
     assert!(stderr.starts_with("error: DIR/bad.mlir:2:"), "{stderr}");
 }
+
+#[test]
+fn math_without_libdevice_is_an_error_not_unresolved_ptx() {
+    let dir = std::env::temp_dir().join(format!("offload-opt-libdevice-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("k.rs");
+    std::fs::write(
+        &file,
+        "#[offload_kernel]\nfn k(mut y: Region<f32, Linear1D>) {\n    if let Some(v) = y.get_mut() {\n        *v = (*v).exp();\n    }\n}\n",
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_offload-opt"))
+        .arg(&file)
+        .args(["--emit", "ptx"])
+        .env("OFFLOAD_LIBDEVICE", "/nonexistent/libdevice.10.bc")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert_eq!(
+        String::from_utf8_lossy(&out.stderr),
+        "error: the kernel calls `__nv_expf`, which needs CUDA's libdevice.10.bc; it is not in /nonexistent/libdevice.10.bc (set OFFLOAD_LIBDEVICE to the file, or CUDA_HOME to a CUDA toolkit)\n"
+    );
+}
