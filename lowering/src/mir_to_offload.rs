@@ -300,8 +300,8 @@ impl Emitter<'_> {
         let (phis, idom) = self.place_phis();
         self.phis = phis;
         let n = b.blocks.len() + 1;
-        // The dominator tree's children of each node, and the `assert` site of each block:
-        // sites are numbered in block order, the order `Body::panic_sites` lists them.
+        // The dominator tree's children of each node, and the `assert` site of each block
+        // (`Body::panic_site_numbers`, which the runtime reads reports by).
         let mut children: Vec<Vec<u32>> = vec![Vec::new(); n];
         for v in (1..n).rev() {
             if idom[v] != crate::ssa::NONE {
@@ -309,10 +309,8 @@ impl Emitter<'_> {
             }
         }
         let mut sites = vec![0; n];
-        let mut count = 0;
-        for (i, block) in b.blocks.iter().enumerate() {
-            sites[i + 1] = count;
-            count += matches!(block.terminator.kind, TerminatorKind::Assert { .. }) as usize;
+        for (i, site) in b.panic_site_numbers().into_iter().enumerate() {
+            sites[i + 1] = site.unwrap_or(0);
         }
         // Each node's text, then its panic block's.
         let mut text: Vec<(String, String)> = vec![Default::default(); n];

@@ -902,8 +902,27 @@ impl Body {
         layout
     }
 
+    /// Each block's panic-site number: that of its `assert`, for a block ending in one.
+    /// Sites are numbered in block order; [`Self::panic_sites`] lists them in that order,
+    /// so a device report's number is an index into it. The lowering numbers the sites
+    /// it emits with this, the runtime reads reports with that.
+    pub fn panic_site_numbers(&self) -> Vec<Option<usize>> {
+        let mut next = 0;
+        self.blocks
+            .iter()
+            .map(|b| match b.terminator.kind {
+                TerminatorKind::Assert { .. } => {
+                    next += 1;
+                    Some(next - 1)
+                }
+                _ => None,
+            })
+            .collect()
+    }
+
     /// Every `assert` terminator in block order: the kernel's panic sites. The position of
-    /// a site in this list is its number in device panic reports.
+    /// a site in this list is its number in device panic reports
+    /// ([`Self::panic_site_numbers`]).
     pub fn panic_sites(&self) -> Vec<(&AssertMessage, Span)> {
         self.blocks
             .iter()
