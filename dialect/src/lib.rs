@@ -68,6 +68,60 @@ pub mod ops {
 
 /// The attribute that marks a `func.func` as a kernel in the offload dialect stage.
 pub const KERNEL_ATTR: &str = "offload.kernel";
+/// The `kind` of `offload.atomic_rmw`: MLIR's `arith::AtomicRMWKind`, whose integer codes
+/// `memref.atomic_rmw` takes unchanged.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+#[repr(i64)]
+pub enum AtomicKind {
+    AddF = 0,
+    AddI = 1,
+    AndI = 2,
+    Assign = 3,
+    MaxNumF = 5,
+    MaxS = 6,
+    MaxU = 7,
+    MinNumF = 9,
+    MinS = 10,
+    MinU = 11,
+    OrI = 14,
+    XorI = 15,
+}
+
+impl AtomicKind {
+    /// Every kind, for reading a code back.
+    pub const ALL: [AtomicKind; 12] = [
+        AtomicKind::AddF,
+        AtomicKind::AddI,
+        AtomicKind::AndI,
+        AtomicKind::Assign,
+        AtomicKind::MaxNumF,
+        AtomicKind::MaxS,
+        AtomicKind::MaxU,
+        AtomicKind::MinNumF,
+        AtomicKind::MinS,
+        AtomicKind::MinU,
+        AtomicKind::OrI,
+        AtomicKind::XorI,
+    ];
+
+    /// The code in the `kind` attribute.
+    pub fn code(self) -> i64 {
+        self as i64
+    }
+
+    /// The kind of a `kind` attribute's code.
+    pub fn from_code(code: i64) -> Option<AtomicKind> {
+        Self::ALL.into_iter().find(|k| k.code() == code)
+    }
+}
+
+/// The codes of the `arith.cmpi` and `arith.cmpf` predicates the conversions build.
+pub mod predicate {
+    /// `arith.cmpi eq`.
+    pub const CMPI_EQ: i64 = 0;
+    /// `arith.cmpf oeq` (ordered and equal).
+    pub const CMPF_OEQ: i64 = 1;
+}
 
 /// Loads the dialect into `context`. Call once per context before parsing offload IR.
 pub fn load(context: &Context) -> Result<(), String> {

@@ -11,7 +11,7 @@ use crate::rewrite::{self, Builder};
 use melior::ir::r#type::TypeLike;
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
-use offload_dialect::{ContainerType, ops, parse_container_type};
+use offload_dialect::{AtomicKind, ContainerType, ops, parse_container_type, predicate};
 use std::collections::HashMap;
 
 pub use offload_mir::abi::PANIC_BUFFER_WORDS;
@@ -132,8 +132,10 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             rewrite::replace(op, &[]);
         }
         for op in rewrite::collect(root, ops::ATOMIC_RMW) {
-            let kind =
-                rewrite::int_attribute(op, "kind").ok_or("`offload.atomic_rmw` needs a `kind`")?;
+            let kind = rewrite::int_attribute(op, "kind")
+                .and_then(offload_dialect::AtomicKind::from_code)
+                .ok_or("`offload.atomic_rmw` needs a `kind` that names an atomic operation")?
+                .code();
             let b = Builder::before(context, op);
             let ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
             let (atomic, index, value) = (
@@ -164,7 +166,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             let (i64, index) = (b.ty("i64"), b.ty("index"));
             let zero = b.index_constant(0);
             let one = b.i64_constant(1);
-            let addi = b.attr("1 : i64");
+            let addi = b.attr(&format!("{} : i64", AtomicKind::AddI.code()));
             let seen = b.op(
                 "memref.atomic_rmw",
                 &[one, panic_buffer, zero],
@@ -172,7 +174,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                 &[("kind", addi)],
             )[0];
             let none_before = b.i64_constant(0);
-            let eq = b.attr("0 : i64");
+            let eq = b.attr(&format!("{} : i64", predicate::CMPI_EQ));
             let first = b.op(
                 "arith.cmpi",
                 &[seen, none_before],

@@ -516,18 +516,20 @@ impl Emitter<'_> {
             Rvalue::Use(op) => self.operand(op, span),
             Rvalue::AtomicRmw(op, place, value) => {
                 let (value, ty) = self.operand(value, span);
+                use offload_dialect::AtomicKind;
                 let kind = match (op, ty.is_float(), ty.is_signed()) {
-                    (AtomicOp::Add, true, _) => 0,
-                    (AtomicOp::Add, false, _) => 1,
-                    (AtomicOp::And, ..) => 2,
-                    (AtomicOp::Exchange, ..) => 3,
-                    (AtomicOp::Max, _, true) => 6,
-                    (AtomicOp::Max, _, false) => 7,
-                    (AtomicOp::Min, _, true) => 10,
-                    (AtomicOp::Min, _, false) => 11,
-                    (AtomicOp::Or, ..) => 14,
-                    (AtomicOp::Xor, ..) => 15,
-                };
+                    (AtomicOp::Add, true, _) => AtomicKind::AddF,
+                    (AtomicOp::Add, false, _) => AtomicKind::AddI,
+                    (AtomicOp::And, ..) => AtomicKind::AndI,
+                    (AtomicOp::Exchange, ..) => AtomicKind::Assign,
+                    (AtomicOp::Max, _, true) => AtomicKind::MaxS,
+                    (AtomicOp::Max, _, false) => AtomicKind::MaxU,
+                    (AtomicOp::Min, _, true) => AtomicKind::MinS,
+                    (AtomicOp::Min, _, false) => AtomicKind::MinU,
+                    (AtomicOp::Or, ..) => AtomicKind::OrI,
+                    (AtomicOp::Xor, ..) => AtomicKind::XorI,
+                }
+                .code();
                 let index = self.index_value(
                     place.index.expect("validated: atomic places are indexed"),
                     span,

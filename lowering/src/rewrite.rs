@@ -107,11 +107,11 @@ impl<'c> Builder<'c> {
         let block = Block::new(&[(ty, self.location)]);
         let previous = block.argument(0).expect("the block has one argument");
         use melior::ir::r#type::TypeLike;
-        // `eq` is 0 among `arith.cmpi` predicates, `oeq` 1 among `arith.cmpf` ones.
+        use offload_dialect::predicate::{CMPF_OEQ, CMPI_EQ};
         let (predicate, eq) = if ty.is_float() {
-            ("arith.cmpf", self.attr("1 : i64"))
+            ("arith.cmpf", self.attr(&format!("{CMPF_OEQ} : i64")))
         } else {
-            ("arith.cmpi", self.attr("0 : i64"))
+            ("arith.cmpi", self.attr(&format!("{CMPI_EQ} : i64")))
         };
         let same = block.append_operation(
             OperationBuilder::new(predicate, self.location)
