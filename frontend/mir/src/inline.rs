@@ -10,12 +10,33 @@
 use crate::ir::*;
 use std::collections::HashMap;
 
+/// Why a call could not be inlined.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum InlineError {
+    /// Device functions that call each other in a cycle, named in call order.
+    #[error("device functions cannot recurse: {}", .0.join(" → "))]
+    Recursion(Vec<String>),
+    /// A call of a function that is not among the kernel's device functions.
+    #[error("`{0}` is not an `#[offload_device]` function this kernel can see")]
+    UnknownFunction(String),
+    /// No instance of the function takes the call's argument types (`?`: unknown).
+    #[error("no instance of `{func}` takes ({})", .args.join(", "))]
+    NoInstance { func: String, args: Vec<String> },
+    /// The function returns one type and the call's destination is another.
+    #[error("`{func}` returns `{returns}`, but its result is used as `{used_as}`")]
+    ReturnType {
+        func: String,
+        returns: Ty,
+        used_as: Ty,
+    },
+}
+
 /// The device functions a kernel may call, by their Rust name, each with the bodies of
 /// its instances.
 pub type DeviceFunctions<'a> = HashMap<&'a str, Vec<&'a Body>>;
 
 /// Returns `kernel` with every call inlined.
-pub fn inline_calls(kernel: &Body, device: &DeviceFunctions<'_>) -> Result<Body, String> {
+pub fn inline_calls(kernel: &Body, device: &DeviceFunctions<'_>) -> Result<Body, InlineError> {
     check_recursion(kernel, device)?;
     let mut body = kernel.clone();
     while let Some(block) = body
@@ -37,19 +58,16 @@ fn callees(body: &Body) -> impl Iterator<Item = &str> {
 
 /// Walks the call graph from the kernel; a function met again on the current path is a
 /// cycle.
-fn check_recursion(kernel: &Body, device: &DeviceFunctions<'_>) -> Result<(), String> {
+fn check_recursion(kernel: &Body, device: &DeviceFunctions<'_>) -> Result<(), InlineError> {
     fn visit<'a>(
         name: &'a str,
         device: &DeviceFunctions<'a>,
         path: &mut Vec<&'a str>,
-    ) -> Result<(), String> {
+    ) -> Result<(), InlineError> {
         if let Some(at) = path.iter().position(|p| *p == name) {
-            let mut cycle: Vec<&str> = path[at..].to_vec();
-            cycle.push(name);
-            return Err(format!(
-                "device functions cannot recurse: {}",
-                cycle.join(" → ")
-            ));
+            let mut cycle: Vec<String> = path[at..].iter().map(|p| p.to_string()).collect();
+            cycle.push(name.to_string());
+            return Err(InlineError::Recursion(cycle));
         }
         let Some(bodies) = device.get(name) else {
             return Ok(());
@@ -83,7 +101,7 @@ fn operand_ty(body: &Body, op: &Operand) -> Option<ScalarTy> {
     }
 }
 
-fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result<(), String> {
+fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result<(), InlineError> {
     let call = body.blocks[block].terminator.clone();
     let TerminatorKind::Call {
         func,
@@ -100,9 +118,7 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
         .map(|t| t.map_or("?".to_string(), |t| t.to_string()))
         .collect();
     let Some(instances) = device.get(func.as_str()) else {
-        return Err(format!(
-            "`{func}` is not an `#[offload_device]` function this kernel can see"
-        ));
+        return Err(InlineError::UnknownFunction(func.clone()));
     };
     let callee = instances
         .iter()
@@ -112,13 +128,17 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
                     .zip(&arg_types)
                     .all(|((_, d), t)| d.ty.scalar() == *t)
         })
-        .ok_or_else(|| format!("no instance of `{func}` takes ({})", shown.join(", ")))?;
+        .ok_or_else(|| InlineError::NoInstance {
+            func: func.clone(),
+            args: shown.clone(),
+        })?;
     let dest_ty = body.locals[dest.index()].ty;
     if callee.locals[0].ty != dest_ty {
-        return Err(format!(
-            "`{func}` returns `{}`, but its result is used as `{dest_ty}`",
-            callee.locals[0].ty
-        ));
+        return Err(InlineError::ReturnType {
+            func: func.clone(),
+            returns: callee.locals[0].ty,
+            used_as: dest_ty,
+        });
     }
 
     let local_base = body.locals.len() as u32;

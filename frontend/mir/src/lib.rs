@@ -84,6 +84,7 @@ pub mod safety;
 mod simplify;
 mod validate;
 
+pub use inline::InlineError;
 pub use ir::*;
 pub use link::{LinkError, Linked, TargetFacts, Violation, link};
 pub use parse::{ParseError, parse, parse_module};

@@ -82,12 +82,15 @@ pub enum LinkError {
     /// The kernel or a device function is not valid MIR.
     #[error(transparent)]
     Invalid(#[from] ValidationError),
-    /// A call could not be inlined (unknown function, no matching instance, recursion).
-    #[error("{file}: in kernel `{kernel}`: {message}")]
+    /// What was given to link as the kernel is a device function.
+    #[error("{file}: in kernel `{kernel}`: only a kernel can be linked; this is a device function")]
+    NotAKernel { kernel: String, file: String },
+    /// A call could not be inlined.
+    #[error("{file}: in kernel `{kernel}`: {error}")]
     Inline {
         kernel: String,
         file: String,
-        message: String,
+        error: crate::inline::InlineError,
     },
     /// The safety verifier refused the linked kernel; every violation found is listed.
     #[error("{}", render(kernel, file, violations))]
@@ -124,10 +127,9 @@ impl fmt::Display for Violation {
 pub fn link(kernel: &Body, device_functions: &[&Body]) -> Result<Linked, LinkError> {
     validate(kernel)?;
     if kernel.kind != BodyKind::Kernel {
-        return Err(LinkError::Inline {
+        return Err(LinkError::NotAKernel {
             kernel: kernel.name.clone(),
             file: kernel.file.clone(),
-            message: "only a kernel can be linked; this is a device function".into(),
         });
     }
     let mut by_name: crate::inline::DeviceFunctions = Default::default();
@@ -136,10 +138,10 @@ pub fn link(kernel: &Body, device_functions: &[&Body]) -> Result<Linked, LinkErr
         by_name.entry(f.name.as_str()).or_default().push(f);
     }
     let mut body =
-        crate::inline::inline_calls(kernel, &by_name).map_err(|message| LinkError::Inline {
+        crate::inline::inline_calls(kernel, &by_name).map_err(|error| LinkError::Inline {
             kernel: kernel.name.clone(),
             file: kernel.file.clone(),
-            message,
+            error,
         })?;
     crate::simplify::simplify(&mut body);
     validate(&body)?;
