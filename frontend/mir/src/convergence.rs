@@ -246,15 +246,19 @@ fn post_dominators(body: &Body, doomed: &[bool], quiet: &[bool]) -> Vec<FixedBit
         })
         .collect();
     succs.push(Vec::new());
-    // Doomed blocks that loop forever, never reaching an `unreachable`, get an edge to
-    // the exit, so every block has post-dominators.
+    // A loop with no way out here (it loops forever, or its only ways out are quiet
+    // panics) gets an edge to the exit from its last block in reverse postorder, one of
+    // its latches, as if leaving it ended the kernel: so every block has post-dominators,
+    // and inside the loop they are those of its iterations.
+    let rank = body.reverse_postorder_ranks();
     let mut at_exit = vec![false; n + 1];
     at_exit[exit] = true;
-    let reaches = can_reach(&succs, at_exit);
-    for (b, s) in succs.iter_mut().enumerate().take(n) {
-        if !reaches[b] {
-            s.push(exit);
-        }
+    loop {
+        let reaches = can_reach(&succs, at_exit.clone());
+        let Some(latch) = (0..n).filter(|b| !reaches[*b]).max_by_key(|b| rank[*b]) else {
+            break;
+        };
+        succs[latch].push(exit);
     }
     let mut all = FixedBitSet::with_capacity(n + 1);
     all.insert_range(..);
