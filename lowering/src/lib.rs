@@ -13,7 +13,7 @@
 
 mod cpu;
 mod kernel_abi;
-mod libdevice;
+pub mod libdevice;
 mod math_to_llvm_intrinsics;
 mod mir_to_offload;
 mod offload_to_cpu;

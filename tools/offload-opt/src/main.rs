@@ -10,8 +10,14 @@ use offload_lowering::{GpuTarget, Session, Stage};
 use offload_mir::{Body, BodyKind, print_module, validate};
 use std::{path::PathBuf, process::ExitCode};
 
+mod doctor;
+
 #[derive(Parser)]
-#[command(version, about = "Shows every stage of the offload lowering pipeline")]
+#[command(
+    version,
+    about = "Shows every stage of the offload lowering pipeline",
+    after_help = "`offload-opt doctor` checks what this machine gives offload: the toolchain, the CPU backend, the CUDA driver, each GPU and libdevice."
+)]
 struct Cli {
     /// A Rust file with `#[offload_kernel]` functions, a `.mir` file, or a `.mlir` file.
     file: PathBuf,
@@ -59,6 +65,9 @@ enum Emit {
 const STACK_BYTES: usize = 256 << 20;
 
 fn main() -> ExitCode {
+    if std::env::args().nth(1).as_deref() == Some("doctor") {
+        return doctor::run();
+    }
     let cli = Cli::parse();
     let worker = std::thread::Builder::new()
         .stack_size(STACK_BYTES)

@@ -226,3 +226,16 @@ fn math_without_libdevice_is_an_error_not_unresolved_ptx() {
         "error: the kernel calls `__nv_expf`, which needs CUDA's libdevice.10.bc; it is not in /nonexistent/libdevice.10.bc (set OFFLOAD_LIBDEVICE to the file, or CUDA_HOME to a CUDA toolkit)\n"
     );
 }
+
+#[test]
+fn doctor_checks_the_machine() {
+    let (ok, stdout, stderr) = run(&["doctor"], None);
+    assert!(stdout.contains("ok   CPU backend: "), "{stdout}{stderr}");
+    assert!(
+        stdout.contains("a kernel compiled and ran correctly"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("CUDA driver: "), "{stdout}");
+    // The exit status says whether anything failed.
+    assert_eq!(ok, !stdout.contains("FAIL"), "{stdout}");
+}
