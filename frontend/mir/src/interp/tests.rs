@@ -1,0 +1,277 @@
+//! The interpreter against hand-written kernels.
+
+use super::*;
+
+const SAXPY: &str = r#"// offload-mir v1
+kernel saxpy(mut _1: Region<f32, Linear1D>, _2: &[f32], _3: f32) {
+file "saxpy.rs";
+let mut _0: ();
+let mut _4: usize;
+let mut _5: usize;
+let mut _6: bool;
+let mut _7: usize;
+let mut _8: bool;
+let mut _9: f32;
+let mut _10: f32;
+
+bb0: {
+    _4 = RegionIndex(_1); // 1:1
+    _5 = Len(_1); // 1:1
+    _6 = Lt(copy _4, copy _5); // 1:1
+    switchInt(copy _6) -> [0: bb2, otherwise: bb1]; // 1:1
+}
+
+bb1: {
+    _7 = Len(_2); // 2:1
+    _8 = Lt(copy _4, copy _7); // 2:1
+    assert(copy _8, BoundsCheck { len: copy _7, index: copy _4 }) -> bb3; // 2:1
+}
+
+bb2: {
+    return; // 3:1
+}
+
+bb3: {
+    _9 = Mul(copy _3, copy _2[_4]); // 4:1
+    _10 = Add(copy _9, copy _1[_4]); // 4:1
+    _1[_4] = copy _10; // 4:1
+    goto -> bb2; // 4:1
+}
+}
+"#;
+
+fn f32s(values: &[f32]) -> Vec<u64> {
+    values.iter().map(|v| v.to_bits() as u64).collect()
+}
+
+fn launch(workgroups: u32, threads: u32) -> Launch {
+    Launch {
+        workgroups: [workgroups, 1, 1],
+        threads: [threads, 1, 1],
+        dyn_shared_bytes: 0,
+    }
+}
+
+fn data(arg: &ArgValue) -> &[u64] {
+    match arg {
+        ArgValue::Buffer { data, .. } => data,
+        ArgValue::Scalar(_) => panic!("not a buffer"),
+    }
+}
+
+#[test]
+fn saxpy_matches_a_host_loop() {
+    let body = crate::parse(SAXPY).unwrap();
+    let x: Vec<f32> = (0..37).map(|i| i as f32 * 0.25 - 3.0).collect();
+    let y: Vec<f32> = (0..37).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+    let a = 1.5f32;
+    let mut args = vec![
+        ArgValue::buffer(ScalarTy::F32, f32s(&y)),
+        ArgValue::buffer(ScalarTy::F32, f32s(&x)),
+        ArgValue::Scalar(Const::Float(a as f64, ScalarTy::F32)),
+    ];
+    // 40 threads for 37 elements: the last three skip.
+    let outcome = run(&body, &launch(5, 8), &mut args, &Limits::default()).unwrap();
+    assert_eq!(outcome.panic, None);
+    let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a * x + y).collect();
+    assert_eq!(data(&args[0]), f32s(&want));
+}
+
+#[test]
+fn saxpy_with_a_short_slice_panics_and_writes_nothing() {
+    let body = crate::parse(SAXPY).unwrap();
+    let y = f32s(&[1.0; 8]);
+    let mut args = vec![
+        ArgValue::buffer(ScalarTy::F32, y.clone()),
+        ArgValue::buffer(ScalarTy::F32, f32s(&[2.0; 5])),
+        ArgValue::Scalar(Const::Float(1.0, ScalarTy::F32)),
+    ];
+    let outcome = run(&body, &launch(2, 4), &mut args, &Limits::default()).unwrap();
+    let first = outcome.panic.expect("threads 5..8 index past the slice");
+    assert_eq!((first.site, &first.values[..]), (0, &[5, 5][..]));
+    assert_eq!((first.workgroup, first.thread), ([1, 0, 0], [1, 0, 0]));
+    assert_eq!(outcome.panics.len(), 3);
+    assert_eq!(
+        first.message(&body),
+        "index out of bounds: the len is 5 but the index is 5"
+    );
+    assert_eq!(data(&args[0]), y, "no copy-back after a panic");
+}
+
+/// Each thread writes its slot, waits, and reads its neighbour's: right only if every
+/// thread wrote before any read.
+const ROTATE: &str = r#"// offload-mir v1
+kernel rotate(mut _1: Region<u32, Linear1D>) {
+file "rotate.rs";
+let mut _0: ();
+let mut _2: Shared<u32, 8>;
+let mut _3: usize;
+let mut _4: usize;
+let mut _5: u32;
+let mut _6: usize;
+let mut _7: usize;
+let mut _8: usize;
+let mut _9: u32;
+let mut _10: usize;
+let mut _11: usize;
+let mut _12: bool;
+
+bb0: {
+    _3 = thread_idx(0); // 1:1
+    _4 = workgroup_dim(0); // 1:1
+    _5 = copy _3 as u32; // 1:1
+    _5 = Mul(copy _5, const 10u32); // 1:1
+    _2[_3] = copy _5; // 1:1
+    barrier -> bb1; // 1:1
+}
+
+bb1: {
+    _6 = Add(copy _3, const 1usize); // 2:1
+    _7 = Rem(copy _6, copy _4); // 2:1
+    _9 = copy _2[_7]; // 2:1
+    _10 = RegionIndex(_1); // 2:1
+    _11 = Len(_1); // 2:1
+    _12 = Lt(copy _10, copy _11); // 2:1
+    switchInt(copy _12) -> [0: bb3, otherwise: bb2]; // 2:1
+}
+
+bb2: {
+    _1[_10] = copy _9; // 3:1
+    goto -> bb3; // 3:1
+}
+
+bb3: {
+    return; // 4:1
+}
+}
+"#;
+
+#[test]
+fn a_barrier_separates_writes_from_reads() {
+    let body = crate::parse(ROTATE).unwrap();
+    let mut args = vec![ArgValue::buffer(ScalarTy::U32, vec![0; 8])];
+    let outcome = run(&body, &launch(2, 4), &mut args, &Limits::default()).unwrap();
+    assert_eq!(outcome.panic, None);
+    assert_eq!(data(&args[0]), [10, 20, 30, 0, 10, 20, 30, 0]);
+}
+
+const CHECKED: &str = r#"// offload-mir v1
+kernel checked(mut _1: Region<i32, Linear1D>, _2: i32) {
+file "checked.rs";
+let mut _0: ();
+let mut _3: usize;
+let mut _4: i32;
+let mut _5: bool;
+let mut _6: i32;
+
+bb0: {
+    _3 = RegionIndex(_1); // 1:1
+    _4 = copy _3 as i32; // 1:1
+    _5 = Ne(copy _4, copy _2); // 1:1
+    assert(copy _5, "hit the forbidden thread") -> bb1; // 1:1
+}
+
+bb1: {
+    _6 = Div(const 100i32, copy _4); // 2:1
+    _1[_3] = copy _6; // 2:1
+    return; // 2:1
+}
+}
+"#;
+
+#[test]
+fn a_panic_is_reported_with_its_site_and_message() {
+    let body = crate::parse(CHECKED).unwrap();
+    let mut args = vec![
+        ArgValue::buffer(ScalarTy::I32, vec![7; 4]),
+        ArgValue::Scalar(Const::Int(2, ScalarTy::I32)),
+    ];
+    // Thread 0 divides by zero before thread 2 panics: undefined, not a panic.
+    let err = run(&body, &launch(1, 4), &mut args, &Limits::default()).unwrap_err();
+    assert!(matches!(err, InterpError::DivisionByZero { .. }), "{err}");
+    args[1] = ArgValue::Scalar(Const::Int(0, ScalarTy::I32));
+    let outcome = run(&body, &launch(1, 4), &mut args, &Limits::default()).unwrap();
+    let report = outcome.panic.unwrap();
+    assert_eq!((report.site, report.thread), (0, [0, 0, 0]));
+    assert_eq!(report.message(&body), "hit the forbidden thread");
+    assert_eq!(data(&args[0]), [7; 4]);
+}
+
+#[test]
+fn endless_loops_run_out_of_steps() {
+    let text = "// offload-mir v1\nkernel spin(_1: u32) {\n    file \"spin.rs\";\n    let mut _0: ();\n\n    bb0: {\n        goto -> bb0; // 1:1\n    }\n}\n";
+    let body = crate::parse(text).unwrap();
+    let mut args = vec![ArgValue::Scalar(Const::Int(1, ScalarTy::U32))];
+    let limits = Limits { max_steps: 1000 };
+    let err = run(&body, &launch(1, 1), &mut args, &limits).unwrap_err();
+    assert_eq!(err, InterpError::StepLimit { max_steps: 1000 });
+    let err = run(&body, &launch(1, 1), &mut args[..0], &limits).unwrap_err();
+    assert!(matches!(err, InterpError::BadArguments(_)), "{err}");
+    let err = run(&body, &launch(0, 1), &mut args, &limits).unwrap_err();
+    assert!(matches!(err, InterpError::BadLaunch(_)), "{err}");
+}
+
+#[test]
+fn casts_follow_rust_as() {
+    use ScalarTy::*;
+    let f = |v: f64| v.to_bits();
+    assert_eq!(cast(F64, I8, f(300.7)), 127);
+    assert_eq!(cast(F64, I8, f(-300.0)), 0x80);
+    assert_eq!(cast(F64, U64, f(-1.0)), 0);
+    assert_eq!(cast(F64, I32, f(f64::NAN)), 0);
+    assert_eq!(cast(F64, U64, f(1e30)), u64::MAX);
+    assert_eq!(
+        cast(F32, I64, (2.0f32.powi(63)).to_bits() as u64),
+        i64::MAX as u64
+    );
+    assert_eq!(cast(I8, U64, 0xFF), u64::MAX);
+    assert_eq!(cast(U8, I64, 0xFF), 0xFF);
+    assert_eq!(cast(I64, U8, u64::MAX - 1), 0xFE);
+    assert_eq!(cast(Bool, I32, 1), 1);
+    assert_eq!(cast(Bool, F32, 1), 1.0f32.to_bits() as u64);
+    assert_eq!(cast(U64, F32, u64::MAX), (u64::MAX as f32).to_bits() as u64);
+    assert_eq!(cast(I16, F64, 0x8000), f(-32768.0));
+}
+
+#[test]
+fn integer_arithmetic_wraps_and_masks_shifts() {
+    use ScalarTy::*;
+    let ok = |op, ty, a, b| binary(op, ty, a, b).ok().unwrap();
+    assert_eq!(ok(BinOp::Add, U8, 200, 100), 44);
+    assert_eq!(ok(BinOp::Shl, U8, 1, 9), 2);
+    assert_eq!(ok(BinOp::Shr, I8, 0x80, 7), 0xFF);
+    assert_eq!(ok(BinOp::Shr, I8, 0x80, 0xFF), 0xFF, "-1 masks to 7");
+    assert_eq!(ok(BinOp::Lt, I32, 0xFFFF_FFFF, 0), 1);
+    assert_eq!(ok(BinOp::Lt, U32, 0xFFFF_FFFF, 0), 0);
+    assert_eq!(ok(BinOp::Rem, I8, (-7i8) as u8 as u64, 2), 0xFF);
+    assert!(binary(BinOp::Div, I16, 0x8000, 0xFFFF).is_err());
+    assert_eq!(ok(BinOp::Div, U16, 0x8000, 0xFFFF), 0);
+    assert_eq!(unary(UnOp::Neg, I8, 0x80), 0x80);
+    assert_eq!(
+        int_intrinsic(Intrinsic::Abs, I32, &[0x8000_0000]),
+        0x8000_0000
+    );
+    assert_eq!(int_intrinsic(Intrinsic::LeadingZeros, U16, &[1]), 15);
+    assert_eq!(int_intrinsic(Intrinsic::TrailingZeros, I8, &[0]), 8);
+    assert_eq!(int_intrinsic(Intrinsic::Min, I8, &[0xFF, 1]), 0xFF);
+    assert_eq!(int_intrinsic(Intrinsic::Max, U8, &[0xFF, 1]), 0xFF);
+}
+
+#[test]
+fn float_functions_follow_the_lowering() {
+    let b = |v: f32| v.to_bits() as u64;
+    let nan = b(f32::NAN);
+    let min = |x, y| float_intrinsic::<f32>(Intrinsic::Min, &[x, y]);
+    assert_eq!(min(nan, b(2.0)), b(2.0));
+    assert_eq!(min(b(2.0), nan), b(2.0));
+    assert_eq!(min(b(0.0), b(-0.0)), b(0.0), "equal: the first operand");
+    assert_eq!(powi(3.0f32, 3), 27.0);
+    assert_eq!(powi(2.0f32, -2), 0.25);
+    assert_eq!(powi(0.0f64, -1), f64::INFINITY);
+    assert_eq!(powi(1.0f64, i32::MIN), 1.0);
+    assert_eq!(powi(f64::NAN, 0), 1.0);
+    let round = float_intrinsic::<f64>(Intrinsic::Round, &[(-2.5f64).to_bits()]);
+    assert_eq!(f64::from_bits(round), -3.0);
+    let neg = unary(UnOp::Neg, ScalarTy::F32, nan);
+    assert_eq!(neg, nan ^ (1 << 31));
+}
