@@ -68,6 +68,10 @@ pub trait Num:
     const ZERO: Self;
     /// One: `1` or `1.0`.
     const ONE: Self;
+    /// `v` converted as `v as Self` converts (saturating into a narrower integer is not
+    /// done: it wraps, as `as` does between integers). In a kernel a literal argument,
+    /// `T::from_i64(3)`, is a constant of the instance's type.
+    fn from_i64(v: i64) -> Self;
 }
 
 /// `f32` and `f64`, for generic kernels (`T: Float`). (`min`/`max` of integers come from
@@ -118,6 +122,11 @@ pub trait Float: Num + Neg<Output = Self> {
     fn powi(self, n: i32) -> Self;
     /// `self * a + b` with one rounding (a fused multiply-add).
     fn mul_add(self, a: Self, b: Self) -> Self;
+    /// `self` limited to `min..=max`; NaN stays NaN.
+    fn clamp(self, min: Self, max: Self) -> Self;
+    /// `v` rounded to this type, as `v as Self` does. In a kernel a literal argument,
+    /// `T::from_f64(0.5)`, is a constant of the instance's type.
+    fn from_f64(v: f64) -> Self;
 }
 
 /// The integer types, for generic kernels (`T: Int`).
@@ -147,6 +156,7 @@ macro_rules! floats {
         impl Num for $t {
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
+            fn from_i64(v: i64) -> Self { v as $t }
         }
         impl Float for $t {
             fn min(self, other: Self) -> Self { <$t>::min(self, other) }
@@ -169,6 +179,8 @@ macro_rules! floats {
             fn powf(self, n: Self) -> Self { <$t>::powf(self, n) }
             fn powi(self, n: i32) -> Self { <$t>::powi(self, n) }
             fn mul_add(self, a: Self, b: Self) -> Self { <$t>::mul_add(self, a, b) }
+            fn clamp(self, min: Self, max: Self) -> Self { <$t>::clamp(self, min, max) }
+            fn from_f64(v: f64) -> Self { v as $t }
         }
     )*};
 }
@@ -178,6 +190,7 @@ macro_rules! ints {
         impl Num for $t {
             const ZERO: Self = 0;
             const ONE: Self = 1;
+            fn from_i64(v: i64) -> Self { v as $t }
         }
         impl Int for $t {
             fn pow(self, exp: u32) -> Self { <$t>::pow(self, exp) }

@@ -284,3 +284,48 @@ fn device_buffers_refuse_data_that_does_not_fit() {
         "invalid buffer operation: a split buffer's granule must be at least 1"
     );
 }
+
+/// Literals in generic kernels: `T::from_f64`, `T::from_i64`, `Num::ZERO`/`ONE`, and
+/// `Float::clamp`, per instance type.
+#[offload_kernel]
+fn smoothstep<T: Float>(mut y: Region<T, Linear1D>, x: &[T]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        let t = ((x[i] - T::from_f64(0.25)) * T::from_i64(2)).clamp(T::ZERO, T::ONE);
+        *v = t * t * (T::from_f64(3.0) - T::from_i64(2) * t);
+    }
+}
+
+#[offload_kernel]
+fn scaled<T: Int>(mut y: Region<T, Linear1D>) {
+    if let Some(v) = y.get_mut() {
+        *v = *v * T::from_i64(3) + T::ONE;
+    }
+}
+
+#[test]
+fn generic_kernels_take_literals_of_their_type() {
+    fn host(x: f64) -> f64 {
+        let t = ((x - 0.25) * 2.0).clamp(0.0, 1.0);
+        t * t * (3.0 - 2.0 * t)
+    }
+    let cpu = offload::devices().len() - 1;
+    let x32: Vec<f32> = (0..200).map(|i| i as f32 / 100.0 - 0.5).collect();
+    let mut y32 = vec![0f32; x32.len()];
+    offload! { kernel = smoothstep::<f32>, args = (&mut y32, &x32), device = cpu };
+    for (y, x) in y32.iter().zip(&x32) {
+        assert!((*y as f64 - host(*x as f64)).abs() < 1e-6, "{x}: {y}");
+    }
+    let x64: Vec<f64> = x32.iter().map(|v| *v as f64).collect();
+    let mut y64 = vec![0f64; x64.len()];
+    offload! { kernel = smoothstep::<f64>, args = (&mut y64, &x64), device = cpu };
+    for (y, x) in y64.iter().zip(&x64) {
+        assert!((y - host(*x)).abs() < 1e-12, "{x}: {y}");
+    }
+    let mut n: Vec<u8> = (0..100).collect();
+    offload! { kernel = scaled::<u8>, args = (&mut n,), device = cpu };
+    let want: Vec<u8> = (0..100u8)
+        .map(|v| v.wrapping_mul(3).wrapping_add(1))
+        .collect();
+    assert_eq!(n, want);
+}

@@ -22,6 +22,9 @@ impl Builder {
             return error(&c.func, "a call needs a function name");
         };
         let func = last.ident.to_string();
+        if let Some(converted) = self.conversion(p, c)? {
+            return Ok(Some(converted));
+        }
         let in_device = self.body.kind == BodyKind::Device;
         if func == "sync_threads" {
             if in_device {
@@ -573,4 +576,51 @@ fn expression_text(e: &syn::Expr) -> String {
         out = out.replace(&format!("{op}("), &format!("{op} ("));
     }
     out.replace("! (", "!(")
+}
+
+impl Builder {
+    /// `T::from_f64(x)` and `T::from_i64(x)` for a type `T` (a generic parameter or a
+    /// primitive): `x` converted as `x as T` converts, so a literal argument is a
+    /// constant of `T`. `None` for any other call.
+    fn conversion(
+        &mut self,
+        p: &syn::ExprPath,
+        c: &syn::ExprCall,
+    ) -> Result<Option<(Operand, ScalarTy)>> {
+        let [ty, func] = &p.path.segments.iter().collect::<Vec<_>>()[..] else {
+            return Ok(None);
+        };
+        let from = match func.ident.to_string().as_str() {
+            "from_f64" => ScalarTy::F64,
+            "from_i64" => ScalarTy::I64,
+            _ => return Ok(None),
+        };
+        let name = ty.ident.to_string();
+        let Some(to) = self
+            .subst
+            .iter()
+            .find(|(p, _)| *p == name)
+            .map(|(_, t)| *t)
+            .or_else(|| ScalarTy::from_name(&name))
+        else {
+            return Ok(None);
+        };
+        let [arg] = &c.args.iter().collect::<Vec<_>>()[..] else {
+            return error(c, format!("`{name}::{}` takes one argument", func.ident));
+        };
+        if from == ScalarTy::F64 && !to.is_float() {
+            return error(
+                c,
+                format!("`from_f64` converts to a float type (`T: Float`), not `{to}`"),
+            );
+        }
+        let (op, ty) = self.scalar_expr(arg, Some(from))?;
+        if ty != from {
+            return error(
+                arg,
+                format!("`{}` takes a `{from}`, not a `{ty}`", func.ident),
+            );
+        }
+        Ok(Some((self.cast_operand(op, from, to, c.span()), to)))
+    }
 }

@@ -58,6 +58,12 @@ pub fn is_builtin(segments: &[String]) -> bool {
     {
         return true;
     }
+    // `T::from_f64(x)`, `T::from_i64(x)`: conversions of `Num`/`Float`.
+    if let [_, f] = segments
+        && (f == "from_f64" || f == "from_i64")
+    {
+        return true;
+    }
     Position::ALL.iter().any(|p| p.name() == last)
         || SubgroupOp::ALL.iter().any(|o| o.name() == last)
         || last == "subgroup_broadcast"

@@ -15,6 +15,22 @@ impl Builder {
             syn::Expr::Paren(p) => self.infer(&p.expr),
             syn::Expr::Group(g) => self.infer(&g.expr),
             syn::Expr::Cast(c) => scalar_type(&c.ty, &self.subst).ok(),
+            // `T::from_f64(x)`, `T::from_i64(x)`: a `T`.
+            syn::Expr::Call(c)
+                if matches!(&*c.func, syn::Expr::Path(p)
+                    if p.path.segments.len() == 2
+                        && p.path.segments.last().is_some_and(|s| s.ident == "from_f64" || s.ident == "from_i64")) =>
+            {
+                let syn::Expr::Path(p) = &*c.func else {
+                    return None;
+                };
+                let name = p.path.segments[0].ident.to_string();
+                self.subst
+                    .iter()
+                    .find(|(q, _)| *q == name)
+                    .map(|(_, t)| *t)
+                    .or_else(|| ScalarTy::from_name(&name))
+            }
             syn::Expr::Path(p) if self.path_constant(&p.path).is_some() => {
                 self.path_constant(&p.path).map(|c| c.ty())
             }
