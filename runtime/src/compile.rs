@@ -84,6 +84,7 @@ pub(crate) fn cpu(
     })
 }
 
+/// PTX compiled in this process or an earlier one ([`crate::disk_cache`]), else now.
 #[cfg(feature = "jit")]
 fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, Error> {
     let body = descriptor.body()?;
@@ -91,9 +92,47 @@ fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, 
         chip: chip.to_string(),
         ..Default::default()
     };
+    let disk = crate::disk_cache::DiskCache::from_env();
+    // Everything the PTX depends on: the kernel as linked, the target, and the compiler.
+    let key = format!(
+        "ptx\n{}\n{}\n{}\n{}\n{:?}\n{}",
+        env!("CARGO_PKG_VERSION"),
+        compiler_build(),
+        target.chip,
+        target.features,
+        target.libdevice,
+        body.body()
+    );
+    if let Some(ptx) = disk.as_ref().and_then(|d| d.get(&key))
+        && let Ok(ptx) = String::from_utf8(ptx)
+    {
+        tracing::debug!(kernel = descriptor.name, chip, "PTX from the disk cache");
+        return Ok(ptx);
+    }
     let kernel =
         offload_lowering::compile_ptx(body, &target).map_err(|e| compile_error(descriptor, e))?;
+    if let Some(disk) = disk {
+        disk.put(&key, kernel.ptx.as_bytes());
+    }
     Ok(kernel.ptx)
+}
+
+/// Stands for the build of the compiler linked into this program: the executable's size
+/// and modification time. A rebuild, which may change the lowering, makes new cache keys;
+/// runs of one build share them.
+#[cfg(feature = "jit")]
+fn compiler_build() -> String {
+    std::env::current_exe()
+        .and_then(std::fs::metadata)
+        .map(|m| {
+            let modified = m
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map_or(0, |d| d.as_nanos());
+            format!("{} {modified}", m.len())
+        })
+        .unwrap_or_default()
 }
 
 #[cfg(not(feature = "jit"))]

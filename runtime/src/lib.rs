@@ -34,6 +34,7 @@ mod backend;
 mod buffer;
 mod compile;
 mod device;
+mod disk_cache;
 mod error;
 mod kernel;
 pub mod kernel_view;
@@ -60,6 +61,8 @@ pub use machine::{default_device, devices, synchronize};
 pub use args::{DynamicArg, KernelArg};
 #[doc(hidden)]
 pub use compile::CompileCache;
+#[doc(hidden)]
+pub use disk_cache::DiskCache;
 #[doc(hidden)]
 pub use kernel::{DeviceFn, KernelDescriptor};
 #[doc(hidden)]

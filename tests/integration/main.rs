@@ -10,6 +10,7 @@
 
 mod conformance;
 mod cpu_backend;
+mod disk_cache;
 mod filetests;
 mod fuzz;
 mod mir;

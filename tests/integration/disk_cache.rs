@@ -1,0 +1,66 @@
+//! The JIT's disk cache: whole entries come back, damaged ones do not, and concurrent
+//! writers leave one whole entry and no temporary files.
+
+use offload::DiskCache;
+
+fn fresh(name: &str) -> DiskCache {
+    let dir =
+        std::env::temp_dir().join(format!("offload-cache-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    DiskCache::at(dir)
+}
+
+fn only_entry(cache: &DiskCache) -> std::path::PathBuf {
+    let entries: Vec<_> = std::fs::read_dir(cache.dir())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    entries[0].clone()
+}
+
+#[test]
+fn entries_come_back_whole_or_not_at_all() {
+    let cache = fresh("whole");
+    assert_eq!(cache.get("kernel a"), None);
+    cache.put("kernel a", b".version 8.0\n.target sm_90\n");
+    assert_eq!(
+        cache.get("kernel a").as_deref(),
+        Some(&b".version 8.0\n.target sm_90\n"[..])
+    );
+    assert_eq!(cache.get("kernel b"), None);
+
+    // A truncated entry, and one with a changed byte, are misses.
+    let path = only_entry(&cache);
+    let whole = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &whole[..whole.len() - 3]).unwrap();
+    assert_eq!(cache.get("kernel a"), None);
+    let mut changed = whole.clone();
+    *changed.last_mut().unwrap() ^= 1;
+    std::fs::write(&path, &changed).unwrap();
+    assert_eq!(cache.get("kernel a"), None);
+    // Writing it again repairs it.
+    cache.put("kernel a", b".version 8.0\n.target sm_90\n");
+    assert!(cache.get("kernel a").is_some());
+    let _ = std::fs::remove_dir_all(cache.dir());
+}
+
+#[test]
+fn concurrent_writers_leave_one_whole_entry() {
+    let cache = fresh("concurrent");
+    let contents: Vec<Vec<u8>> = (0..8u8).map(|t| vec![t; 100_000]).collect();
+    std::thread::scope(|s| {
+        for content in &contents {
+            let cache = cache.clone();
+            s.spawn(move || {
+                for _ in 0..5 {
+                    cache.put("shared", content);
+                }
+            });
+        }
+    });
+    let got = cache.get("shared").expect("a whole entry");
+    assert!(contents.contains(&got));
+    only_entry(&cache);
+    let _ = std::fs::remove_dir_all(cache.dir());
+}
