@@ -40,7 +40,7 @@ pub fn run() -> ExitCode {
         }
         failed |= !f.ok;
     }
-    println!("     kernels compile once per process (in memory); there is no disk cache yet");
+    println!("{}", cache_line());
     if failed {
         ExitCode::FAILURE
     } else {
@@ -146,4 +146,22 @@ fn cuda() -> Vec<Finding> {
         },
     });
     out
+}
+
+/// Where compiled PTX is kept across runs, and how much is there.
+fn cache_line() -> String {
+    let Some(cache) = offload::DiskCache::from_env() else {
+        return "ok   disk cache: off (OFFLOAD_CACHE=off, or no home directory)".into();
+    };
+    let (files, bytes) = std::fs::read_dir(cache.dir())
+        .map(|entries| {
+            entries
+                .filter_map(|e| e.ok()?.metadata().ok())
+                .fold((0u64, 0u64), |(n, b), m| (n + 1, b + m.len()))
+        })
+        .unwrap_or((0, 0));
+    format!(
+        "ok   disk cache: {} ({files} entries, {bytes} bytes; PTX only, the CPU backend compiles in memory)",
+        cache.dir().display()
+    )
 }
