@@ -15,10 +15,14 @@
 //!
 //! `offload-bench compile-time [match|else-if] [N...]` needs no GPU: it times the compiler
 //! itself on kernels of N `match` arms or `else if` branches (see `compile_time.rs`).
+//!
+//! `offload-bench first-launch` times a program's first launch of a kernel (compile or
+//! disk cache, load, run) next to its second, on the default device.
 
 use anyhow::{Result, bail};
 use cudarc::driver::{CudaContext, CudaSlice, LaunchConfig, PushKernelArg};
 use offload::prelude::*;
+use std::time::Instant;
 
 mod compile_time;
 mod fuzz;
@@ -439,12 +443,40 @@ fn check() -> Result<()> {
     Ok(())
 }
 
+/// `offload-bench first-launch`: how long a program's first launch of a kernel takes
+/// (compiling it, or reading it from the disk cache, then loading and running it), next
+/// to its second launch in the same process. Run it twice to see the disk cache answer,
+/// and with `OFFLOAD_CACHE=off` for a cold compile every time.
+fn first_launch() -> Result<()> {
+    let n = 1024;
+    let x = vec![1.0f32; n];
+    let mut y = vec![2.0f32; n];
+    let device = offload::default_device()?;
+    let t = Instant::now();
+    try_offload! { kernel = saxpy, args = (&mut y, &x, 3.0f32) }?;
+    let first = t.elapsed();
+    let t = Instant::now();
+    try_offload! { kernel = saxpy, args = (&mut y, &x, 3.0f32) }?;
+    let second = t.elapsed();
+    let cache = match offload::DiskCache::from_env() {
+        Some(c) => c.dir().display().to_string(),
+        None => "off".into(),
+    };
+    println!(
+        "first launch of saxpy (n={n}) on {device}: {:.2} ms; second: {:.3} ms (disk cache: {cache})",
+        first.as_secs_f64() * 1e3,
+        second.as_secs_f64() * 1e3
+    );
+    Ok(())
+}
+
 fn main() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let which = args.next().unwrap_or_else(|| "saxpy".into());
     match which.as_str() {
         "saxpy" => {}
         "check" => return check(),
+        "first-launch" => return first_launch(),
         "conformance" => return conformance(),
         "fuzz" => return fuzz::run(args),
         "compile-time" => {
