@@ -2,7 +2,7 @@
 //! by path, unary and binary operators (with Rust's division checks), short-circuit
 //! `&&`/`||`, and casts.
 
-use super::types::{literal_suffix_type, scalar_type};
+use super::types::{binop, literal_suffix_type, scalar_type};
 use super::{Builder, Result, TranslateError, Value, error};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
@@ -493,40 +493,6 @@ impl Builder {
         }
         self.assign_temp(to, Rvalue::Cast(op, to), span)
     }
-}
-
-/// The MIR operator for a Rust binary operator, and whether it is a compound assignment.
-pub(super) fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
-    use syn::BinOp as S;
-    Some(match op {
-        S::Add(_) => (BinOp::Add, false),
-        S::Sub(_) => (BinOp::Sub, false),
-        S::Mul(_) => (BinOp::Mul, false),
-        S::Div(_) => (BinOp::Div, false),
-        S::Rem(_) => (BinOp::Rem, false),
-        S::BitAnd(_) => (BinOp::BitAnd, false),
-        S::BitOr(_) => (BinOp::BitOr, false),
-        S::BitXor(_) => (BinOp::BitXor, false),
-        S::Shl(_) => (BinOp::Shl, false),
-        S::Shr(_) => (BinOp::Shr, false),
-        S::Eq(_) => (BinOp::Eq, false),
-        S::Ne(_) => (BinOp::Ne, false),
-        S::Lt(_) => (BinOp::Lt, false),
-        S::Le(_) => (BinOp::Le, false),
-        S::Gt(_) => (BinOp::Gt, false),
-        S::Ge(_) => (BinOp::Ge, false),
-        S::AddAssign(_) => (BinOp::Add, true),
-        S::SubAssign(_) => (BinOp::Sub, true),
-        S::MulAssign(_) => (BinOp::Mul, true),
-        S::DivAssign(_) => (BinOp::Div, true),
-        S::RemAssign(_) => (BinOp::Rem, true),
-        S::BitAndAssign(_) => (BinOp::BitAnd, true),
-        S::BitOrAssign(_) => (BinOp::BitOr, true),
-        S::BitXorAssign(_) => (BinOp::BitXor, true),
-        S::ShlAssign(_) => (BinOp::Shl, true),
-        S::ShrAssign(_) => (BinOp::Shr, true),
-        _ => return None,
-    })
 }
 
 pub(super) fn strip_parens(e: &syn::Expr) -> &syn::Expr {

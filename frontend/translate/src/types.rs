@@ -2,7 +2,6 @@
 //! substitution), the syntactic type guess that types literals, and what a pass learns
 //! for the next one about locals typed only by a literal's default.
 
-use super::expr::binop;
 use super::{Binding, Builder, Result, Substitution, TokenString, error};
 use offload_mir::*;
 
@@ -190,4 +189,38 @@ pub(super) fn literal_suffix_type(lit: &syn::Lit) -> Option<ScalarTy> {
         _ => return None,
     };
     ScalarTy::from_name(suffix)
+}
+
+/// The MIR operator for a Rust binary operator, and whether it is a compound assignment.
+pub(super) fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
+    use syn::BinOp as S;
+    Some(match op {
+        S::Add(_) => (BinOp::Add, false),
+        S::Sub(_) => (BinOp::Sub, false),
+        S::Mul(_) => (BinOp::Mul, false),
+        S::Div(_) => (BinOp::Div, false),
+        S::Rem(_) => (BinOp::Rem, false),
+        S::BitAnd(_) => (BinOp::BitAnd, false),
+        S::BitOr(_) => (BinOp::BitOr, false),
+        S::BitXor(_) => (BinOp::BitXor, false),
+        S::Shl(_) => (BinOp::Shl, false),
+        S::Shr(_) => (BinOp::Shr, false),
+        S::Eq(_) => (BinOp::Eq, false),
+        S::Ne(_) => (BinOp::Ne, false),
+        S::Lt(_) => (BinOp::Lt, false),
+        S::Le(_) => (BinOp::Le, false),
+        S::Gt(_) => (BinOp::Gt, false),
+        S::Ge(_) => (BinOp::Ge, false),
+        S::AddAssign(_) => (BinOp::Add, true),
+        S::SubAssign(_) => (BinOp::Sub, true),
+        S::MulAssign(_) => (BinOp::Mul, true),
+        S::DivAssign(_) => (BinOp::Div, true),
+        S::RemAssign(_) => (BinOp::Rem, true),
+        S::BitAndAssign(_) => (BinOp::BitAnd, true),
+        S::BitOrAssign(_) => (BinOp::BitOr, true),
+        S::BitXorAssign(_) => (BinOp::BitXor, true),
+        S::ShlAssign(_) => (BinOp::Shl, true),
+        S::ShrAssign(_) => (BinOp::Shr, true),
+        _ => return None,
+    })
 }
