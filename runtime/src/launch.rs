@@ -15,11 +15,14 @@ use offload_mir::{Body, Ty};
 pub struct LaunchOptions {
     /// Workgroups in the launch (CUDA's grid). Derived from the first region if omitted.
     pub workgroup_dim: Option<[u32; 3]>,
-    /// Threads per workgroup (CUDA's block). Defaults to 256 in x.
+    /// Threads per workgroup (CUDA's block). Defaults to the first region's strategy's
+    /// size: 256 in x for `Linear1D` and `Chunked<N>`, 16×16 for the 2-D strategies (256
+    /// in x without a region).
     pub thread_dim: Option<[u32; 3]>,
     /// Bytes of dynamic workgroup-shared memory.
     pub dyn_cache: u32,
-    /// Index into [`devices()`](crate::devices); `None` selects as `OFFLOAD_DEVICE` says.
+    /// Index into [`devices()`](crate::devices); `None` selects `OFFLOAD_DEVICE` if set,
+    /// else the device of the launch's device buffers, else the first GPU, else the CPU.
     pub device: Option<usize>,
     /// `device = all`: split the launch's workgroups into one contiguous share per GPU
     /// (two shares on the CPU when there is no GPU). Only one-dimensional launches split:
