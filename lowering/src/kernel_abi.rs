@@ -7,7 +7,7 @@
 //! zero writes its site and values into words 1..4, every later one into the scratch
 //! words, so the first report is never overwritten and no thread branches on it.
 
-use crate::rewrite::{self, Builder};
+use crate::rewrite::{self, Builder, PassError, refuse};
 use melior::ir::r#type::TypeLike;
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
@@ -22,7 +22,7 @@ pub use offload_mir::abi::PANIC_BUFFER_WORDS;
 /// # Safety
 ///
 /// `func` must be a live `func.func` in the module being converted.
-pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue, String> {
+pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue, PassError> {
     unsafe {
         let region = mlirOperationGetRegion(func, 0);
         let entry = mlirRegionGetFirstBlock(region);
@@ -46,7 +46,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             };
             let shape = if two_d { "?x?x" } else { "?x" };
             let memref = melior::ir::Type::parse(context, &format!("memref<{shape}{elem}>"))
-                .ok_or_else(|| format!("cannot form a memref of `{elem}`"))?;
+                .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
             mlirBlockArgumentSetType(arg, memref.to_raw());
             if two_d {
                 let b = Builder::before(context, first_op);
@@ -82,7 +82,8 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         for op in rewrite::collect(root, ops::EXTENT) {
             // Row length is the memref's dimension 1, row count its dimension 0; a 1-D
             // region is one row.
-            let dim = rewrite::int_attribute(op, "dim").ok_or("`offload.extent` needs a `dim`")?;
+            let dim = rewrite::int_attribute(op, "dim")
+                .ok_or_else(|| refuse(op, "`offload.extent` needs a `dim`"))?;
             let region = rewrite::operand(op, 0);
             let b = Builder::before(context, op);
             let two_d = flat.contains_key(&(region.ptr as usize));
@@ -134,7 +135,12 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         for op in rewrite::collect(root, ops::ATOMIC_RMW) {
             let kind = rewrite::int_attribute(op, "kind")
                 .and_then(offload_dialect::AtomicKind::from_code)
-                .ok_or("`offload.atomic_rmw` needs a `kind` that names an atomic operation")?
+                .ok_or_else(|| {
+                    refuse(
+                        op,
+                        "`offload.atomic_rmw` needs a `kind` that names an atomic operation",
+                    )
+                })?
                 .code();
             let b = Builder::before(context, op);
             let ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
@@ -160,7 +166,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         }
         for op in rewrite::collect(root, ops::PANIC) {
             let site = rewrite::int_attribute(op, "site")
-                .ok_or("`offload.panic` needs an integer `site`")?;
+                .ok_or_else(|| refuse(op, "`offload.panic` needs an integer `site`"))?;
             let values = rewrite::operands(op);
             let b = Builder::before(context, op);
             let (i64, index) = (b.ty("i64"), b.ty("index"));
@@ -294,12 +300,13 @@ impl SharedArray {
     /// # Safety
     ///
     /// `op` must be a live `offload.alloc_shared`.
-    pub unsafe fn of(op: MlirOperation) -> Result<SharedArray, String> {
+    pub unsafe fn of(op: MlirOperation) -> Result<SharedArray, PassError> {
         unsafe {
             let ty = rewrite::type_text(mlirValueGetType(mlirOperationGetResult(op, 0)));
             let Some(ContainerType::Shared { elem }) = parse_container_type(&ty) else {
-                return Err(format!(
-                    "`offload.alloc_shared` must yield `!offload.shared<T>`, not `{ty}`"
+                return Err(refuse(
+                    op,
+                    format!("`offload.alloc_shared` must yield `!offload.shared<T>`, not `{ty}`"),
                 ));
             };
             let element_bytes = match elem.as_str() {
@@ -307,12 +314,12 @@ impl SharedArray {
                 "i16" => 2,
                 "i32" | "f32" => 4,
                 "i64" | "f64" => 8,
-                other => return Err(format!("shared memory cannot hold `{other}`")),
+                other => return Err(refuse(op, format!("shared memory cannot hold `{other}`"))),
             };
-            let len =
-                rewrite::int_attribute(op, "len").ok_or("`offload.alloc_shared` needs a `len`")?;
+            let len = rewrite::int_attribute(op, "len")
+                .ok_or_else(|| refuse(op, "`offload.alloc_shared` needs a `len`"))?;
             let offset = rewrite::int_attribute(op, "offset")
-                .ok_or("`offload.alloc_shared` needs an `offset`")?;
+                .ok_or_else(|| refuse(op, "`offload.alloc_shared` needs an `offset`"))?;
             Ok(SharedArray {
                 elem,
                 element_bytes,

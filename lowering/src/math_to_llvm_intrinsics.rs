@@ -21,7 +21,7 @@ const REWRITES: [(&str, &str, Option<&str>); 6] = [
     ("math.fma", "llvm.intr.fma", None),
 ];
 
-pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
+pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), crate::rewrite::PassError> {
     for (math, intrinsic, flag) in REWRITES {
         for op in rewrite::collect(root, math) {
             // SAFETY: `op` was collected from the live module and is replaced once.

@@ -21,6 +21,7 @@
 //! The subgroup is one thread wide: shuffles and reductions return the thread's own
 //! value.
 
+use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
@@ -37,7 +38,7 @@ pub const LEADING_ARGS: usize = offload_mir::abi::CPU_LEADING_ARGS;
 /// The host function a barrier calls with the entry point's `barrier` argument.
 pub const BARRIER_SYMBOL: &str = "offload_cpu_barrier";
 
-pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
+pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
     let mut declared_barrier = false;
     for func in kernel_abi::kernels(root) {
         // SAFETY: as in `offload_to_gpu::run`: every handle comes from the live module and
@@ -90,7 +91,12 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                     let value = match rewrite::int_attribute(op, "dim") {
                         Some(d @ (0 | 1)) => values[d as usize],
                         Some(2) => rewrite::Builder::before(context, op).index_constant(z),
-                        _ => return Err(format!("`{op_name}` needs a `dim` of 0, 1 or 2")),
+                        _ => {
+                            return Err(refuse(
+                                op,
+                                format!("`{op_name}` needs a `dim` of 0, 1 or 2"),
+                            ));
+                        }
                     };
                     rewrite::replace(op, &[value]);
                 }
@@ -153,7 +159,7 @@ unsafe fn workgroup_memory(
     context: &Context,
     func: OperationRef<'_, '_>,
     shared: MlirValue,
-) -> Result<(), String> {
+) -> Result<(), PassError> {
     for op in rewrite::collect(func, ops::ALLOC_SHARED) {
         // SAFETY: `op` was just collected from the live kernel and is replaced once.
         unsafe {
@@ -192,7 +198,10 @@ unsafe fn workgroup_memory(
 /// # Safety
 ///
 /// `func` is a live kernel.
-unsafe fn one_lane_subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(), String> {
+unsafe fn one_lane_subgroups(
+    context: &Context,
+    func: OperationRef<'_, '_>,
+) -> Result<(), PassError> {
     // SAFETY (whole function): every handle was just collected from the live kernel and
     // each op is replaced once.
     unsafe {

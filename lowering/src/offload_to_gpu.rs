@@ -7,6 +7,7 @@
 //! `memref.global`s (dynamic shared memory to `gpu.dynamic_shared_memory`); barriers to
 //! `gpu.barrier`; and subgroup operations to warp shuffles and votes (32 lanes).
 
+use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
 use melior::ir::{attribute::AttributeLike, r#type::TypeLike};
 use melior::{Context, ir::OperationRef};
@@ -15,7 +16,7 @@ use offload_dialect::ops;
 
 pub const NAME: &str = "convert-offload-to-gpu";
 
-pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
+pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
     for func in kernel_abi::kernels(root) {
         // SAFETY: `func` and everything collected under it belong to the live module, and
         // each handle is used before the operation it names is erased.
@@ -57,10 +58,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
             ] {
                 for op in rewrite::collect(func_ref, name) {
                     let dim = rewrite::int_attribute(op, "dim")
-                        .ok_or("thread position ops need a `dim`")?;
+                        .ok_or_else(|| refuse(op, "thread position ops need a `dim`"))?;
                     let axis = ["x", "y", "z"]
                         .get(dim as usize)
-                        .ok_or("`dim` must be 0, 1 or 2")?;
+                        .ok_or_else(|| refuse(op, "`dim` must be 0, 1 or 2"))?;
                     let b = rewrite::Builder::before(context, op);
                     if name == ops::WORKGROUP_COUNT && dim == 0 {
                         rewrite::replace(op, &[groups_x]);
@@ -115,7 +116,7 @@ unsafe fn workgroup_memory(
     context: &Context,
     func: OperationRef<'_, '_>,
     dynamic_bytes: MlirValue,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, PassError> {
     let space = "#gpu.address_space<workgroup>";
     let mut globals = Vec::new();
     for (k, op) in rewrite::collect(func, ops::ALLOC_SHARED)
@@ -166,7 +167,7 @@ unsafe fn workgroup_memory(
 /// # Safety
 ///
 /// `func` is a live kernel.
-unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(), String> {
+unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(), PassError> {
     // SAFETY (whole function): every handle was just collected from the live kernel and
     // each op is replaced once.
     unsafe {
@@ -183,7 +184,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
             let mode = match rewrite::int_attribute(op, "mode") {
                 Some(0) => "idx",
                 Some(1) => "xor",
-                _ => return Err("`offload.shuffle` needs `mode` 0 or 1".into()),
+                _ => return Err(refuse(op, "`offload.shuffle` needs `mode` 0 or 1")),
             };
             let b = rewrite::Builder::before(context, op);
             let value = rewrite::operand(op, 0);
@@ -192,7 +193,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
         }
         for op in rewrite::collect(func, ops::SUBGROUP_REDUCE) {
             let combine = rewrite::string_attribute(op, "combine")
-                .ok_or("`offload.subgroup_reduce` needs a `combine` op name")?;
+                .ok_or_else(|| refuse(op, "`offload.subgroup_reduce` needs a `combine` op name"))?;
             let b = rewrite::Builder::before(context, op);
             let ty = melior::ir::Type::from_raw(mlirValueGetType(rewrite::operand(op, 0)));
             let mut acc = rewrite::operand(op, 0);

@@ -11,7 +11,7 @@
 //! | `Chunked<N>` | `gid(0) * N` (the chunk's first element) | `(gid(0), 0)` |
 //! | `Linear2D`, `Stencil2D<R>` | `gid(1) * row_length + gid(0)` | `(gid(0), gid(1))` |
 
-use crate::rewrite::{self, Builder};
+use crate::rewrite::{self, Builder, PassError, refuse};
 use melior::{Context, ir::OperationRef};
 use mlir_sys::MlirValue;
 use offload_dialect::{ContainerType, ops, parse_container_type};
@@ -19,7 +19,7 @@ use offload_mir::Strategy;
 
 pub const NAME: &str = "offload-partition";
 
-pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> {
+pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
     for name in [ops::REGION_INDEX, ops::REGION_COORD] {
         for op in rewrite::collect(root, name) {
             // SAFETY: `op` was just collected from the live module and is rewritten once.
@@ -27,20 +27,29 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), String> 
                 let region = rewrite::operand(op, 0);
                 let ty = rewrite::type_text(mlir_sys::mlirValueGetType(region));
                 let Some(ContainerType::Region { strategy, .. }) = parse_container_type(&ty) else {
-                    return Err(format!("`{name}` needs a region operand, found `{ty}`"));
+                    return Err(refuse(
+                        op,
+                        format!("`{name}` needs a region operand, found `{ty}`"),
+                    ));
                 };
-                let strategy = Strategy::from_name(&strategy)
-                    .ok_or_else(|| format!("unknown partitioning strategy `{strategy}`"))?;
+                let strategy = Strategy::from_name(&strategy).ok_or_else(|| {
+                    refuse(op, format!("unknown partitioning strategy `{strategy}`"))
+                })?;
                 let b = Builder::before(context, op);
                 let value = if name == ops::REGION_INDEX {
                     element_index(&b, region, strategy)
                 } else {
                     let dim = rewrite::int_attribute(op, "dim")
-                        .ok_or("`offload.region_coord` needs a `dim`")?;
+                        .ok_or_else(|| refuse(op, "`offload.region_coord` needs a `dim`"))?;
                     match (strategy.is_2d(), dim) {
                         (true, 0 | 1) | (false, 0) => global_id(&b, dim),
                         (false, 1) => b.index_constant(0),
-                        _ => return Err(format!("region dimension {dim} is out of range")),
+                        _ => {
+                            return Err(refuse(
+                                op,
+                                format!("region dimension {dim} is out of range"),
+                            ));
+                        }
                     }
                 };
                 rewrite::replace(op, &[value]);

@@ -361,7 +361,7 @@ static TO_GPU_ID: PassId = PassId;
 static TO_CPU_ID: PassId = PassId;
 static MATH_TO_INTRINSICS_ID: PassId = PassId;
 
-type PassBody = fn(&Context, OperationRef<'_, '_>) -> Result<(), String>;
+type PassBody = fn(&Context, OperationRef<'_, '_>) -> Result<(), crate::rewrite::PassError>;
 
 /// One of our passes: its identity, its name and its body.
 type PassSpec = (&'static PassId, &'static str, PassBody);
@@ -421,7 +421,8 @@ fn top_level(list: &str) -> Result<Vec<&str>, String> {
 }
 
 /// Wraps a Rust rewrite as a real MLIR pass on `builtin.module`. A failure is emitted as
-/// an error diagnostic at the module and fails the pass manager. A panic in the rewrite
+/// an error diagnostic at the operation it refused (else the module) and fails the pass
+/// manager. A panic in the rewrite
 /// (an internal bug) is caught here and becomes such a failure too: unwinding through
 /// MLIR's C++ frames would abort the process.
 fn make(id: &'static PassId, name: &'static str, body: PassBody) -> Pass {
@@ -441,12 +442,15 @@ fn make(id: &'static PassId, name: &'static str, body: PassBody) -> Pass {
                             .map(String::as_str)
                             .or_else(|| panic.downcast_ref::<&str>().copied())
                             .unwrap_or("a panic");
-                        Err(format!("internal error: {what}"))
+                        Err(format!("internal error: {what}").into())
                     });
-            if let Err(message) = outcome {
-                let message =
-                    std::ffi::CString::new(format!("{name}: {message}")).unwrap_or_default();
-                unsafe { mlir_sys::mlirEmitError(op.location().to_raw(), message.as_ptr()) };
+            if let Err(error) = outcome {
+                let message = std::ffi::CString::new(format!("{name}: {}", error.message))
+                    .unwrap_or_default();
+                // At the operation the pass refused, else at the module.
+                let at = error.at.unwrap_or_else(|| op.location().to_raw());
+                // SAFETY: `at` is a location of this context; `message` is a C string.
+                unsafe { mlir_sys::mlirEmitError(at, message.as_ptr()) };
                 pass.signal_failure();
             }
         },

@@ -256,6 +256,36 @@ pub unsafe fn string_attribute(op: MlirOperation, name: &str) -> Option<String> 
     }
 }
 
+/// Why a pass refused its input: the message, and the operation it refused when there
+/// is one (the diagnostic is placed there, else at the module).
+#[derive(Debug)]
+pub struct PassError {
+    pub at: Option<MlirLocation>,
+    pub message: String,
+}
+
+impl From<String> for PassError {
+    fn from(message: String) -> Self {
+        PassError { at: None, message }
+    }
+}
+
+impl From<&str> for PassError {
+    fn from(message: &str) -> Self {
+        message.to_string().into()
+    }
+}
+
+/// A refusal of `op`, placed at its location.
+pub fn refuse(op: MlirOperation, message: impl Into<String>) -> PassError {
+    // SAFETY: `op` is a live operation of the module being rewritten.
+    let at = unsafe { mlirOperationGetLocation(op) };
+    PassError {
+        at: Some(at),
+        message: message.into(),
+    }
+}
+
 /// Parses one operation from `text` (a skeleton a conversion builds), unattached.
 pub fn parse_operation(
     context: &Context,
