@@ -124,15 +124,26 @@ pub mod predicate {
 }
 
 /// Loads the dialect into `context`. Call once per context before parsing offload IR.
-pub fn load(context: &Context) -> Result<(), String> {
-    let module = Module::parse(context, IRDL).ok_or("the offload dialect's IRDL does not parse")?;
+pub fn load(context: &Context) -> Result<(), DialectError> {
+    let module = Module::parse(context, IRDL).ok_or(DialectError::DoesNotParse)?;
     if !module.as_operation().verify() {
-        return Err("the offload dialect's IRDL does not verify".into());
+        return Err(DialectError::DoesNotVerify);
     }
     if !load_irdl_dialects(&module) {
-        return Err("MLIR refused to load the offload dialect".into());
+        return Err(DialectError::Refused);
     }
     Ok(())
+}
+
+/// Why the dialect could not be loaded: each is a build of MLIR this crate does not fit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum DialectError {
+    #[error("the offload dialect's IRDL does not parse")]
+    DoesNotParse,
+    #[error("the offload dialect's IRDL does not verify")]
+    DoesNotVerify,
+    #[error("MLIR refused to load the offload dialect")]
+    Refused,
 }
 
 /// A region or slice type, read back from its printed form.

@@ -34,7 +34,7 @@ use offload_mir::{Linked, TargetFacts};
 #[derive(Debug, thiserror::Error)]
 pub enum LowerError {
     #[error("the offload dialect failed to load: {0}")]
-    Dialect(String),
+    Dialect(#[from] offload_dialect::DialectError),
     #[error("internal error in the `{stage}` stage:\n{diagnostics}")]
     Internal {
         stage: &'static str,

@@ -105,7 +105,7 @@ impl Session {
         let context = Context::new_with_registry(&registry, false);
         context.load_all_available_dialects();
         register_all_llvm_translations(&context);
-        offload_dialect::load(&context).map_err(LowerError::Dialect)?;
+        offload_dialect::load(&context)?;
         let diagnostics = Rc::new(RefCell::new(Vec::new()));
         let sink = diagnostics.clone();
         context.attach_diagnostic_handler(move |d| {
