@@ -39,6 +39,35 @@ pub struct CpuKernel {
 unsafe impl Send for CpuKernel {}
 unsafe impl Sync for CpuKernel {}
 
+/// LLVM's JIT writes a perf jitdump for every engine (`.debug/jit/llvm-IR-jit-*/jit-PID.dump`
+/// under `JITDUMPDIR`, else the temporary directory; about half a megabyte per kernel),
+/// and MLIR's C API has no way to turn that off. Unless `JITDUMPDIR` is set, which asks
+/// for them, this process's dumps are removed once its kernel is compiled: the engine
+/// writes nothing more there after that.
+fn remove_perf_dumps() {
+    if std::env::var_os("JITDUMPDIR").is_some() {
+        return;
+    }
+    let root = std::env::temp_dir().join(".debug/jit");
+    let ours = format!("jit-{}.dump", std::process::id());
+    let Ok(entries) = std::fs::read_dir(&root) else {
+        return;
+    };
+    for dir in entries.flatten().map(|e| e.path()) {
+        let jit = dir
+            .file_name()
+            .is_some_and(|n| n.to_string_lossy().starts_with("llvm-IR-jit-"));
+        if jit && dir.join(&ours).is_file() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
+    }
+    // The folders too, when nothing else is in them.
+    let _ = std::fs::remove_dir(&root);
+    if let Some(debug) = root.parent() {
+        let _ = std::fs::remove_dir(debug);
+    }
+}
+
 impl CpuKernel {
     pub(crate) fn compile(module: &Module<'_>, name: &str) -> Result<CpuKernel, LowerError> {
         // SAFETY: the module is valid LLVM dialect (the pipeline verified it); the engine
@@ -59,6 +88,7 @@ impl CpuKernel {
             );
             let symbol = melior::StringRef::new(name);
             let entry = mlirExecutionEngineLookupPacked(engine, symbol.to_raw());
+            remove_perf_dumps();
             if entry.is_null() {
                 mlirExecutionEngineDestroy(engine);
                 return Err(LowerError::Jit(format!(

@@ -239,3 +239,28 @@ fn doctor_checks_the_machine() {
     // The exit status says whether anything failed.
     assert_eq!(ok, !stdout.contains("FAIL"), "{stdout}");
 }
+
+/// The JIT leaves nothing in the temporary directory: LLVM's perf jitdumps are removed.
+#[test]
+fn the_jit_leaves_no_files_behind() {
+    let tmp = std::env::temp_dir().join(format!("offload-opt-tmpdir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    std::fs::create_dir_all(&tmp).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_offload-opt"))
+        .arg("doctor")
+        .env("TMPDIR", &tmp)
+        .env_remove("JITDUMPDIR")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains("a kernel compiled and ran correctly"),
+        "{stdout}"
+    );
+    let left: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
+    let _ = std::fs::remove_dir_all(&tmp);
+}
