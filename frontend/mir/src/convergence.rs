@@ -163,21 +163,6 @@ fn operand_varies(body: &Body, op: &Operand, varying: &[bool]) -> bool {
     }
 }
 
-/// Each block's successors, as indices.
-fn successor_lists(body: &Body) -> Vec<Vec<usize>> {
-    body.blocks
-        .iter()
-        .map(|b| {
-            b.terminator
-                .kind
-                .successors()
-                .iter()
-                .map(|s| s.index())
-                .collect()
-        })
-        .collect()
-}
-
 /// The nodes from which some path along `succs` reaches a node marked in `targets`
 /// (those included).
 fn can_reach(succs: &[Vec<usize>], mut targets: Vec<bool>) -> Vec<bool> {
@@ -203,7 +188,7 @@ fn doomed(body: &Body) -> Vec<bool> {
         .iter()
         .map(|b| matches!(b.terminator.kind, TerminatorKind::Return))
         .collect();
-    can_reach(&successor_lists(body), returns)
+    can_reach(&body.successor_indices(), returns)
         .iter()
         .map(|r| !r)
         .collect()
@@ -222,7 +207,7 @@ fn quiet(body: &Body, doomed: &[bool]) -> Vec<bool> {
                     .any(|s| matches!(&s.rvalue, Rvalue::Subgroup(op, _) if op.arity() > 0))
         })
         .collect();
-    let syncs = can_reach(&successor_lists(body), syncs);
+    let syncs = can_reach(&body.successor_indices(), syncs);
     doomed.iter().zip(syncs).map(|(d, s)| *d && !s).collect()
 }
 
@@ -234,7 +219,8 @@ fn quiet(body: &Body, doomed: &[bool]) -> Vec<bool> {
 fn post_dominators(body: &Body, doomed: &[bool], quiet: &[bool]) -> Vec<FixedBitSet> {
     let n = body.blocks.len();
     let exit = n;
-    let mut succs: Vec<Vec<usize>> = successor_lists(body)
+    let mut succs: Vec<Vec<usize>> = body
+        .successor_indices()
         .into_iter()
         .enumerate()
         .map(|(b, s)| {

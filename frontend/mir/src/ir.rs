@@ -833,16 +833,27 @@ impl Body {
         self.locals.get(local.index())
     }
 
+    /// Each block's successors, as block indices: the graph the analyses walk.
+    pub fn successor_indices(&self) -> Vec<Vec<usize>> {
+        self.blocks
+            .iter()
+            .map(|b| {
+                b.terminator
+                    .kind
+                    .successors()
+                    .iter()
+                    .map(|s| s.index())
+                    .collect()
+            })
+            .collect()
+    }
+
     /// Each block's position in a reverse postorder from the entry (`usize::MAX` for a
     /// block the entry does not reach): a forward analysis that visits blocks in this
     /// order sees a block's predecessors first, except along back edges.
     pub fn reverse_postorder_ranks(&self) -> Vec<usize> {
         let n = self.blocks.len();
-        let succs: Vec<Vec<BasicBlock>> = self
-            .blocks
-            .iter()
-            .map(|b| b.terminator.kind.successors())
-            .collect();
+        let succs = self.successor_indices();
         let mut post = Vec::with_capacity(n);
         let mut seen = vec![false; n];
         // Iterative depth-first search: (block, next successor to visit).
@@ -856,9 +867,9 @@ impl Body {
             match succs[b].get(i) {
                 Some(&s) => {
                     stack.push((b, i + 1));
-                    if !seen[s.index()] {
-                        seen[s.index()] = true;
-                        stack.push((s.index(), 0));
+                    if !seen[s] {
+                        seen[s] = true;
+                        stack.push((s, 0));
                     }
                 }
                 None => post.push(b),

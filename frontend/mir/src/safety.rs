@@ -216,40 +216,10 @@ impl Analysis<'_> {
     /// of its back edges without passing it.
     fn order(&self) -> (Vec<usize>, Vec<Vec<bool>>) {
         let n = self.body.blocks.len();
-        let succs: Vec<Vec<usize>> = self
-            .body
-            .blocks
-            .iter()
-            .map(|b| {
-                b.terminator
-                    .kind
-                    .successors()
-                    .iter()
-                    .map(|s| s.index())
-                    .collect()
-            })
-            .collect();
-        let mut post = Vec::with_capacity(n);
-        let mut seen = vec![false; n];
-        // Iterative depth-first search: (block, next successor to visit).
-        let mut stack = vec![(0usize, 0usize)];
-        seen[0] = n > 0;
-        while let Some((b, i)) = stack.pop() {
-            match succs[b].get(i) {
-                Some(&s) => {
-                    stack.push((b, i + 1));
-                    if !seen[s] {
-                        seen[s] = true;
-                        stack.push((s, 0));
-                    }
-                }
-                None => post.push(b),
-            }
-        }
-        let mut rank = vec![usize::MAX; n];
-        for (i, b) in post.iter().rev().enumerate() {
-            rank[*b] = i;
-        }
+        let succs = self.body.successor_indices();
+        let rank = self.body.reverse_postorder_ranks();
+        // Blocks the entry reaches.
+        let seen: Vec<bool> = rank.iter().map(|r| *r != usize::MAX).collect();
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         for b in (0..n).filter(|b| seen[*b]) {
             for &s in &succs[b] {

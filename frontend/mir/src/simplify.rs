@@ -492,22 +492,11 @@ fn same_local(a: &Operand, b: &Operand) -> bool {
 /// Drops the blocks no path from the entry reaches and renumbers the others.
 fn remove_unreachable(body: &mut Body) {
     let n = body.blocks.len();
-    let mut reached = vec![false; n];
-    let mut stack = vec![0usize];
-    while let Some(b) = stack.pop() {
-        if b >= n || reached[b] {
-            continue;
-        }
-        reached[b] = true;
-        stack.extend(
-            body.blocks[b]
-                .terminator
-                .kind
-                .successors()
-                .iter()
-                .map(|s| s.index()),
-        );
-    }
+    let reached: Vec<bool> = body
+        .reverse_postorder_ranks()
+        .iter()
+        .map(|r| *r != usize::MAX)
+        .collect();
     if reached.iter().all(|r| *r) {
         return;
     }
