@@ -25,7 +25,7 @@ mod ssa;
 
 pub use cpu::{CpuBarrier, CpuKernel};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
-pub use pipeline::{GpuTarget, Session, Stage, pass_names};
+pub use pipeline::{GpuTarget, Session, Stage};
 
 use offload_mir::{Linked, TargetFacts};
 

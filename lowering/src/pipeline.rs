@@ -378,11 +378,6 @@ const MATH_TO_INTRINSICS: PassSpec = (
 /// Every offload pass, by the name pipelines given as text use.
 const PASSES: [PassSpec; 4] = [PARTITION, TO_GPU, TO_CPU, MATH_TO_INTRINSICS];
 
-/// The names of every offload pass.
-pub fn pass_names() -> impl Iterator<Item = &'static str> {
-    PASSES.iter().map(|(_, name, _)| *name)
-}
-
 /// `loc("FILE":LINE:COL)`, as MLIR prints a position in a file, as `FILE:LINE:COL`;
 /// other locations as printed.
 fn source_position(loc: &str) -> String {
