@@ -5,7 +5,8 @@
 //! safe by `offload_mir::link`), so everything here may assume valid MIR:
 //!
 //! - [`compile_ptx`]: MIR → PTX for a [`GpuTarget`];
-//! - [`compile_cpu`]: MIR → a JIT-compiled [`CpuKernel`];
+//! - [`compile_cpu_object`]: MIR → an object file for the CPU backend ([`CpuObject`]),
+//!   and [`compile_cpu`]: that object linked into this process ([`CpuKernel`]);
 //! - [`emit`]: the text of any [`Stage`], for `offload-opt` and snapshot tests.
 //!
 //! `pipeline` holds the stages and pass pipelines; each offload pass is its own module,
@@ -14,6 +15,7 @@
 mod cpu;
 mod kernel_abi;
 pub mod libdevice;
+mod llvm;
 mod math_to_llvm_intrinsics;
 mod mir_to_offload;
 mod offload_to_cpu;
@@ -23,8 +25,9 @@ mod pipeline;
 mod rewrite;
 mod ssa;
 
-pub use cpu::{CpuBarrier, CpuKernel};
+pub use cpu::{CpuKernel, CpuObject};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
+pub use llvm::CpuTarget;
 pub use pipeline::{GpuTarget, Session, Stage};
 
 use offload_mir::{Linked, TargetFacts};
@@ -91,14 +94,22 @@ pub fn compile_ptx(body: &Linked, target: &GpuTarget) -> Result<PtxKernel, Lower
     })
 }
 
-/// Compiles a kernel for the CPU backend.
-pub fn compile_cpu(body: &Linked) -> Result<CpuKernel, LowerError> {
+/// Compiles a kernel for the CPU backend to an object file for `target`, defining the
+/// entry point [`offload_mir::abi::cpu_entry_symbol`] of the kernel's
+/// [`code_key`](offload_mir::code_key).
+pub fn compile_cpu_object(body: &Linked, target: &CpuTarget) -> Result<CpuObject, LowerError> {
+    let symbol = offload_mir::abi::cpu_entry_symbol(&offload_mir::code_key(body.body()));
     let body = &body.for_target(CPU_FACTS);
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
     session.to_cpu(&mut module)?;
     dump(body, Stage::Cpu, &module);
-    CpuKernel::compile(&module, &body.name)
+    CpuObject::compile(&module, &body.name, symbol, target)
+}
+
+/// Compiles a kernel for this machine's CPU and links it into the process.
+pub fn compile_cpu(body: &Linked) -> Result<CpuKernel, LowerError> {
+    CpuKernel::load(&compile_cpu_object(body, &CpuTarget::host())?)
 }
 
 /// The text of every stage from `offload` up to and including `last`, in order. The GPU

@@ -1,8 +1,12 @@
-//! Compiling kernels from their embedded MIR, once per kernel and target.
+//! A kernel's code for a target, once per kernel and target: built ahead of time
+//! ([`crate::aot`]), else compiled from its embedded MIR by the JIT (the `jit` feature),
+//! which keeps what it compiles in the disk cache for later runs.
 
-use crate::{Error, kernel::KernelDescriptor};
+use crate::{Error, aot::AotKernel, kernel::KernelDescriptor};
+use offload_mir::abi::CpuEntry;
 use std::{
     collections::HashMap,
+    sync::atomic::{AtomicUsize, Ordering},
     sync::{Arc, Mutex, OnceLock},
 };
 
@@ -66,22 +70,74 @@ impl<T> Default for CompileCache<T> {
     }
 }
 
-/// PTX for a kernel and chip (`sm_90`).
-pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Arc<String>, Error> {
-    static CACHE: CompileCache<String> = CompileCache::new();
-    CACHE.get_or_compile(key(descriptor, chip), || jit_ptx(descriptor, chip))
+/// Kernels compiled by this process (PTX or CPU code, not counting answers from the disk
+/// cache): what a test reads to see that a second run compiles nothing.
+static COMPILES: AtomicUsize = AtomicUsize::new(0);
+
+/// How many kernels this process has compiled with its JIT.
+#[doc(hidden)]
+pub fn jit_compiles() -> usize {
+    COMPILES.load(Ordering::Relaxed)
 }
 
-/// The kernel compiled for the CPU backend.
-#[cfg(feature = "jit")]
-pub(crate) fn cpu(
-    descriptor: &'static KernelDescriptor,
-) -> Result<Arc<offload_lowering::CpuKernel>, Error> {
-    static CACHE: CompileCache<offload_lowering::CpuKernel> = CompileCache::new();
-    CACHE.get_or_compile(key(descriptor, "cpu"), || {
-        let body = descriptor.body()?;
-        offload_lowering::compile_cpu(body).map_err(|e| compile_error(descriptor, e))
+/// PTX for a kernel and chip (`sm_90`): built ahead of time, else compiled now.
+pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Arc<String>, Error> {
+    static CACHE: CompileCache<String> = CompileCache::new();
+    CACHE.get_or_compile(key(descriptor, chip), || {
+        match descriptor.aot()?.and_then(|aot| aot.ptx_for(chip)) {
+            Some(ptx) => Ok(ptx.to_string()),
+            None => jit_ptx(descriptor, chip),
+        }
     })
+}
+
+/// The kernel's CPU entry point: built ahead of time, else compiled now.
+pub(crate) fn cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
+    if let Some(entry) = descriptor.aot()?.and_then(AotKernel::cpu) {
+        return Ok(entry);
+    }
+    static CACHE: CompileCache<CpuEntry> = CompileCache::new();
+    CACHE
+        .get_or_compile(key(descriptor, "cpu"), || jit_cpu(descriptor))
+        .map(|entry| *entry)
+}
+
+/// The CPU code compiled in this process or an earlier one ([`crate::disk_cache`]), else
+/// now, linked into the process.
+#[cfg(feature = "jit")]
+fn jit_cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
+    use offload_lowering::{CpuKernel, CpuObject, CpuTarget};
+    let body = descriptor.body()?;
+    let target = CpuTarget::host();
+    // Everything the object depends on: the kernel as linked, the CPU, and the compiler.
+    let key = format!(
+        "cpu\n{}\n{}\n{}\n{}\n{}\n{}",
+        env!("CARGO_PKG_VERSION"),
+        compiler_build(),
+        target.triple,
+        target.cpu,
+        target.features,
+        body.body()
+    );
+    let disk = crate::disk_cache::DiskCache::from_env();
+    let symbol = offload_mir::abi::cpu_entry_symbol(&offload_mir::code_key(body.body()));
+    let object = match disk.as_ref().and_then(|d| d.get(&key)) {
+        Some(bytes) => {
+            tracing::debug!(kernel = descriptor.name, "CPU code from the disk cache");
+            CpuObject { symbol, bytes }
+        }
+        None => {
+            COMPILES.fetch_add(1, Ordering::Relaxed);
+            let object = offload_lowering::compile_cpu_object(body, &target)
+                .map_err(|e| compile_error(descriptor, e))?;
+            if let Some(disk) = disk {
+                disk.put(&key, &object.bytes);
+            }
+            object
+        }
+    };
+    let kernel = CpuKernel::load(&object).map_err(|e| compile_error(descriptor, e))?;
+    Ok(kernel.entry())
 }
 
 /// PTX compiled in this process or an earlier one ([`crate::disk_cache`]), else now.
@@ -109,6 +165,7 @@ fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, 
         tracing::debug!(kernel = descriptor.name, chip, "PTX from the disk cache");
         return Ok(ptx);
     }
+    COMPILES.fetch_add(1, Ordering::Relaxed);
     let kernel =
         offload_lowering::compile_ptx(body, &target).map_err(|e| compile_error(descriptor, e))?;
     if let Some(disk) = disk {
@@ -137,12 +194,34 @@ fn compiler_build() -> String {
 
 #[cfg(not(feature = "jit"))]
 fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, Error> {
-    Err(Error::Compile {
+    Err(no_code(descriptor, chip))
+}
+
+#[cfg(not(feature = "jit"))]
+fn jit_cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
+    Err(no_code(descriptor, "cpu"))
+}
+
+/// A launch with no code for `target` and no JIT to compile it.
+#[cfg(not(feature = "jit"))]
+fn no_code(descriptor: &'static KernelDescriptor, target: &str) -> Error {
+    let built = match descriptor.aot_built() {
+        None => "the kernel was not built ahead of time (see `offload-build`)".to_string(),
+        Some(aot) if descriptor.aot().ok().flatten().is_none() => format!(
+            "the code built ahead of time (for {}) is for another version of the kernel",
+            aot.targets().join(", ")
+        ),
+        Some(aot) => format!(
+            "the kernel was built ahead of time for {} only",
+            aot.targets().join(", ")
+        ),
+    };
+    Error::Compile {
         kernel: descriptor.name.to_string(),
         message: format!(
-            "no {chip} code was built ahead of time and this program has no JIT (the `jit` feature is off)"
+            "no code for {target}: {built}, and this program has no JIT (the `jit` feature is off)"
         ),
-    })
+    }
 }
 
 #[cfg(feature = "jit")]

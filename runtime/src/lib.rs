@@ -29,6 +29,7 @@
 //! by zero), the launch returns [`Error::KernelPanic`] naming the first panic's source
 //! line and **no region is copied back**: the caller's data is exactly as it was.
 
+mod aot;
 mod args;
 mod backend;
 mod buffer;
@@ -52,15 +53,21 @@ pub use device::{Device, parse_selection};
 pub use error::Error;
 pub use kernel_view::Atomic;
 pub use launch::LaunchOptions;
+
+/// Whether this program can compile kernels at run time (the `jit` feature). Without it,
+/// kernels run only from code built ahead of time (`offload-build`).
+pub const HAS_JIT: bool = cfg!(feature = "jit");
 pub use machine::{default_device, devices, synchronize};
 // What the macros expand to. Hidden, and safe to call only because nothing it is given
 // is trusted: `KernelDescriptor::body` links and verifies the MIR
 // (`offload_mir::link`), `launch` re-checks every argument against it, and strategies
 // are sealed, so their `check_launch` is ours.
 #[doc(hidden)]
+pub use aot::{AotKernel, best_ptx};
+#[doc(hidden)]
 pub use args::{DynamicArg, KernelArg};
 #[doc(hidden)]
-pub use compile::CompileCache;
+pub use compile::{CompileCache, jit_compiles};
 #[doc(hidden)]
 pub use disk_cache::DiskCache;
 #[doc(hidden)]

@@ -64,3 +64,66 @@ fn concurrent_writers_leave_one_whole_entry() {
     only_entry(&cache);
     let _ = std::fs::remove_dir_all(cache.dir());
 }
+
+mod second_run {
+    use offload::prelude::*;
+
+    #[offload_kernel]
+    fn cached_square_plus_one(mut y: Region<f32, Linear1D>) {
+        if let Some(v) = y.get_mut() {
+            *v = *v * *v + 1.0;
+        }
+    }
+
+    /// The program `a_second_run_compiles_nothing` runs twice: one launch on the CPU
+    /// backend, then how many kernels this process compiled.
+    #[test]
+    #[ignore = "a child process of `a_second_run_compiles_nothing`"]
+    fn one_launch_then_count_compiles() {
+        let mut y: Vec<f32> = (0..1000).map(|i| i as f32 * 0.5).collect();
+        let want: Vec<f32> = y.iter().map(|v| v * v + 1.0).collect();
+        offload! { kernel = cached_square_plus_one, args = (&mut y,) };
+        assert_eq!(y, want);
+        println!("compiles={}", offload::jit_compiles());
+    }
+
+    #[test]
+    fn a_second_run_compiles_nothing() {
+        let dir = std::env::temp_dir().join(format!(
+            "offload-cache-test-{}-second-run",
+            std::process::id()
+        ));
+        let _ = std::fs::remove_dir_all(&dir);
+        let run = || {
+            let out = std::process::Command::new(std::env::current_exe().unwrap())
+                .args([
+                    "--exact",
+                    "disk_cache::second_run::one_launch_then_count_compiles",
+                    "--ignored",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env("OFFLOAD_CACHE_DIR", &dir)
+                .env("OFFLOAD_DEVICE", "cpu")
+                .env_remove("OFFLOAD_CACHE")
+                .output()
+                .unwrap();
+            let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+            assert!(
+                out.status.success(),
+                "{stdout}{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            stdout
+        };
+        assert!(
+            run().contains("compiles=1\n"),
+            "the first run compiles the kernel"
+        );
+        assert!(
+            run().contains("compiles=0\n"),
+            "the second run finds it in the cache"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}

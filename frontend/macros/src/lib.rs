@@ -18,7 +18,6 @@ use offload_frontend::{
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
 use quote::{format_ident, quote, quote_spanned};
-use syn::visit::Visit;
 use syn::{
     Expr, Ident, ItemFn, Token, parse::Parse, parse::ParseStream, parse_macro_input,
     punctuated::Punctuated, spanned::Spanned,
@@ -69,10 +68,21 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
             format!("{name_str}::<{}>", types.join(", "))
         };
         let calls = device_calls(&item.block);
+        let aot = match aot_code(&body) {
+            Some(path) => {
+                let aot_ident = format_ident!("__OFFLOAD_AOT_{}", instance_name(&name_str, subst));
+                descriptors.push(quote! {
+                    #[allow(non_upper_case_globals)]
+                    static #aot_ident: ::offload::AotKernel = include!(#path);
+                });
+                quote! { ::core::option::Option::Some(&#aot_ident) }
+            }
+            None => quote! { ::core::option::Option::None },
+        };
         descriptors.push(quote! {
             #[allow(non_upper_case_globals)]
             static #ident: ::offload::KernelDescriptor =
-                ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*]);
+                ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*], #aot);
         });
         let variants = subst
             .iter()
@@ -166,6 +176,18 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     })
 }
 
+/// The file `offload-build` wrote for this kernel instance in the crate's `OUT_DIR`, if
+/// the crate's build script built kernels ahead of time: an expression making the
+/// instance's `AotKernel`. Named by the code key of the instance's MIR, which the build
+/// script computes from the same source.
+fn aot_code(body: &offload_mir::Body) -> Option<String> {
+    let out_dir = std::env::var_os("OUT_DIR")?;
+    let path = std::path::Path::new(&out_dir)
+        .join("offload")
+        .join(format!("{}.rs", offload_mir::code_key(body)));
+    path.is_file().then(|| path.to_string_lossy().into_owned())
+}
+
 /// Marks a function callable from kernels. It stays an ordinary Rust function too; a
 /// hidden module of the same name carries its MIR (one body per instance for generic
 /// functions) for the kernels that call it, which inline it when they are compiled.
@@ -218,31 +240,10 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
 /// References to the `DeviceFn` of every function a body calls, resolved where the call
 /// is written (`f(..)` → `&f::DEVICE`, `m::f(..)` → `&m::f::DEVICE`).
 fn device_calls(block: &syn::Block) -> Vec<TokenStream2> {
-    struct Calls(Vec<(String, TokenStream2)>);
-    impl<'ast> Visit<'ast> for Calls {
-        fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
-            if let Expr::Path(p) = &*call.func {
-                let mut path = p.path.clone();
-                if let Some(last) = path.segments.last_mut() {
-                    last.arguments = syn::PathArguments::None;
-                }
-                let key = quote!(#path).to_string();
-                // Thread positions, barriers, subgroup operations and shared-memory
-                // constructors are built in, not device functions.
-                let names: Vec<String> =
-                    path.segments.iter().map(|s| s.ident.to_string()).collect();
-                let builtin = offload_frontend::is_builtin(&names);
-                if !builtin && !self.0.iter().any(|(k, _)| *k == key) {
-                    let reference = quote_spanned! {call.func.span()=> &#path::DEVICE };
-                    self.0.push((key, reference));
-                }
-            }
-            syn::visit::visit_expr_call(self, call);
-        }
-    }
-    let mut calls = Calls(Vec::new());
-    calls.visit_block(block);
-    calls.0.into_iter().map(|(_, r)| r).collect()
+    offload_frontend::device_call_paths(block)
+        .into_iter()
+        .map(|path| quote_spanned! {path.span()=> &#path::DEVICE })
+        .collect()
 }
 
 /// The element type of `Atomic<T>` (checked by `param_kind` already).

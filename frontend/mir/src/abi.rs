@@ -111,6 +111,39 @@ impl CpuLeading {
     }
 }
 
+/// What a CPU kernel's barrier word points at: the runtime's barrier state, whose first
+/// field this is. A barrier in the kernel calls [`CPU_BARRIER_SYMBOL`] with the pointer,
+/// and that calls `wait` with it.
+#[repr(C)]
+pub struct CpuBarrier {
+    pub wait: unsafe extern "C" fn(*mut CpuBarrier),
+}
+
+/// The function a CPU kernel's barriers call: [`offload_cpu_barrier`]. Code built ahead
+/// of time links against it; the JIT binds the name to it.
+pub const CPU_BARRIER_SYMBOL: &str = "offload_cpu_barrier";
+
+/// A barrier in a CPU kernel: hands the thread's barrier state to its `wait`.
+///
+/// # Safety
+///
+/// `barrier` must point at a live [`CpuBarrier`]; kernels pass the barrier word the
+/// runtime gave them, which does.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn offload_cpu_barrier(barrier: *mut CpuBarrier) {
+    unsafe { ((*barrier).wait)(barrier) }
+}
+
+/// A CPU kernel's entry point: one pointer per word ([`CpuLeading`] then the kernel's
+/// own), each pointing at the word.
+pub type CpuEntry = unsafe extern "C" fn(*mut *mut std::ffi::c_void);
+
+/// The symbol of the entry point of the CPU code whose [`code_key`](crate::code_key) is
+/// `key`: unique per kernel, so the objects of every kernel link into one program.
+pub fn cpu_entry_symbol(key: &str) -> String {
+    format!("offload_cpu_{key}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

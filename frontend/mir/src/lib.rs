@@ -72,6 +72,7 @@
 //! [`FORMAT_VERSION`].
 
 pub mod abi;
+mod code_key;
 pub mod convergence;
 pub mod inline;
 pub mod interp;
@@ -84,6 +85,7 @@ pub mod safety;
 mod simplify;
 mod validate;
 
+pub use code_key::code_key;
 pub use inline::InlineError;
 pub use ir::*;
 pub use link::{LinkError, Linked, TargetFacts, Violation, link};

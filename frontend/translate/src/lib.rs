@@ -48,6 +48,33 @@ fn error<T>(spanned: impl Spanned, message: impl Into<String>) -> Result<T> {
     })
 }
 
+/// The device functions a body calls, as written (`f`, `m::f`), without generic
+/// arguments, each once, in order of first call: every called path that is not
+/// [built in](is_builtin).
+pub fn device_call_paths(block: &syn::Block) -> Vec<syn::Path> {
+    use syn::visit::Visit;
+    struct Calls(Vec<syn::Path>);
+    impl<'ast> Visit<'ast> for Calls {
+        fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
+            if let syn::Expr::Path(p) = &*call.func {
+                let mut path = p.path.clone();
+                if let Some(last) = path.segments.last_mut() {
+                    last.arguments = syn::PathArguments::None;
+                }
+                let names: Vec<String> =
+                    path.segments.iter().map(|s| s.ident.to_string()).collect();
+                if !is_builtin(&names) && !self.0.contains(&path) {
+                    self.0.push(path);
+                }
+            }
+            syn::visit::visit_expr_call(self, call);
+        }
+    }
+    let mut calls = Calls(Vec::new());
+    calls.visit_block(block);
+    calls.0
+}
+
 /// Whether a call of the path `segments` is built into the kernel language rather than a
 /// device function: thread positions, `sync_threads`, the subgroup operations, and the
 /// `Shared`/`DynShared` constructors.

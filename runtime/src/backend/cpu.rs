@@ -14,10 +14,9 @@
 //! thread panicked, so a failed launch leaves the caller's data untouched, as on a GPU.
 
 use super::Backend;
-#[cfg(feature = "jit")]
 use crate::panic::{PANIC_BUFFER_WORDS, PanicWords};
 use crate::{Device, Error, memory::Memory, plan::LaunchPlan as Launch};
-#[cfg(feature = "jit")]
+use offload_mir::abi::{CPU_LEADING_WORDS, CpuBarrier, CpuEntry, CpuLeading};
 use std::ffi::c_void;
 
 /// The host's physical memory in bytes, where the platform says (Linux).
@@ -30,7 +29,6 @@ fn host_memory_bytes() -> Option<u64> {
 
 /// The most dynamic shared memory a CPU workgroup may have: the largest NVIDIA GPUs'
 /// (227 KiB), so a program that runs here fits there too.
-#[cfg(feature = "jit")]
 const MAX_DYNAMIC_SHARED: u32 = 227 * 1024;
 
 /// The CPU backend.
@@ -122,22 +120,13 @@ fn zeroed_words(bytes: u128) -> Option<Vec<u64>> {
     }
 }
 
-#[cfg(not(feature = "jit"))]
-fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
-    Err(Error::Compile {
-        kernel: launch.body.name.clone(),
-        message: "the CPU backend needs the `jit` feature".into(),
-    })
-}
-
-#[cfg(feature = "jit")]
 fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     if launch.workgroups[2] != 1 || launch.workgroup_size[2] != 1 {
         return Err(Error::InvalidLaunch(
             "the CPU backend runs one- and two-dimensional launches only".into(),
         ));
     }
-    let kernel = crate::compile::cpu(launch.descriptor)?;
+    let entry = crate::compile::cpu(launch.descriptor)?;
 
     // Scratch copies of writable regions, 8-byte aligned for any element type.
     let mut scratch: Vec<Vec<u64>> = Vec::new();
@@ -174,7 +163,7 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     // length (the block's end minus that offset) is never negative.
     let shared_bytes = layout.dynamic_offset + launch.dyn_cache as usize;
     let workgroup = Workgroup {
-        kernel: &kernel,
+        entry,
         // Workgroups are numbered row by row over the whole launch; a split launch's
         // share is the one-dimensional range from `group_base`.
         groups: [launch.groups[0] as u64, launch.groups[1] as u64],
@@ -224,15 +213,9 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     Ok(())
 }
 
-#[cfg(feature = "jit")]
-use offload_lowering::{CpuBarrier, CpuKernel};
-#[cfg(feature = "jit")]
-use offload_mir::abi::{CPU_LEADING_WORDS, CpuLeading};
-
 /// What every call of one launch's entry point shares.
-#[cfg(feature = "jit")]
 struct Workgroup<'a> {
-    kernel: &'a CpuKernel,
+    entry: CpuEntry,
     /// The whole launch's workgroups in x and y.
     groups: [u64; 2],
     size_x: u64,
@@ -242,11 +225,9 @@ struct Workgroup<'a> {
 }
 
 /// Stack for one fiber: kernels keep their locals in registers and a few frames.
-#[cfg(feature = "jit")]
 const FIBER_STACK_BYTES: usize = 256 * 1024;
 
 /// The barrier state a fiber's kernel call points at.
-#[cfg(feature = "jit")]
 #[repr(C)]
 struct FiberBarrier {
     base: CpuBarrier,
@@ -254,7 +235,6 @@ struct FiberBarrier {
 }
 
 /// A barrier in a fiber's kernel: back to the workgroup's scheduler.
-#[cfg(feature = "jit")]
 unsafe extern "C" fn fiber_wait(barrier: *mut CpuBarrier) {
     // SAFETY: `barrier` is the first field of the `FiberBarrier` the fiber passed, which
     // lives on the fiber's stack for the whole call; the yielder is that fiber's.
@@ -264,7 +244,6 @@ unsafe extern "C" fn fiber_wait(barrier: *mut CpuBarrier) {
     }
 }
 
-#[cfg(feature = "jit")]
 impl Workgroup<'_> {
     /// The entry point's words: workgroups `groups`, threads `threads` of each, the
     /// workgroup's shared memory `(address, bytes)`, no barrier yet, the kernel's own.
@@ -299,7 +278,7 @@ impl Workgroup<'_> {
     unsafe fn call(&self, words: &mut [u64]) {
         let mut pointers: Vec<*mut c_void> =
             words.iter_mut().map(|w| (w as *mut u64).cast()).collect();
-        unsafe { self.kernel.call(&mut pointers) };
+        unsafe { (self.entry)(pointers.as_mut_ptr()) };
     }
 
     /// Runs workgroup `group` with one fiber per thread; see the module docs.

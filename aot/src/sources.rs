@@ -1,0 +1,247 @@
+//! Finding a crate's kernels in its sources and linking each instance, as the macros and
+//! the runtime would.
+
+use crate::Error;
+use offload_frontend::{
+    TranslateError, device_call_paths, instances, translate_device, translate_instance,
+};
+use offload_mir::{Body, Linked};
+use std::collections::HashMap;
+use std::path::Path;
+use syn::visit::Visit;
+
+/// A source file of the crate, parsed.
+pub(crate) struct SourceFile {
+    /// The path relative to the crate's manifest, as messages name it.
+    name: String,
+    syntax: syn::File,
+}
+
+/// Every `.rs` file under `dir`, in path order. A file `syn` cannot parse is skipped with
+/// a warning: rustc reports it if it is part of the crate.
+pub(crate) fn read(dir: &Path, manifest: &Path) -> Result<Vec<SourceFile>, Error> {
+    let mut files = Vec::new();
+    for entry in walkdir::WalkDir::new(dir).sort_by_file_name() {
+        let entry = entry.map_err(|e| Error::Io {
+            path: e.path().unwrap_or(dir).to_path_buf(),
+            source: e.into(),
+        })?;
+        let path = entry.path();
+        if !entry.file_type().is_file() || path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let name = path
+            .strip_prefix(manifest)
+            .unwrap_or(path)
+            .to_string_lossy()
+            .into_owned();
+        match syn::parse_file(&text) {
+            Ok(syntax) => files.push(SourceFile { name, syntax }),
+            Err(e) => {
+                let at = e.span().start();
+                println!(
+                    "cargo:warning={name}:{}:{}: not read for kernels: {e}",
+                    at.line,
+                    at.column + 1
+                );
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// A kernel instance linked with the device functions it calls, ready to compile.
+pub(crate) struct Kernel {
+    /// `saxpy`, or `scale::<f32>` for an instance of a generic kernel.
+    pub display: String,
+    /// The code key of its MIR before linking: what `#[offload_kernel]` looks it up by.
+    pub key: String,
+    pub linked: Linked,
+    file: String,
+    line: usize,
+    column: usize,
+}
+
+impl Kernel {
+    /// A build error at the kernel.
+    pub(crate) fn error(&self, message: impl std::fmt::Display) -> Error {
+        Error::Kernel {
+            file: self.file.clone(),
+            line: self.line,
+            column: self.column,
+            kernel: self.display.clone(),
+            message: message.to_string(),
+        }
+    }
+}
+
+/// A function marked `#[offload_kernel]` or `#[offload_device]`, and where.
+struct Marked<'a> {
+    item: &'a syn::ItemFn,
+    file: &'a str,
+    kernel: bool,
+}
+
+/// Collects the marked functions of a file, in modules and function bodies too.
+struct Collect<'a> {
+    file: &'a str,
+    found: Vec<Marked<'a>>,
+}
+
+impl<'a> Visit<'a> for Collect<'a> {
+    fn visit_item_fn(&mut self, item: &'a syn::ItemFn) {
+        let marker = |name: &str| {
+            item.attrs
+                .iter()
+                .any(|a| a.path().segments.last().is_some_and(|s| s.ident == name))
+        };
+        if marker("offload_kernel") || marker("offload_device") {
+            self.found.push(Marked {
+                item,
+                file: self.file,
+                kernel: marker("offload_kernel"),
+            });
+        }
+        syn::visit::visit_item_fn(self, item);
+    }
+}
+
+/// A device function's MIR instances and the names of the functions it calls.
+struct Device<'a> {
+    bodies: Vec<Body>,
+    calls: Vec<String>,
+    marked: &'a Marked<'a>,
+}
+
+fn translate_error(file: &str, kernel: &str, e: TranslateError) -> Error {
+    let at = e.span.start();
+    Error::Kernel {
+        file: file.to_string(),
+        line: at.line,
+        column: at.column + 1,
+        kernel: kernel.to_string(),
+        message: e.message,
+    }
+}
+
+/// The last segment of each device function `block` calls.
+fn called_names(block: &syn::Block) -> Vec<String> {
+    device_call_paths(block)
+        .iter()
+        .filter_map(|p| p.segments.last().map(|s| s.ident.to_string()))
+        .collect()
+}
+
+/// Every kernel instance of `files`, linked.
+pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
+    let mut marked = Vec::new();
+    for file in files {
+        let mut collect = Collect {
+            file: &file.name,
+            found: Vec::new(),
+        };
+        collect.visit_file(&file.syntax);
+        marked.extend(collect.found);
+    }
+
+    let mut devices: HashMap<String, Vec<Device<'_>>> = HashMap::new();
+    for m in marked.iter().filter(|m| !m.kernel) {
+        let name = m.item.sig.ident.to_string();
+        let error = |e| translate_error(m.file, &name, e);
+        let mut bodies = Vec::new();
+        for subst in instances(&m.item.sig).map_err(error)? {
+            bodies.push(translate_device(m.item, m.file, &subst).map_err(error)?);
+        }
+        let calls = called_names(&m.item.block);
+        devices.entry(name).or_default().push(Device {
+            bodies,
+            calls,
+            marked: m,
+        });
+    }
+
+    let mut kernels = Vec::new();
+    for m in marked.iter().filter(|m| m.kernel) {
+        let name = m.item.sig.ident.to_string();
+        let error = |e| translate_error(m.file, &name, e);
+        let Some(device) = reachable_devices(m, &devices) else {
+            continue;
+        };
+        for subst in instances(&m.item.sig).map_err(error)? {
+            let body = translate_instance(m.item, m.file, &subst).map_err(error)?;
+            let display = if subst.is_empty() {
+                name.clone()
+            } else {
+                let types: Vec<&str> = subst.iter().map(|(_, t)| t.name()).collect();
+                format!("{name}::<{}>", types.join(", "))
+            };
+            let at = m.item.sig.ident.span().start();
+            let linked = offload_mir::link(&body, &device).map_err(|e| Error::Kernel {
+                file: m.file.to_string(),
+                line: at.line,
+                column: at.column + 1,
+                kernel: display.clone(),
+                message: e.to_string(),
+            })?;
+            let kernel = Kernel {
+                display,
+                key: offload_mir::code_key(&body),
+                linked,
+                file: m.file.to_string(),
+                line: at.line,
+                column: at.column + 1,
+            };
+            kernels.push(kernel);
+        }
+    }
+    Ok(kernels)
+}
+
+/// The MIR of every device function the kernel reaches, or `None` (with a warning) when
+/// a call does not name exactly one device function of this crate: such a kernel is
+/// left to the JIT, which resolves its calls as Rust does.
+fn reachable_devices<'a>(
+    kernel: &Marked<'_>,
+    devices: &'a HashMap<String, Vec<Device<'a>>>,
+) -> Option<Vec<&'a Body>> {
+    let name = &kernel.item.sig.ident;
+    let mut seen: Vec<String> = Vec::new();
+    let mut stack = called_names(&kernel.item.block);
+    let mut bodies = Vec::new();
+    while let Some(callee) = stack.pop() {
+        if seen.contains(&callee) {
+            continue;
+        }
+        seen.push(callee.clone());
+        match devices.get(&callee).map(Vec::as_slice) {
+            Some([device]) => {
+                bodies.extend(&device.bodies);
+                stack.extend(device.calls.iter().cloned());
+            }
+            found => {
+                let why = match found {
+                    Some(many) => format!(
+                        "more than one `#[offload_device] fn {callee}` ({})",
+                        many.iter()
+                            .map(|d| d.marked.file)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    None => {
+                        format!("`{callee}` is not an `#[offload_device]` function of this crate")
+                    }
+                };
+                println!(
+                    "cargo:warning={}: kernel `{name}` is not built ahead of time: {why}",
+                    kernel.file
+                );
+                return None;
+            }
+        }
+    }
+    Some(bodies)
+}

@@ -1,0 +1,575 @@
+//! The LLVM C API, for the two things MLIR's C API does not offer: compiling an LLVM
+//! module to a relocatable object file for a chosen CPU, and linking such an object into
+//! this process with ORC's JIT linker. Every raw LLVM call of the crate is here.
+//!
+//! The functions are LLVM's own exported C API (`llvm-c/*.h` of the LLVM that MLIR is
+//! built on); `mlir-sys` links all of LLVM's libraries but declares only part of it.
+
+use crate::LowerError;
+use std::collections::HashMap;
+use std::ffi::{CStr, CString, c_char, c_void};
+use std::sync::{Mutex, Once, OnceLock};
+
+type Context = *mut c_void;
+type Module = *mut c_void;
+type Value = *mut c_void;
+type Type = *mut c_void;
+type Builder = *mut c_void;
+type Target = *mut c_void;
+type TargetMachine = *mut c_void;
+type TargetData = *mut c_void;
+type MemoryBuffer = *mut c_void;
+type Error = *mut c_void;
+type PassOptions = *mut c_void;
+type Jit = *mut c_void;
+type JitBuilder = *mut c_void;
+type Dylib = *mut c_void;
+type Generator = *mut c_void;
+type PoolEntry = *mut c_void;
+type MaterializationUnit = *mut c_void;
+
+#[repr(C)]
+struct SymbolFlags {
+    generic: u8,
+    target: u8,
+}
+
+#[repr(C)]
+struct EvaluatedSymbol {
+    address: u64,
+    flags: SymbolFlags,
+}
+
+#[repr(C)]
+struct SymbolMapPair {
+    name: PoolEntry,
+    symbol: EvaluatedSymbol,
+}
+
+const INTERNAL_LINKAGE: u32 = 8;
+const OPT_AGGRESSIVE: u32 = 3;
+const RELOC_PIC: u32 = 2;
+const CODE_MODEL_DEFAULT: u32 = 0;
+const OBJECT_FILE: u32 = 1;
+const SYMBOL_EXPORTED_CALLABLE: u8 = 1 | 4;
+
+unsafe extern "C" {
+    fn mlirTranslateModuleToLLVMIR(module: mlir_sys::MlirOperation, context: Context) -> Module;
+
+    fn LLVMContextCreate() -> Context;
+    fn LLVMContextDispose(context: Context);
+    fn LLVMDisposeModule(module: Module);
+    fn LLVMDisposeMessage(message: *mut c_char);
+    fn LLVMGetNamedFunction(module: Module, name: *const c_char) -> Value;
+    fn LLVMGetFirstFunction(module: Module) -> Value;
+    fn LLVMGetNextFunction(function: Value) -> Value;
+    fn LLVMGetFirstGlobal(module: Module) -> Value;
+    fn LLVMGetNextGlobal(global: Value) -> Value;
+    fn LLVMIsDeclaration(global: Value) -> i32;
+    fn LLVMSetLinkage(global: Value, linkage: u32);
+    fn LLVMGlobalGetValueType(global: Value) -> Type;
+    fn LLVMCountParamTypes(function_type: Type) -> u32;
+    fn LLVMGetParamTypes(function_type: Type, out: *mut Type);
+    fn LLVMPointerTypeInContext(context: Context, address_space: u32) -> Type;
+    fn LLVMInt64TypeInContext(context: Context) -> Type;
+    fn LLVMVoidTypeInContext(context: Context) -> Type;
+    fn LLVMFunctionType(ret: Type, params: *mut Type, count: u32, variadic: i32) -> Type;
+    fn LLVMAddFunction(module: Module, name: *const c_char, function_type: Type) -> Value;
+    fn LLVMGetParam(function: Value, index: u32) -> Value;
+    fn LLVMConstInt(ty: Type, value: u64, sign_extend: i32) -> Value;
+    fn LLVMAppendBasicBlockInContext(context: Context, f: Value, name: *const c_char) -> Value;
+    fn LLVMCreateBuilderInContext(context: Context) -> Builder;
+    fn LLVMPositionBuilderAtEnd(builder: Builder, block: Value);
+    fn LLVMDisposeBuilder(builder: Builder);
+    fn LLVMBuildGEP2(
+        builder: Builder,
+        ty: Type,
+        pointer: Value,
+        indices: *mut Value,
+        count: u32,
+        name: *const c_char,
+    ) -> Value;
+    fn LLVMBuildLoad2(builder: Builder, ty: Type, pointer: Value, name: *const c_char) -> Value;
+    fn LLVMBuildCall2(
+        builder: Builder,
+        function_type: Type,
+        function: Value,
+        args: *mut Value,
+        count: u32,
+        name: *const c_char,
+    ) -> Value;
+    fn LLVMBuildRetVoid(builder: Builder) -> Value;
+    fn LLVMSetTarget(module: Module, triple: *const c_char);
+    fn LLVMSetModuleDataLayout(module: Module, layout: TargetData);
+
+    fn LLVMGetDefaultTargetTriple() -> *mut c_char;
+    fn LLVMGetHostCPUName() -> *mut c_char;
+    fn LLVMGetHostCPUFeatures() -> *mut c_char;
+    fn LLVMGetTargetFromTriple(
+        triple: *const c_char,
+        target: *mut Target,
+        error: *mut *mut c_char,
+    ) -> i32;
+    fn LLVMCreateTargetMachine(
+        target: Target,
+        triple: *const c_char,
+        cpu: *const c_char,
+        features: *const c_char,
+        level: u32,
+        reloc: u32,
+        code_model: u32,
+    ) -> TargetMachine;
+    fn LLVMDisposeTargetMachine(machine: TargetMachine);
+    fn LLVMCreateTargetDataLayout(machine: TargetMachine) -> TargetData;
+    fn LLVMDisposeTargetData(data: TargetData);
+    fn LLVMTargetMachineEmitToMemoryBuffer(
+        machine: TargetMachine,
+        module: Module,
+        file_type: u32,
+        error: *mut *mut c_char,
+        out: *mut MemoryBuffer,
+    ) -> i32;
+    fn LLVMCreatePassBuilderOptions() -> PassOptions;
+    fn LLVMDisposePassBuilderOptions(options: PassOptions);
+    fn LLVMRunPasses(
+        module: Module,
+        passes: *const c_char,
+        machine: TargetMachine,
+        options: PassOptions,
+    ) -> Error;
+
+    fn LLVMGetBufferStart(buffer: MemoryBuffer) -> *const c_char;
+    fn LLVMGetBufferSize(buffer: MemoryBuffer) -> usize;
+    fn LLVMDisposeMemoryBuffer(buffer: MemoryBuffer);
+    fn LLVMCreateMemoryBufferWithMemoryRangeCopy(
+        data: *const c_char,
+        length: usize,
+        name: *const c_char,
+    ) -> MemoryBuffer;
+    fn LLVMGetErrorMessage(error: Error) -> *mut c_char;
+    fn LLVMDisposeErrorMessage(message: *mut c_char);
+
+    fn LLVMOrcCreateLLJITBuilder() -> JitBuilder;
+    fn LLVMOrcCreateLLJIT(jit: *mut Jit, builder: JitBuilder) -> Error;
+    fn LLVMOrcLLJITGetMainJITDylib(jit: Jit) -> Dylib;
+    fn LLVMOrcLLJITGetGlobalPrefix(jit: Jit) -> c_char;
+    fn LLVMOrcLLJITMangleAndIntern(jit: Jit, name: *const c_char) -> PoolEntry;
+    fn LLVMOrcLLJITAddObjectFile(jit: Jit, dylib: Dylib, object: MemoryBuffer) -> Error;
+    fn LLVMOrcLLJITLookup(jit: Jit, address: *mut u64, name: *const c_char) -> Error;
+    fn LLVMOrcAbsoluteSymbols(pairs: *mut SymbolMapPair, count: usize) -> MaterializationUnit;
+    fn LLVMOrcJITDylibDefine(dylib: Dylib, unit: MaterializationUnit) -> Error;
+    fn LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+        generator: *mut Generator,
+        global_prefix: c_char,
+        filter: *const c_void,
+        filter_context: *mut c_void,
+    ) -> Error;
+    fn LLVMOrcJITDylibAddGenerator(dylib: Dylib, generator: Generator);
+}
+
+#[cfg(target_arch = "x86_64")]
+unsafe extern "C" {
+    fn LLVMInitializeX86TargetInfo();
+    fn LLVMInitializeX86Target();
+    fn LLVMInitializeX86TargetMC();
+    fn LLVMInitializeX86AsmPrinter();
+}
+
+#[cfg(target_arch = "aarch64")]
+unsafe extern "C" {
+    fn LLVMInitializeAArch64TargetInfo();
+    fn LLVMInitializeAArch64Target();
+    fn LLVMInitializeAArch64TargetMC();
+    fn LLVMInitializeAArch64AsmPrinter();
+}
+
+/// Registers the host's code generator with LLVM, once per process.
+fn initialize_host_target() {
+    static ONCE: Once = Once::new();
+    // SAFETY: LLVM's target initialisers only register the target; `Once` runs them once.
+    ONCE.call_once(|| unsafe {
+        #[cfg(target_arch = "x86_64")]
+        {
+            LLVMInitializeX86TargetInfo();
+            LLVMInitializeX86Target();
+            LLVMInitializeX86TargetMC();
+            LLVMInitializeX86AsmPrinter();
+        }
+        #[cfg(target_arch = "aarch64")]
+        {
+            LLVMInitializeAArch64TargetInfo();
+            LLVMInitializeAArch64Target();
+            LLVMInitializeAArch64TargetMC();
+            LLVMInitializeAArch64AsmPrinter();
+        }
+    });
+}
+
+/// An LLVM-owned string as a Rust one, disposed of.
+///
+/// # Safety
+///
+/// `message` is null or a string LLVM allocated for `LLVMDisposeMessage`.
+unsafe fn take_message(message: *mut c_char) -> String {
+    if message.is_null() {
+        return String::new();
+    }
+    // SAFETY: a non-null message is a NUL-terminated string owned by us.
+    unsafe {
+        let text = CStr::from_ptr(message).to_string_lossy().into_owned();
+        LLVMDisposeMessage(message);
+        text
+    }
+}
+
+/// `Ok` for a null `LLVMErrorRef`, else its message (the error consumed).
+///
+/// # Safety
+///
+/// `error` is null or an error LLVM returned and nothing else has consumed.
+unsafe fn check(error: Error, what: &str) -> Result<(), LowerError> {
+    if error.is_null() {
+        return Ok(());
+    }
+    // SAFETY: taking the message consumes the error; the message is ours to dispose.
+    let message = unsafe {
+        let raw = LLVMGetErrorMessage(error);
+        let text = CStr::from_ptr(raw).to_string_lossy().into_owned();
+        LLVMDisposeErrorMessage(raw);
+        text
+    };
+    Err(LowerError::Jit(format!("{what}: {message}")))
+}
+
+fn c_string(text: &str) -> CString {
+    CString::new(text).expect("LLVM names and triples have no NUL bytes")
+}
+
+/// The machine code is generated for: a target triple, a CPU and its features, as LLVM
+/// names them.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CpuTarget {
+    pub triple: String,
+    pub cpu: String,
+    pub features: String,
+}
+
+impl CpuTarget {
+    /// This machine's CPU with every feature it has: for code that runs here, as the JIT's.
+    pub fn host() -> CpuTarget {
+        // SAFETY: each call returns a fresh LLVM string, which `take_message` frees.
+        unsafe {
+            CpuTarget {
+                triple: take_message(LLVMGetDefaultTargetTriple()),
+                cpu: take_message(LLVMGetHostCPUName()),
+                features: take_message(LLVMGetHostCPUFeatures()),
+            }
+        }
+    }
+
+    /// The baseline CPU of this machine's architecture (what rustc assumes by default):
+    /// for code built ahead of time, which may run on another machine of the kind.
+    pub fn baseline() -> CpuTarget {
+        let cpu = if cfg!(target_arch = "x86_64") {
+            "x86-64"
+        } else {
+            "generic"
+        };
+        CpuTarget {
+            cpu: cpu.to_string(),
+            features: String::new(),
+            ..CpuTarget::host()
+        }
+    }
+}
+
+/// Compiles an LLVM-dialect module to a relocatable object for `target`. The object
+/// defines one symbol, `symbol`, a [`CpuEntry`](offload_mir::abi::CpuEntry) that calls
+/// the module's function `entry` with the words its argument points at; every other
+/// function and global is internal, so objects of different kernels link side by side.
+/// The code is position-independent, as executables and shared libraries need, and
+/// optimised at `-O3`.
+pub fn compile_object(
+    module: &melior::ir::Module<'_>,
+    entry: &str,
+    symbol: &str,
+    target: &CpuTarget,
+) -> Result<Vec<u8>, LowerError> {
+    initialize_host_target();
+    // SAFETY: every handle below is created here, used while alive, and disposed of once;
+    // the module is valid LLVM dialect (the pipeline verified it) with LLVM translations
+    // registered in its context.
+    unsafe {
+        let context = LLVMContextCreate();
+        let llvm = mlirTranslateModuleToLLVMIR(module.as_operation().to_raw(), context);
+        if llvm.is_null() {
+            LLVMContextDispose(context);
+            return Err(LowerError::Jit(format!(
+                "`{entry}` did not translate to LLVM IR"
+            )));
+        }
+        let result = build_object(context, llvm, entry, symbol, target);
+        LLVMDisposeModule(llvm);
+        LLVMContextDispose(context);
+        result
+    }
+}
+
+/// The body of [`compile_object`] once the module is LLVM IR.
+///
+/// # Safety
+///
+/// `module` is a live module of the live `context`.
+unsafe fn build_object(
+    context: Context,
+    module: Module,
+    entry: &str,
+    symbol: &str,
+    target: &CpuTarget,
+) -> Result<Vec<u8>, LowerError> {
+    unsafe {
+        let entry_name = c_string(entry);
+        let kernel = LLVMGetNamedFunction(module, entry_name.as_ptr());
+        if kernel.is_null() {
+            return Err(LowerError::Jit(format!(
+                "the module has no function `{entry}`"
+            )));
+        }
+        internalize(module);
+        add_packed_entry(context, module, kernel, symbol);
+
+        let triple = c_string(&target.triple);
+        let mut llvm_target: Target = std::ptr::null_mut();
+        let mut error: *mut c_char = std::ptr::null_mut();
+        if LLVMGetTargetFromTriple(triple.as_ptr(), &mut llvm_target, &mut error) != 0 {
+            return Err(LowerError::Jit(format!(
+                "no code generator for `{}`: {}",
+                target.triple,
+                take_message(error)
+            )));
+        }
+        let (cpu, features) = (c_string(&target.cpu), c_string(&target.features));
+        let machine = LLVMCreateTargetMachine(
+            llvm_target,
+            triple.as_ptr(),
+            cpu.as_ptr(),
+            features.as_ptr(),
+            OPT_AGGRESSIVE,
+            RELOC_PIC,
+            CODE_MODEL_DEFAULT,
+        );
+        if machine.is_null() {
+            return Err(LowerError::Jit(format!(
+                "LLVM has no target machine for `{}` ({})",
+                target.triple, target.cpu
+            )));
+        }
+        LLVMSetTarget(module, triple.as_ptr());
+        let layout = LLVMCreateTargetDataLayout(machine);
+        LLVMSetModuleDataLayout(module, layout);
+        LLVMDisposeTargetData(layout);
+
+        let options = LLVMCreatePassBuilderOptions();
+        let passes = c_string("default<O3>");
+        let optimized = check(
+            LLVMRunPasses(module, passes.as_ptr(), machine, options),
+            "LLVM's optimiser failed",
+        );
+        LLVMDisposePassBuilderOptions(options);
+        let result = optimized.and_then(|()| {
+            let mut buffer: MemoryBuffer = std::ptr::null_mut();
+            let mut error: *mut c_char = std::ptr::null_mut();
+            if LLVMTargetMachineEmitToMemoryBuffer(
+                machine,
+                module,
+                OBJECT_FILE,
+                &mut error,
+                &mut buffer,
+            ) != 0
+            {
+                return Err(LowerError::Jit(format!(
+                    "code generation failed: {}",
+                    take_message(error)
+                )));
+            }
+            let start = LLVMGetBufferStart(buffer).cast::<u8>();
+            let bytes = std::slice::from_raw_parts(start, LLVMGetBufferSize(buffer)).to_vec();
+            LLVMDisposeMemoryBuffer(buffer);
+            Ok(bytes)
+        });
+        LLVMDisposeTargetMachine(machine);
+        result
+    }
+}
+
+/// Gives every function and global the module defines internal linkage.
+///
+/// # Safety
+///
+/// `module` is live.
+unsafe fn internalize(module: Module) {
+    unsafe {
+        let mut f = LLVMGetFirstFunction(module);
+        while !f.is_null() {
+            if LLVMIsDeclaration(f) == 0 {
+                LLVMSetLinkage(f, INTERNAL_LINKAGE);
+            }
+            f = LLVMGetNextFunction(f);
+        }
+        let mut g = LLVMGetFirstGlobal(module);
+        while !g.is_null() {
+            if LLVMIsDeclaration(g) == 0 {
+                LLVMSetLinkage(g, INTERNAL_LINKAGE);
+            }
+            g = LLVMGetNextGlobal(g);
+        }
+    }
+}
+
+/// Adds `void symbol(ptr words)`: loads argument `i` of `kernel` from the pointer in
+/// `words[i]` and calls it.
+///
+/// # Safety
+///
+/// `kernel` is a function of the live `module` in `context`, returning nothing.
+unsafe fn add_packed_entry(context: Context, module: Module, kernel: Value, symbol: &str) {
+    unsafe {
+        let kernel_type = LLVMGlobalGetValueType(kernel);
+        let count = LLVMCountParamTypes(kernel_type);
+        let mut params: Vec<Type> = vec![std::ptr::null_mut(); count as usize];
+        LLVMGetParamTypes(kernel_type, params.as_mut_ptr());
+
+        let ptr = LLVMPointerTypeInContext(context, 0);
+        let i64_type = LLVMInt64TypeInContext(context);
+        let mut entry_params = [ptr];
+        let entry_type = LLVMFunctionType(
+            LLVMVoidTypeInContext(context),
+            entry_params.as_mut_ptr(),
+            1,
+            0,
+        );
+        let name = c_string(symbol);
+        let entry = LLVMAddFunction(module, name.as_ptr(), entry_type);
+        let block = LLVMAppendBasicBlockInContext(context, entry, c"entry".as_ptr());
+        let builder = LLVMCreateBuilderInContext(context);
+        LLVMPositionBuilderAtEnd(builder, block);
+        let words = LLVMGetParam(entry, 0);
+        let mut args = Vec::with_capacity(params.len());
+        for (i, ty) in params.iter().enumerate() {
+            let mut index = [LLVMConstInt(i64_type, i as u64, 0)];
+            let slot = LLVMBuildGEP2(builder, ptr, words, index.as_mut_ptr(), 1, c"".as_ptr());
+            let word = LLVMBuildLoad2(builder, ptr, slot, c"".as_ptr());
+            args.push(LLVMBuildLoad2(builder, *ty, word, c"".as_ptr()));
+        }
+        LLVMBuildCall2(
+            builder,
+            kernel_type,
+            kernel,
+            args.as_mut_ptr(),
+            args.len() as u32,
+            c"".as_ptr(),
+        );
+        LLVMBuildRetVoid(builder);
+        LLVMDisposeBuilder(builder);
+    }
+}
+
+/// The process's JIT linker: objects are added to it once and stay for the process,
+/// like the kernels they hold.
+struct Linker {
+    jit: Jit,
+    dylib: Dylib,
+    /// Entry points linked so far, by symbol.
+    loaded: HashMap<String, u64>,
+}
+
+// SAFETY: ORC's LLJIT is thread-safe for adding objects and looking symbols up; the
+// `Mutex` around it serialises those anyway.
+unsafe impl Send for Linker {}
+
+fn linker() -> Result<&'static Mutex<Linker>, LowerError> {
+    static LINKER: OnceLock<Result<Mutex<Linker>, String>> = OnceLock::new();
+    LINKER
+        .get_or_init(|| new_linker().map(Mutex::new).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| LowerError::Jit(e.clone()))
+}
+
+fn new_linker() -> Result<Linker, LowerError> {
+    initialize_host_target();
+    // SAFETY: the builder is consumed by `LLVMOrcCreateLLJIT`; the generator and the
+    // absolute-symbol unit are handed to the dylib, which owns them from then on.
+    unsafe {
+        let mut jit: Jit = std::ptr::null_mut();
+        check(
+            LLVMOrcCreateLLJIT(&mut jit, LLVMOrcCreateLLJITBuilder()),
+            "the JIT linker could not start",
+        )?;
+        let dylib = LLVMOrcLLJITGetMainJITDylib(jit);
+        // Math (`expf`, ...) and `memcpy` come from the process's libraries.
+        let mut generator: Generator = std::ptr::null_mut();
+        check(
+            LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
+                &mut generator,
+                LLVMOrcLLJITGetGlobalPrefix(jit),
+                std::ptr::null(),
+                std::ptr::null_mut(),
+            ),
+            "the JIT linker cannot see the process's symbols",
+        )?;
+        LLVMOrcJITDylibAddGenerator(dylib, generator);
+        // Barriers call the runtime, which an executable does not export by name.
+        let barrier = c_string(offload_mir::abi::CPU_BARRIER_SYMBOL);
+        let mut pairs = [SymbolMapPair {
+            name: LLVMOrcLLJITMangleAndIntern(jit, barrier.as_ptr()),
+            symbol: EvaluatedSymbol {
+                address: offload_mir::abi::offload_cpu_barrier as *const () as u64,
+                flags: SymbolFlags {
+                    generic: SYMBOL_EXPORTED_CALLABLE,
+                    target: 0,
+                },
+            },
+        }];
+        check(
+            LLVMOrcJITDylibDefine(dylib, LLVMOrcAbsoluteSymbols(pairs.as_mut_ptr(), 1)),
+            "the JIT linker refused the barrier symbol",
+        )?;
+        Ok(Linker {
+            jit,
+            dylib,
+            loaded: HashMap::new(),
+        })
+    }
+}
+
+/// Links an object from [`compile_object`] into this process and returns the address of
+/// its `symbol`. An object whose symbol is already linked is not added again.
+pub fn load_object(object: &[u8], symbol: &str) -> Result<u64, LowerError> {
+    let mut linker = linker()?
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    let name = c_string(symbol);
+    // SAFETY: the linker is live for the process; the buffer is a copy the JIT takes
+    // ownership of; lookups write one address.
+    unsafe {
+        if let Some(&address) = linker.loaded.get(symbol) {
+            return Ok(address);
+        }
+        let mut address = 0u64;
+        let buffer = LLVMCreateMemoryBufferWithMemoryRangeCopy(
+            object.as_ptr().cast(),
+            object.len(),
+            name.as_ptr(),
+        );
+        check(
+            LLVMOrcLLJITAddObjectFile(linker.jit, linker.dylib, buffer),
+            "the JIT linker refused the object",
+        )?;
+        check(
+            LLVMOrcLLJITLookup(linker.jit, &mut address, name.as_ptr()),
+            &format!("the compiled code has no entry point `{symbol}`"),
+        )?;
+        linker.loaded.insert(symbol.to_string(), address);
+        Ok(address)
+    }
+}
