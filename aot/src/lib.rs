@@ -14,9 +14,12 @@
 //! `#[offload_kernel]` and `#[offload_device]` functions with the translator the macros
 //! use, links each kernel instance with the device functions it calls, and compiles it
 //! for every target: PTX per chip (linked with libdevice here, so the machine that runs
-//! the program needs only the driver), and an object file for the CPU backend, linked
-//! into the program. It writes them to `OUT_DIR/offload`, where `#[offload_kernel]`
-//! finds them when it expands, and tells Cargo to rerun it when the sources change.
+//! the program needs only the driver), and an object file for the CPU backend. It writes
+//! them into a static library in `OUT_DIR/offload` that Cargo links into the program,
+//! whole, and tells Cargo to rerun it when the sources change. A constructor in the
+//! library registers the code with the runtime before `main`; the crate itself declares
+//! nothing (it may forbid `unsafe` code), and a launch finds the code by the hash of the
+//! kernel it linked and verified.
 //!
 //! A kernel that does not compile fails the build with its file and line.
 
@@ -40,9 +43,9 @@ pub enum Error {
     /// A target that is neither `cpu` nor an NVIDIA chip `sm_XY`.
     #[error("unknown target `{0}`: expected `cpu` or an NVIDIA chip such as `sm_90`")]
     UnknownTarget(String),
-    /// The CPU target asked for while cross-compiling.
+    /// Building for another machine than this one.
     #[error(
-        "the `cpu` target builds for this machine ({host}), but the crate is built for {target}; leave `cpu` out of the targets"
+        "kernels are built ahead of time for this machine ({host}), but the crate is built for {target}"
     )]
     CrossCompiling { host: String, target: String },
     /// Reading sources or writing results.
@@ -73,8 +76,8 @@ impl std::fmt::Debug for Error {
 pub struct Report {
     /// Kernel instances compiled (`saxpy`, `scale::<f32>`).
     pub kernels: Vec<String>,
-    /// Where the code is: `OUT_DIR/offload`.
-    pub out_dir: PathBuf,
+    /// The static library with the code, in `OUT_DIR/offload`.
+    pub library: PathBuf,
 }
 
 /// Compiles a crate's kernels ahead of time; see the crate docs.
@@ -152,51 +155,53 @@ impl Builder {
         ] {
             println!("cargo:rerun-if-env-changed={var}");
         }
+        let host = host_target()?;
         let crate_sources = sources::read(&sources, &manifest)?;
         let kernels = sources::link_kernels(&crate_sources)?;
-        let mut out = output::Output::new(out_dir.clone(), &self.targets)?;
+        let mut out = output::Output::new(out_dir.clone())?;
         for kernel in &kernels {
             for target in &targets {
-                target.compile(kernel, &mut out)?;
+                target.compile(kernel, &host, &mut out)?;
             }
-            out.finish_kernel(kernel)?;
         }
-        let library = format!(
+        let name = format!(
             "offload_kernels_{}",
             std::env::var("CARGO_PKG_NAME")
                 .unwrap_or_default()
                 .replace('-', "_")
         );
-        if out.write_library(&library)? {
-            println!("cargo:rustc-link-search=native={}", out_dir.display());
-            println!("cargo:rustc-link-lib=static={library}");
-        }
+        let library = out.write_library(&name, &host)?;
+        // Whole: nothing in the program refers to the registry, whose constructor must run.
+        println!("cargo:rustc-link-search=native={}", out_dir.display());
+        println!("cargo:rustc-link-lib=static:-bundle,+whole-archive={name}");
         Ok(Report {
             kernels: kernels.iter().map(|k| k.display.clone()).collect(),
-            out_dir,
+            library,
         })
     }
 }
 
+/// The machine code is built for: this one, at its architecture's baseline CPU. Refused
+/// when Cargo builds for another (cross-compiling).
+fn host_target() -> Result<CpuTarget, Error> {
+    let target = std::env::var("TARGET").unwrap_or_default();
+    let host = std::env::var("HOST").unwrap_or_default();
+    if target != host {
+        return Err(Error::CrossCompiling { host, target });
+    }
+    Ok(CpuTarget::baseline())
+}
+
 /// One target of a build.
 enum Target {
-    Cpu(CpuTarget),
+    Cpu,
     Gpu(GpuTarget),
 }
 
 impl Target {
     fn parse(name: &str) -> Result<Target, Error> {
         if name == "cpu" {
-            let host = CpuTarget::baseline();
-            let target = std::env::var("TARGET").unwrap_or_default();
-            let host_triple = std::env::var("HOST").unwrap_or_default();
-            if target != host_triple {
-                return Err(Error::CrossCompiling {
-                    host: host_triple,
-                    target,
-                });
-            }
-            return Ok(Target::Cpu(host));
+            return Ok(Target::Cpu);
         }
         let digits = name
             .strip_prefix("sm_")
@@ -212,17 +217,22 @@ impl Target {
         }
     }
 
-    fn compile(&self, kernel: &sources::Kernel, out: &mut output::Output) -> Result<(), Error> {
+    fn compile(
+        &self,
+        kernel: &sources::Kernel,
+        host: &CpuTarget,
+        out: &mut output::Output,
+    ) -> Result<(), Error> {
         match self {
-            Target::Cpu(cpu) => {
-                let object = offload_lowering::compile_cpu_object(&kernel.linked, cpu)
+            Target::Cpu => {
+                let object = offload_lowering::compile_cpu_object(&kernel.linked, host)
                     .map_err(|e| kernel.error(e))?;
-                out.add_object(object);
+                out.add_object(kernel, object);
             }
             Target::Gpu(gpu) => {
                 let ptx = offload_lowering::compile_ptx(&kernel.linked, gpu)
                     .map_err(|e| kernel.error(e))?;
-                out.add_ptx(kernel, &gpu.chip, &ptx.ptx)?;
+                out.add_ptx(kernel, &gpu.chip, ptx.ptx);
             }
         }
         Ok(())

@@ -58,8 +58,6 @@ pub(crate) fn read(dir: &Path, manifest: &Path) -> Result<Vec<SourceFile>, Error
 pub(crate) struct Kernel {
     /// `saxpy`, or `scale::<f32>` for an instance of a generic kernel.
     pub display: String,
-    /// The code key of its MIR before linking: what `#[offload_kernel]` looks it up by.
-    pub key: String,
     pub linked: Linked,
     file: String,
     line: usize,
@@ -189,7 +187,6 @@ pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
             })?;
             let kernel = Kernel {
                 display,
-                key: offload_mir::code_key(&body),
                 linked,
                 file: m.file.to_string(),
                 line: at.line,

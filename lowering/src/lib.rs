@@ -27,7 +27,7 @@ mod ssa;
 
 pub use cpu::{CpuKernel, CpuObject};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
-pub use llvm::CpuTarget;
+pub use llvm::{CpuTarget, RegistryEntry, registry_object};
 pub use pipeline::{GpuTarget, Session, Stage};
 
 use offload_mir::{Linked, TargetFacts};

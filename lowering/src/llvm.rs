@@ -1,6 +1,7 @@
-//! The LLVM C API, for the two things MLIR's C API does not offer: compiling an LLVM
-//! module to a relocatable object file for a chosen CPU, and linking such an object into
-//! this process with ORC's JIT linker. Every raw LLVM call of the crate is here.
+//! The LLVM C API, for what MLIR's C API does not offer: compiling an LLVM module to a
+//! relocatable object file for a chosen CPU, the object that registers code built ahead
+//! of time with the runtime, and linking an object into this process with ORC's JIT
+//! linker. Every raw LLVM call of the crate is here.
 //!
 //! The functions are LLVM's own exported C API (`llvm-c/*.h` of the LLVM that MLIR is
 //! built on); `mlir-sys` links all of LLVM's libraries but declares only part of it.
@@ -46,7 +47,9 @@ struct SymbolMapPair {
     symbol: EvaluatedSymbol,
 }
 
+const APPENDING_LINKAGE: u32 = 7;
 const INTERNAL_LINKAGE: u32 = 8;
+const PRIVATE_LINKAGE: u32 = 9;
 const OPT_AGGRESSIVE: u32 = 3;
 const RELOC_PIC: u32 = 2;
 const CODE_MODEL_DEFAULT: u32 = 0;
@@ -57,6 +60,34 @@ unsafe extern "C" {
     fn mlirTranslateModuleToLLVMIR(module: mlir_sys::MlirOperation, context: Context) -> Module;
 
     fn LLVMContextCreate() -> Context;
+    fn LLVMModuleCreateWithNameInContext(name: *const c_char, context: Context) -> Module;
+    fn LLVMAddGlobal(module: Module, ty: Type, name: *const c_char) -> Value;
+    fn LLVMSetInitializer(global: Value, value: Value);
+    fn LLVMSetGlobalConstant(global: Value, constant: i32);
+    fn LLVMTypeOf(value: Value) -> Type;
+    fn LLVMArrayType2(element: Type, count: u64) -> Type;
+    fn LLVMStructTypeInContext(
+        context: Context,
+        fields: *mut Type,
+        count: u32,
+        packed: i32,
+    ) -> Type;
+    fn LLVMConstStringInContext2(
+        context: Context,
+        text: *const c_char,
+        length: usize,
+        no_nul: i32,
+    ) -> Value;
+    fn LLVMConstStructInContext(
+        context: Context,
+        values: *mut Value,
+        count: u32,
+        packed: i32,
+    ) -> Value;
+    fn LLVMConstArray2(element: Type, values: *mut Value, count: u64) -> Value;
+    fn LLVMConstNull(ty: Type) -> Value;
+    fn LLVMSetSection(global: Value, section: *const c_char);
+    fn LLVMSetAlignment(global: Value, bytes: u32);
     fn LLVMContextDispose(context: Context);
     fn LLVMDisposeModule(module: Module);
     fn LLVMDisposeMessage(message: *mut c_char);
@@ -337,7 +368,17 @@ unsafe fn build_object(
         }
         internalize(module);
         add_packed_entry(context, module, kernel, symbol);
+        emit(module, target)
+    }
+}
 
+/// Optimises `module` at `-O3` and generates position-independent code for `target`.
+///
+/// # Safety
+///
+/// `module` is live.
+unsafe fn emit(module: Module, target: &CpuTarget) -> Result<Vec<u8>, LowerError> {
+    unsafe {
         let triple = c_string(&target.triple);
         let mut llvm_target: Target = std::ptr::null_mut();
         let mut error: *mut c_char = std::ptr::null_mut();
@@ -399,6 +440,146 @@ unsafe fn build_object(
         });
         LLVMDisposeTargetMachine(machine);
         result
+    }
+}
+
+/// One row of the table a [`registry_object`] registers: the code for one target of
+/// the linked kernel with code key `key`.
+#[derive(Clone, Debug)]
+pub struct RegistryEntry {
+    pub key: String,
+    /// `sm_90`, `cpu`.
+    pub target: String,
+    /// The PTX, for a chip.
+    pub ptx: Option<String>,
+    /// The entry point's symbol, for the CPU, defined by another object of the library.
+    pub cpu_symbol: Option<String>,
+}
+
+/// An object whose constructor, run before `main`, registers `entries` with the runtime:
+/// it calls the runtime's `offload_aot_register(table, count)` with a table in the
+/// layout of the runtime's `AotEntry` (per row: the key, the target and the PTX as
+/// pointer and length, then the CPU entry point or null). It defines no symbol, so the
+/// objects of several crates link side by side; nothing refers to it, so it must be
+/// linked whole.
+pub fn registry_object(
+    entries: &[RegistryEntry],
+    target: &CpuTarget,
+) -> Result<Vec<u8>, LowerError> {
+    initialize_host_target();
+    // SAFETY: every handle is created here and used while alive; the module and context
+    // are disposed of once, after code generation.
+    unsafe {
+        let context = LLVMContextCreate();
+        let module = LLVMModuleCreateWithNameInContext(c"offload_aot".as_ptr(), context);
+        build_registry(context, module, entries, &target.triple);
+        let result = emit(module, target);
+        LLVMDisposeModule(module);
+        LLVMContextDispose(context);
+        result
+    }
+}
+
+/// Fills `module` with the registry of [`registry_object`].
+///
+/// # Safety
+///
+/// `module` is a live, empty module of the live `context`.
+unsafe fn build_registry(
+    context: Context,
+    module: Module,
+    entries: &[RegistryEntry],
+    triple: &str,
+) {
+    unsafe {
+        let ptr = LLVMPointerTypeInContext(context, 0);
+        let i64_type = LLVMInt64TypeInContext(context);
+        let void = LLVMVoidTypeInContext(context);
+        let mut fields = [ptr, i64_type, ptr, i64_type, ptr, i64_type, ptr];
+        let row_type = LLVMStructTypeInContext(context, fields.as_mut_ptr(), 7, 0);
+        // A private constant holding `text`, and its length.
+        let string = |text: &str| -> [Value; 2] {
+            let value = LLVMConstStringInContext2(context, text.as_ptr().cast(), text.len(), 1);
+            let global = LLVMAddGlobal(module, LLVMTypeOf(value), c"".as_ptr());
+            LLVMSetInitializer(global, value);
+            LLVMSetGlobalConstant(global, 1);
+            LLVMSetLinkage(global, PRIVATE_LINKAGE);
+            [global, LLVMConstInt(i64_type, text.len() as u64, 0)]
+        };
+        let mut entry_params = [ptr];
+        let entry_type = LLVMFunctionType(void, entry_params.as_mut_ptr(), 1, 0);
+        let mut rows: Vec<Value> = Vec::with_capacity(entries.len());
+        for e in entries {
+            let [key, key_len] = string(&e.key);
+            let [target, target_len] = string(&e.target);
+            let [ptx, ptx_len] = match &e.ptx {
+                Some(ptx) => string(ptx),
+                None => [LLVMConstNull(ptr), LLVMConstInt(i64_type, 0, 0)],
+            };
+            let cpu = match &e.cpu_symbol {
+                Some(symbol) => {
+                    let name = c_string(symbol);
+                    match LLVMGetNamedFunction(module, name.as_ptr()) {
+                        f if f.is_null() => LLVMAddFunction(module, name.as_ptr(), entry_type),
+                        f => f,
+                    }
+                }
+                None => LLVMConstNull(ptr),
+            };
+            let mut values = [key, key_len, target, target_len, ptx, ptx_len, cpu];
+            rows.push(LLVMConstStructInContext(context, values.as_mut_ptr(), 7, 0));
+        }
+        let table_type = LLVMArrayType2(row_type, rows.len() as u64);
+        let table = LLVMAddGlobal(module, table_type, c"".as_ptr());
+        LLVMSetInitializer(
+            table,
+            LLVMConstArray2(row_type, rows.as_mut_ptr(), rows.len() as u64),
+        );
+        LLVMSetGlobalConstant(table, 1);
+        LLVMSetLinkage(table, PRIVATE_LINKAGE);
+
+        // void constructor() { offload_aot_register(table, rows); }
+        let mut register_params = [ptr, i64_type];
+        let register_type = LLVMFunctionType(void, register_params.as_mut_ptr(), 2, 0);
+        let register = LLVMAddFunction(module, c"offload_aot_register".as_ptr(), register_type);
+        let constructor_type = LLVMFunctionType(void, std::ptr::null_mut(), 0, 0);
+        let constructor = LLVMAddFunction(module, c"".as_ptr(), constructor_type);
+        LLVMSetLinkage(constructor, INTERNAL_LINKAGE);
+        let block = LLVMAppendBasicBlockInContext(context, constructor, c"entry".as_ptr());
+        let builder = LLVMCreateBuilderInContext(context);
+        LLVMPositionBuilderAtEnd(builder, block);
+        let mut args = [table, LLVMConstInt(i64_type, rows.len() as u64, 0)];
+        LLVMBuildCall2(
+            builder,
+            register_type,
+            register,
+            args.as_mut_ptr(),
+            2,
+            c"".as_ptr(),
+        );
+        LLVMBuildRetVoid(builder);
+        LLVMDisposeBuilder(builder);
+
+        // The constructor's address in the section the platform's loader runs before
+        // `main` (LLVM's `llvm.global_ctors` would use `.ctors` through the C API, which
+        // lld does not run), kept by `llvm.used`.
+        let section = if triple.contains("apple") {
+            c"__DATA,__mod_init_func,mod_init_funcs"
+        } else if triple.contains("windows") {
+            c".CRT$XCU"
+        } else {
+            c".init_array"
+        };
+        let init = LLVMAddGlobal(module, ptr, c"".as_ptr());
+        LLVMSetInitializer(init, constructor);
+        LLVMSetLinkage(init, PRIVATE_LINKAGE);
+        LLVMSetSection(init, section.as_ptr());
+        LLVMSetAlignment(init, 8);
+        let mut used = [init];
+        let used_list = LLVMAddGlobal(module, LLVMArrayType2(ptr, 1), c"llvm.used".as_ptr());
+        LLVMSetInitializer(used_list, LLVMConstArray2(ptr, used.as_mut_ptr(), 1));
+        LLVMSetLinkage(used_list, APPENDING_LINKAGE);
+        LLVMSetSection(used_list, c"llvm.metadata".as_ptr());
     }
 }
 

@@ -1,71 +1,121 @@
-//! Code built ahead of time by `offload-build`: a kernel's PTX for each chip it was built
-//! for and its CPU entry point, linked into the program. `#[offload_kernel]` attaches it
-//! to the kernel's descriptor when the crate's build script made it.
+//! Code built ahead of time by `offload-build`: the PTX per chip and the CPU entry point
+//! of each kernel, linked into the program as a static library.
 //!
-//! The code is used only for the kernel it was compiled from: it records the
-//! [`code_key`](offload_mir::code_key) of the linked kernel, and a launch compares that
-//! with the key of the kernel the runtime linked and verified from the embedded MIR.
+//! The library registers its code before `main` runs: a constructor in it calls
+//! [`offload_aot_register`] with a table of [`AotEntry`]s. Nothing is declared in the
+//! user's crate, so a crate that forbids `unsafe` code can build its kernels ahead of
+//! time. Entries are found by the [`code_key`](offload_mir::code_key) of the linked
+//! kernel they were compiled from, so a launch runs code built ahead of time only for the
+//! very kernel the runtime linked and verified from the embedded MIR.
 
 use offload_mir::abi::CpuEntry;
+use std::sync::Mutex;
 
-/// A kernel's code built ahead of time. Made only by the code `offload-build` generates.
+/// One kernel's code for one target, as the library's table holds it (`offload-build`
+/// writes the same layout): the linked kernel's code key, the target (`sm_90`, `cpu`),
+/// the PTX (for a chip) and the entry point (for the CPU), each string as bytes and a
+/// length.
 #[doc(hidden)]
-pub struct AotKernel {
-    linked: &'static str,
-    ptx: &'static [(&'static str, &'static str)],
+#[repr(C)]
+pub struct AotEntry {
+    key: *const u8,
+    key_len: usize,
+    target: *const u8,
+    target_len: usize,
+    ptx: *const u8,
+    ptx_len: usize,
     cpu: Option<CpuEntry>,
-    /// Read only to explain a launch that finds no code, which a JIT never does.
-    #[cfg_attr(feature = "jit", allow(dead_code))]
-    targets: &'static [&'static str],
 }
 
-impl AotKernel {
-    /// Code for the kernel whose linked body has code key `linked`: PTX by chip, the CPU
-    /// entry point, and the targets the build asked for.
-    ///
-    /// # Safety
-    ///
-    /// The PTX and the entry point must be what `offload-build` compiled from the linked
-    /// kernel with code key `linked`: launches run them trusting that they are.
-    pub const unsafe fn new(
-        linked: &'static str,
-        ptx: &'static [(&'static str, &'static str)],
-        cpu: Option<CpuEntry>,
-        targets: &'static [&'static str],
-    ) -> AotKernel {
-        AotKernel {
-            linked,
-            ptx,
-            cpu,
-            targets,
+/// An entry with its strings checked.
+#[derive(Copy, Clone)]
+struct Entry {
+    key: &'static str,
+    target: &'static str,
+    ptx: Option<&'static str>,
+    cpu: Option<CpuEntry>,
+}
+
+/// Every entry registered, in order.
+static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
+
+/// Registers a table of code built ahead of time. Called by the constructor of the
+/// library `offload-build` writes, before `main`.
+///
+/// # Safety
+///
+/// `entries` points at `count` entries that live for the program, each string pointing at
+/// its length in bytes, each PTX and entry point compiled from the linked kernel with
+/// that key, for that target.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn offload_aot_register(entries: *const AotEntry, count: usize) {
+    // SAFETY: the caller's contract: the table and its strings live for the program.
+    let table = unsafe { std::slice::from_raw_parts(entries, count) };
+    let text = |ptr: *const u8, len: usize| -> Option<&'static str> {
+        if ptr.is_null() {
+            return None;
+        }
+        // SAFETY: a non-null string points at `len` bytes living for the program.
+        std::str::from_utf8(unsafe { std::slice::from_raw_parts(ptr, len) }).ok()
+    };
+    let mut registry = REGISTRY
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    for e in table {
+        let (Some(key), Some(target)) = (text(e.key, e.key_len), text(e.target, e.target_len))
+        else {
+            continue;
+        };
+        registry.push(Entry {
+            key,
+            target,
+            ptx: text(e.ptx, e.ptx_len),
+            cpu: e.cpu,
+        });
+    }
+}
+
+/// The code built ahead of time for the linked kernel with code key `key`.
+#[derive(Clone, Default)]
+pub(crate) struct AotCode {
+    entries: Vec<Entry>,
+}
+
+impl AotCode {
+    pub(crate) fn find(key: &str) -> AotCode {
+        let registry = REGISTRY
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        AotCode {
+            entries: registry.iter().filter(|e| e.key == key).copied().collect(),
         }
     }
 
-    /// The code key of the linked kernel this code was compiled from.
-    pub(crate) fn linked(&self) -> &'static str {
-        self.linked
+    /// The targets there is code for.
+    #[cfg_attr(feature = "jit", allow(dead_code))]
+    pub(crate) fn targets(&self) -> Vec<&'static str> {
+        self.entries.iter().map(|e| e.target).collect()
     }
 
-    /// The targets the build compiled for, as given to `offload-build`.
-    #[cfg(not(feature = "jit"))]
-    pub(crate) fn targets(&self) -> &'static [&'static str] {
-        self.targets
-    }
-
-    /// The CPU entry point, if the build compiled for the CPU.
+    /// The CPU entry point, if built.
     pub(crate) fn cpu(&self) -> Option<CpuEntry> {
-        self.cpu
+        self.entries.iter().find_map(|e| e.cpu)
     }
 
-    /// PTX that runs on `chip` (`sm_90`): the newest built for a chip no newer than it,
-    /// since the driver compiles PTX for any later chip. Architecture-specific PTX
-    /// (`sm_90a`) runs on its own chip only.
+    /// PTX that runs on `chip` (`sm_90`); see [`best_ptx`].
     pub(crate) fn ptx_for(&self, chip: &str) -> Option<&'static str> {
-        best_ptx(self.ptx, chip)
+        let built: Vec<(&str, &'static str)> = self
+            .entries
+            .iter()
+            .filter_map(|e| Some((e.target, e.ptx?)))
+            .collect();
+        best_ptx(&built, chip)
     }
 }
 
-/// The entry of `built` (chip, PTX) for `chip`; see [`AotKernel::ptx_for`].
+/// Of PTX built per chip, what runs on `chip` (`sm_90`): the newest built for a chip no
+/// newer than it, since the driver compiles PTX for any later chip. Architecture-specific
+/// PTX (`sm_90a`) runs on its own chip only.
 #[doc(hidden)]
 pub fn best_ptx(built: &[(&str, &'static str)], chip: &str) -> Option<&'static str> {
     if let Some((_, ptx)) = built.iter().find(|(c, _)| *c == chip) {

@@ -2,7 +2,7 @@
 //! ([`crate::aot`]), else compiled from its embedded MIR by the JIT (the `jit` feature),
 //! which keeps what it compiles in the disk cache for later runs.
 
-use crate::{Error, aot::AotKernel, kernel::KernelDescriptor};
+use crate::{Error, kernel::KernelDescriptor};
 use offload_mir::abi::CpuEntry;
 use std::{
     collections::HashMap,
@@ -84,7 +84,7 @@ pub fn jit_compiles() -> usize {
 pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Arc<String>, Error> {
     static CACHE: CompileCache<String> = CompileCache::new();
     CACHE.get_or_compile(key(descriptor, chip), || {
-        match descriptor.aot()?.and_then(|aot| aot.ptx_for(chip)) {
+        match descriptor.aot()?.ptx_for(chip) {
             Some(ptx) => Ok(ptx.to_string()),
             None => jit_ptx(descriptor, chip),
         }
@@ -93,7 +93,7 @@ pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<A
 
 /// The kernel's CPU entry point: built ahead of time, else compiled now.
 pub(crate) fn cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
-    if let Some(entry) = descriptor.aot()?.and_then(AotKernel::cpu) {
+    if let Some(entry) = descriptor.aot()?.cpu() {
         return Ok(entry);
     }
     static CACHE: CompileCache<CpuEntry> = CompileCache::new();
@@ -205,16 +205,12 @@ fn jit_cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
 /// A launch with no code for `target` and no JIT to compile it.
 #[cfg(not(feature = "jit"))]
 fn no_code(descriptor: &'static KernelDescriptor, target: &str) -> Error {
-    let built = match descriptor.aot_built() {
-        None => "the kernel was not built ahead of time (see `offload-build`)".to_string(),
-        Some(aot) if descriptor.aot().ok().flatten().is_none() => format!(
-            "the code built ahead of time (for {}) is for another version of the kernel",
-            aot.targets().join(", ")
-        ),
-        Some(aot) => format!(
+    let built = match descriptor.aot().map(|aot| aot.targets()) {
+        Ok(targets) if !targets.is_empty() => format!(
             "the kernel was built ahead of time for {} only",
-            aot.targets().join(", ")
+            targets.join(", ")
         ),
+        _ => "no code built ahead of time matches the kernel (see `offload-build`)".to_string(),
     };
     Error::Compile {
         kernel: descriptor.name.to_string(),

@@ -1,7 +1,7 @@
 //! Kernel descriptors: what `#[offload_kernel]` and `#[offload_device]` emit, and the
 //! kernel they describe, linked and verified once.
 
-use crate::{Error, aot::AotKernel};
+use crate::{Error, aot::AotCode};
 use offload_mir::{Body, Linked};
 use std::sync::OnceLock;
 
@@ -13,11 +13,7 @@ pub struct KernelDescriptor {
     pub name: &'static str,
     pub mir: &'static str,
     pub device_functions: &'static [&'static DeviceFn],
-    /// Its code built ahead of time, if the crate's build script built it.
-    aot: Option<&'static AotKernel>,
     body: OnceLock<Result<Linked, String>>,
-    /// Whether `aot` was compiled from the kernel as linked here.
-    aot_current: OnceLock<bool>,
 }
 
 /// What `#[offload_device]` emits for a function kernels may call: its name, the MIR of
@@ -45,48 +41,23 @@ impl DeviceFn {
 }
 
 impl KernelDescriptor {
-    /// A kernel named `name` with MIR `mir`, calling `device_functions`, with the code
-    /// built for it ahead of time, if any.
+    /// A kernel named `name` with MIR `mir`, calling `device_functions`.
     pub const fn new(
         name: &'static str,
         mir: &'static str,
         device_functions: &'static [&'static DeviceFn],
-        aot: Option<&'static AotKernel>,
     ) -> Self {
         KernelDescriptor {
             name,
             mir,
             device_functions,
-            aot,
             body: OnceLock::new(),
-            aot_current: OnceLock::new(),
         }
     }
 
-    /// The code built ahead of time, if there is some and it was compiled from this very
-    /// kernel: the build script and the macro read the same sources, but a kernel whose
-    /// device functions the build script resolved differently is compiled here instead.
-    pub(crate) fn aot(&self) -> Result<Option<&'static AotKernel>, Error> {
-        let Some(aot) = self.aot else {
-            return Ok(None);
-        };
-        let body = self.body()?;
-        let current = *self
-            .aot_current
-            .get_or_init(|| offload_mir::code_key(body.body()) == aot.linked());
-        if !current {
-            tracing::warn!(
-                kernel = self.name,
-                "the code built ahead of time is for another version of this kernel; not used"
-            );
-        }
-        Ok(current.then_some(aot))
-    }
-
-    /// The code built ahead of time, current or not: for messages.
-    #[cfg(not(feature = "jit"))]
-    pub(crate) fn aot_built(&self) -> Option<&'static AotKernel> {
-        self.aot
+    /// The code built ahead of time for this kernel as linked here.
+    pub(crate) fn aot(&self) -> Result<AotCode, Error> {
+        Ok(AotCode::find(&offload_mir::code_key(self.body()?.body())))
     }
 
     /// The kernel's MIR linked with its device functions and verified safe

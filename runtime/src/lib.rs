@@ -63,7 +63,7 @@ pub use machine::{default_device, devices, synchronize};
 // (`offload_mir::link`), `launch` re-checks every argument against it, and strategies
 // are sealed, so their `check_launch` is ours.
 #[doc(hidden)]
-pub use aot::{AotKernel, best_ptx};
+pub use aot::best_ptx;
 #[doc(hidden)]
 pub use args::{DynamicArg, KernelArg};
 #[doc(hidden)]

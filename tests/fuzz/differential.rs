@@ -92,7 +92,7 @@ pub fn check(seed: u64, gpu: bool) -> Class {
     let mir: &'static str = Box::leak(linked.body().to_string().into_boxed_str());
     let name: &'static str = Box::leak(p.body.name.clone().into_boxed_str());
     let descriptor: &'static KernelDescriptor =
-        Box::leak(Box::new(KernelDescriptor::new(name, mir, &[], None)));
+        Box::leak(Box::new(KernelDescriptor::new(name, mir, &[])));
     let mut actual = p.args.clone();
     let result = launch(descriptor, &p, &mut actual, gpu);
     let mut before = p.args.clone();

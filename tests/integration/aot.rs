@@ -1,9 +1,9 @@
 //! Ahead-of-time builds (`offload-build`): kernels found in a crate's sources, compiled
-//! for every target, and errors at the kernel's line. That the macro attaches the code
-//! and a program without the JIT runs it is `examples/aot`, run by `tools/test`.
+//! for every target, and errors at the kernel's line. That a program without the JIT
+//! registers and runs the code is `examples/aot`, run by `tools/check-aot`.
 
 use offload_build::Builder;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// A crate's `src/` holding `lib.rs`, and an empty output directory.
 fn crate_with(name: &str, lib: &str) -> (PathBuf, PathBuf) {
@@ -13,16 +13,6 @@ fn crate_with(name: &str, lib: &str) -> (PathBuf, PathBuf) {
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("lib.rs"), lib).unwrap();
     (src, root.join("out"))
-}
-
-fn files_ending(dir: &Path, suffix: &str) -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(suffix))
-        .collect();
-    files.sort();
-    files
 }
 
 const KERNELS: &str = "use offload::prelude::*;
@@ -61,33 +51,34 @@ fn every_kernel_instance_gets_code_for_every_target() {
         .unwrap();
     assert_eq!(report.kernels, ["saxpy", "scale::<f32>", "scale::<f64>"]);
 
-    let ptx = files_ending(&out, ".sm_80.ptx");
-    assert_eq!(ptx.len(), 3);
-    for file in &ptx {
-        let text = std::fs::read_to_string(file).unwrap();
-        assert!(text.contains(".target sm_80"), "{text}");
-    }
-    let library = std::fs::read(out.join("liboffload_kernels_offload_tests.a")).unwrap();
+    // One static library: a CPU object per kernel instance, and the registry, which
+    // names each entry point and holds each PTX.
+    assert_eq!(
+        report.library,
+        out.join("liboffload_kernels_offload_tests.a")
+    );
+    let library = std::fs::read(&report.library).unwrap();
     assert!(library.starts_with(b"!<arch>\n"));
-    let attached = files_ending(&out, ".rs");
-    assert_eq!(attached.len(), 3);
-    for file in &attached {
-        let text = std::fs::read_to_string(file).unwrap();
-        assert!(
-            text.contains("include_str!") && text.contains("(\"sm_80\", "),
-            "{text}"
-        );
-        // The CPU entry point it names is in the library.
-        let symbol = text
-            .split("#[link_name = \"")
-            .nth(1)
-            .and_then(|rest| rest.split('"').next())
-            .unwrap();
-        assert!(symbol.starts_with("offload_cpu_"));
-        let found = library
-            .windows(symbol.len())
-            .any(|w| w == symbol.as_bytes());
-        assert!(found, "{symbol} is not in the library");
+    let count = |needle: &str| {
+        library
+            .windows(needle.len())
+            .filter(|w| *w == needle.as_bytes())
+            .count()
+    };
+    assert_eq!(count("offload_registry.o"), 1);
+    assert_eq!(count(".target sm_80"), 3, "one PTX per instance");
+    // Each entry point's name is in the archive's symbol table, its object's name and
+    // symbol table, and the registry's.
+    let symbols: Vec<String> = library
+        .split(|b| !b.is_ascii_alphanumeric() && *b != b'_')
+        .filter(|w| w.starts_with(b"offload_cpu_") && w.len() == "offload_cpu_".len() + 64)
+        .map(|w| String::from_utf8(w.to_vec()).unwrap())
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    assert_eq!(symbols.len(), 3, "{symbols:?}");
+    for symbol in &symbols {
+        assert!(count(symbol) >= 3, "{symbol}");
     }
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }

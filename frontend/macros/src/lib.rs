@@ -68,21 +68,10 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
             format!("{name_str}::<{}>", types.join(", "))
         };
         let calls = device_calls(&item.block);
-        let aot = match aot_code(&body) {
-            Some(path) => {
-                let aot_ident = format_ident!("__OFFLOAD_AOT_{}", instance_name(&name_str, subst));
-                descriptors.push(quote! {
-                    #[allow(non_upper_case_globals)]
-                    static #aot_ident: ::offload::AotKernel = include!(#path);
-                });
-                quote! { ::core::option::Option::Some(&#aot_ident) }
-            }
-            None => quote! { ::core::option::Option::None },
-        };
         descriptors.push(quote! {
             #[allow(non_upper_case_globals)]
             static #ident: ::offload::KernelDescriptor =
-                ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*], #aot);
+                ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*]);
         });
         let variants = subst
             .iter()
@@ -174,18 +163,6 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
             ::offload::launch(__offload_descriptor, __offload_options, &mut [#(#args),*])
         }
     })
-}
-
-/// The file `offload-build` wrote for this kernel instance in the crate's `OUT_DIR`, if
-/// the crate's build script built kernels ahead of time: an expression making the
-/// instance's `AotKernel`. Named by the code key of the instance's MIR, which the build
-/// script computes from the same source.
-fn aot_code(body: &offload_mir::Body) -> Option<String> {
-    let out_dir = std::env::var_os("OUT_DIR")?;
-    let path = std::path::Path::new(&out_dir)
-        .join("offload")
-        .join(format!("{}.rs", offload_mir::code_key(body)));
-    path.is_file().then(|| path.to_string_lossy().into_owned())
 }
 
 /// Marks a function callable from kernels. It stays an ordinary Rust function too; a
