@@ -35,7 +35,7 @@
 
 use melior::{
     Context,
-    ir::{Module, operation::OperationLike},
+    ir::{Module, Type, operation::OperationLike},
     utility::load_irdl_dialects,
 };
 
@@ -153,6 +153,27 @@ pub enum ContainerType {
     Slice { elem: String },
     Atomic { elem: String },
     Shared { elem: String },
+}
+
+impl ContainerType {
+    /// The type's spelling, which [`parse_container_type`] reads back.
+    pub fn spelling(&self) -> String {
+        match self {
+            ContainerType::Region { elem, strategy } => {
+                format!("!offload.region<{elem}, \"{strategy}\">")
+            }
+            ContainerType::Slice { elem } => format!("!offload.slice<{elem}>"),
+            ContainerType::Atomic { elem } => format!("!offload.atomic<{elem}>"),
+            ContainerType::Shared { elem } => format!("!offload.shared<{elem}>"),
+        }
+    }
+
+    /// The type in `context`, which must have the dialect loaded. IRDL types have no C
+    /// constructor, so this is the one place that makes them, from their spelling.
+    pub fn to_type<'c>(&self, context: &'c Context) -> Type<'c> {
+        Type::parse(context, &self.spelling())
+            .expect("the offload dialect is loaded and spells its own types")
+    }
 }
 
 /// Reads `!offload.region<T, "S">` or `!offload.slice<T>` from a type's text. IRDL types

@@ -1,7 +1,7 @@
 //! MIR → `offload` dialect.
 //!
-//! Emits MLIR text for one validated kernel and leaves parsing and verification to the
-//! caller. Each MIR scalar local becomes SSA values directly: [`crate::ssa`] places a
+//! Builds the module for one linked kernel with melior's operation builders and leaves
+//! verification to the caller. Each MIR scalar local becomes SSA values directly: [`crate::ssa`] places a
 //! block argument (φ) for a local at each join in the iterated dominance frontier of its
 //! assignments where it is live, and a walk of the dominator tree names the value each
 //! read sees, the way Cytron et al. rename. Region and slice arguments stay values of
@@ -14,13 +14,24 @@
 //! the whole function once per slot: quadratic in kernel size, minutes for a `match` of
 //! 8000 arms.)
 
+use melior::{
+    Context,
+    dialect::{cf, func},
+    ir::{
+        Attribute, Block, BlockLike, Identifier, Location, Module, Operation, Region, RegionLike,
+        Type, Value,
+        attribute::{FloatAttribute, IntegerAttribute, StringAttribute, TypeAttribute},
+        operation::OperationBuilder,
+        r#type::{FunctionType, IntegerType},
+    },
+};
+use offload_dialect::{ContainerType, ops};
 use offload_mir::*;
-use std::fmt::Write;
+
+mod rvalue;
 
 /// The MLIR spelling of a scalar type. Rust's integers are signless in MLIR; signedness
 /// picks the operation (`divsi` or `divui`, `slt` or `ult`).
-mod rvalue;
-
 pub fn mlir_scalar(t: ScalarTy) -> &'static str {
     match t {
         ScalarTy::Bool => "i1",
@@ -33,54 +44,135 @@ pub fn mlir_scalar(t: ScalarTy) -> &'static str {
     }
 }
 
-pub fn mlir_type(t: Ty) -> String {
+/// A scalar type in `context`.
+fn scalar_type(context: &Context, t: ScalarTy) -> Type<'_> {
     match t {
-        Ty::Unit => "()".into(),
-        Ty::Scalar(s) => mlir_scalar(s).into(),
-        Ty::Region(e, s) => format!("!offload.region<{}, \"{s}\">", mlir_scalar(e)),
-        Ty::Slice(e) => format!("!offload.slice<{}>", mlir_scalar(e)),
-        Ty::Atomic(e) => format!("!offload.atomic<{}>", mlir_scalar(e)),
-        Ty::Shared(e, _) => format!("!offload.shared<{}>", mlir_scalar(e)),
+        ScalarTy::F32 => Type::float32(context),
+        ScalarTy::F64 => Type::float64(context),
+        t => IntegerType::new(context, t.bits()).into(),
     }
 }
 
-/// Prints the kernel as a module in the `offload` dialect.
-pub fn emit(body: &Linked) -> String {
-    let body = body.body();
+/// The offload type of a region, slice, atomic or shared local, or a scalar's type.
+fn local_type(context: &Context, t: Ty) -> Type<'_> {
+    let elem = |e: ScalarTy| mlir_scalar(e).to_string();
+    let container = match t {
+        Ty::Unit => return Type::none(context),
+        Ty::Scalar(s) => return scalar_type(context, s),
+        Ty::Region(e, s) => ContainerType::Region {
+            elem: elem(e),
+            strategy: s.to_string(),
+        },
+        Ty::Slice(e) => ContainerType::Slice { elem: elem(e) },
+        Ty::Atomic(e) => ContainerType::Atomic { elem: elem(e) },
+        Ty::Shared(e, _) => ContainerType::Shared { elem: elem(e) },
+    };
+    container.to_type(context)
+}
+
+/// Builds the kernel as a module in the `offload` dialect, in `context` (which has the
+/// dialect loaded).
+pub fn build<'c>(context: &'c Context, linked: &Linked) -> Module<'c> {
+    let body = linked.body();
+    let location = Location::new(context, &body.file, 0, 0);
+    let (phis, idom) = place_phis(body);
+    let n = body.blocks.len() + 1;
+    let unknown = Location::unknown(context);
+
+    // Every block, in the order MLIR prints them: the extra entry block, one per MIR
+    // block, then one panic block per `assert`, in block order.
+    let arg_types: Vec<Type<'_>> = body
+        .args()
+        .map(|(_, d)| local_type(context, d.ty))
+        .collect();
+    let entry_args: Vec<(Type<'_>, Location<'_>)> =
+        arg_types.iter().map(|&t| (t, unknown)).collect();
+    let mut blocks = vec![Block::new(&entry_args)];
+    for b in 0..body.blocks.len() {
+        let args: Vec<(Type<'_>, Location<'_>)> = phis[node(BasicBlock(b as u32)) as usize]
+            .iter()
+            .map(|&l| (phi_type(context, body, l), unknown))
+            .collect();
+        blocks.push(Block::new(&args));
+    }
+    let mut panic_blocks = vec![None; n];
+    for (i, block) in body.blocks.iter().enumerate() {
+        if let TerminatorKind::Assert { .. } = block.terminator.kind {
+            panic_blocks[i + 1] = Some(blocks.len());
+            blocks.push(Block::new(&[]));
+        }
+    }
+
     let mut e = Emitter {
+        context,
         body,
-        out: String::new(),
-        next_value: 0,
+        blocks: &blocks,
+        block: 0,
         current: vec![None; body.locals.len()],
         undo: Vec::new(),
         undefined: vec![None; body.locals.len()],
-        undefined_text: String::new(),
-        phis: Vec::new(),
+        undefined_count: 0,
+        containers: vec![None; body.locals.len()],
+        phis,
+        panic_blocks,
         panic_site: 0,
-        panic_block: String::new(),
     };
-    e.kernel();
-    e.out
+    e.kernel(&idom);
+    drop(e);
+
+    let region = Region::new();
+    for block in blocks {
+        region.append_block(block);
+    }
+    let kernel = func::func(
+        context,
+        StringAttribute::new(context, &body.name),
+        TypeAttribute::new(FunctionType::new(context, &arg_types, &[]).into()),
+        region,
+        &[(
+            Identifier::new(context, offload_dialect::KERNEL_ATTR),
+            Attribute::unit(context),
+        )],
+        location,
+    );
+    let module = Module::new(location);
+    module.body().append_operation(kernel);
+    module
 }
 
-struct Emitter<'a> {
+/// The type of the block argument carrying scalar local `l`.
+fn phi_type<'c>(context: &'c Context, body: &Body, l: u32) -> Type<'c> {
+    let ty = body.locals[l as usize]
+        .ty
+        .scalar()
+        .expect("only scalar locals get block arguments");
+    scalar_type(context, ty)
+}
+
+struct Emitter<'c, 'a> {
+    context: &'c Context,
     body: &'a Body,
-    out: String,
-    next_value: usize,
+    /// Every block ([`build`] lists them); `block` is the one being filled.
+    blocks: &'a [Block<'c>],
+    block: usize,
     /// The SSA value each scalar local holds at the point being emitted.
-    current: Vec<Option<String>>,
+    current: Vec<Option<Value<'c, 'a>>>,
     /// `(local, previous value)` for each assignment in the blocks on the dominator-tree
     /// path being emitted, undone when the walk leaves a block.
-    undo: Vec<(usize, Option<String>)>,
+    undo: Vec<(usize, Option<Value<'c, 'a>>)>,
     /// A zero constant standing for a local read where no assignment reaches: only on
-    /// paths the validator's assigned-before-use rule shows are never taken.
-    undefined: Vec<Option<String>>,
-    undefined_text: String,
+    /// paths the validator's assigned-before-use rule shows are never taken. They open
+    /// the entry block; `undefined_count` of them so far.
+    undefined: Vec<Option<Value<'c, 'a>>>,
+    undefined_count: usize,
+    /// The value of each region, slice, atomic and shared local.
+    containers: Vec<Option<Value<'c, 'a>>>,
     /// The locals that are block arguments of each node (0: the entry, `b + 1`: `bb{b}`).
     phis: Vec<Vec<u32>>,
-    /// The site number of the current block's `assert`, and the block reporting it.
+    /// The panic block of each node that ends in an `assert`, and the current block's
+    /// panic site number.
+    panic_blocks: Vec<Option<usize>>,
     panic_site: usize,
-    panic_block: String,
 }
 
 /// The CFG node of MIR block `b`; node 0 is the extra entry block.
@@ -154,28 +246,162 @@ fn terminator_reads(t: &Terminator, read: &mut impl FnMut(Local)) {
     }
 }
 
-impl Emitter<'_> {
-    fn fresh(&mut self) -> String {
-        self.next_value += 1;
-        format!("%v{}", self.next_value)
+/// Where each scalar local needs a block argument: the CFG, its dominators and
+/// frontiers, and each local's assignments and upward-exposed reads.
+fn place_phis(b: &Body) -> (Vec<Vec<u32>>, Vec<u32>) {
+    let n = b.blocks.len() + 1;
+    let mut succs: Vec<Vec<u32>> = vec![vec![node(BasicBlock(0))]];
+    succs.extend(b.blocks.iter().map(|block| {
+        block
+            .terminator
+            .kind
+            .successors()
+            .into_iter()
+            .map(node)
+            .collect()
+    }));
+    let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
+    for (v, ss) in succs.iter().enumerate() {
+        for &w in ss {
+            preds[w as usize].push(v as u32);
+        }
+    }
+    let scalar = |l: Local| matches!(b.locals[l.index()].ty, Ty::Scalar(_));
+    let mut defs: Vec<Vec<u32>> = vec![Vec::new(); b.locals.len()];
+    let mut uses: Vec<Vec<u32>> = vec![Vec::new(); b.locals.len()];
+    // The last node that assigned or read each local, so each is listed once per node.
+    let mut assigned_in = vec![u32::MAX; b.locals.len()];
+    let mut read_in = vec![u32::MAX; b.locals.len()];
+    for l in 1..=b.arg_count {
+        if scalar(Local(l as u32)) {
+            defs[l].push(0);
+            assigned_in[l] = 0;
+        }
+    }
+    let mut reads: Vec<Local> = Vec::new();
+    for (i, block) in b.blocks.iter().enumerate() {
+        let v = node(BasicBlock(i as u32));
+        let mut note_reads = |reads: &mut Vec<Local>, assigned_in: &[u32]| {
+            for l in reads.drain(..) {
+                let l = l.index();
+                if assigned_in[l] != v && read_in[l] != v {
+                    read_in[l] = v;
+                    uses[l].push(v);
+                }
+            }
+        };
+        for s in &block.statements {
+            let assigned = statement_reads(s, &mut |l| reads.push(l));
+            note_reads(&mut reads, &assigned_in);
+            if let Some(l) = assigned.filter(|&l| scalar(l) && assigned_in[l.index()] != v) {
+                assigned_in[l.index()] = v;
+                defs[l.index()].push(v);
+            }
+        }
+        terminator_reads(&block.terminator, &mut |l| reads.push(l));
+        note_reads(&mut reads, &assigned_in);
+    }
+    let idom = crate::ssa::dominators(&succs, &preds);
+    let df = crate::ssa::frontiers(&preds, &idom);
+    (crate::ssa::place_phis(&preds, &df, &defs, &uses), idom)
+}
+
+impl<'c, 'a> Emitter<'c, 'a> {
+    fn location(&self, span: Span) -> Location<'c> {
+        Location::new(
+            self.context,
+            &self.body.file,
+            span.line as usize,
+            span.column as usize,
+        )
     }
 
-    fn loc(&self, span: Span) -> String {
-        format!("loc({:?}:{}:{})", self.body.file, span.line, span.column)
+    fn append(&self, operation: Operation<'c>) -> melior::ir::OperationRef<'c, 'a> {
+        let block: &'a Block<'c> = &self.blocks[self.block];
+        block.append_operation(operation)
     }
 
-    fn line(&mut self, text: &str, span: Span) {
-        let loc = self.loc(span);
-        writeln!(self.out, "    {text} {loc}").unwrap();
+    /// Appends operation `name` with `operands`, one result of type `result` (none for
+    /// `None`) and `attributes`; its result.
+    fn op(
+        &self,
+        name: &str,
+        operands: &[Value<'c, 'a>],
+        result: Option<Type<'c>>,
+        attributes: &[(&str, Attribute<'c>)],
+        span: Span,
+    ) -> Option<Value<'c, 'a>> {
+        let attributes: Vec<(Identifier<'c>, Attribute<'c>)> = attributes
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.context, n), *a))
+            .collect();
+        let mut builder = OperationBuilder::new(name, self.location(span))
+            .add_operands(operands)
+            .add_attributes(&attributes);
+        if let Some(t) = result {
+            builder = builder.add_results(&[t]);
+        }
+        let operation = builder
+            .build()
+            .expect("operations are built with their operands and results");
+        let appended = self.append(operation);
+        result.map(|_| {
+            appended
+                .result(0)
+                .expect("the operation has one result")
+                .into()
+        })
+    }
+
+    /// Appends `name` with `operands` and one result of type `result`.
+    fn value(
+        &self,
+        name: &str,
+        operands: &[Value<'c, 'a>],
+        result: Type<'c>,
+        span: Span,
+    ) -> Value<'c, 'a> {
+        self.op(name, operands, Some(result), &[], span)
+            .expect("a result was asked for")
+    }
+
+    fn scalar(&self, t: ScalarTy) -> Type<'c> {
+        scalar_type(self.context, t)
+    }
+
+    fn index(&self) -> Type<'c> {
+        Type::index(self.context)
+    }
+
+    fn i64_attr(&self, v: i64) -> Attribute<'c> {
+        IntegerAttribute::new(IntegerType::new(self.context, 64).into(), v).into()
+    }
+
+    /// The `arith.constant` of `c`.
+    fn const_op(&self, c: Const, span: Span) -> Operation<'c> {
+        let ty = self.scalar(c.ty());
+        let value: Attribute<'c> = match c {
+            Const::Bool(b) => IntegerAttribute::new(ty, b as i64).into(),
+            Const::Int(v, t) => IntegerAttribute::new(ty, signed_bits(v as u128, t) as i64).into(),
+            Const::Float(v, ScalarTy::F32) => {
+                FloatAttribute::new(self.context, ty, (v as f32) as f64).into()
+            }
+            Const::Float(v, _) => FloatAttribute::new(self.context, ty, v).into(),
+        };
+        OperationBuilder::new("arith.constant", self.location(span))
+            .add_attributes(&[(Identifier::new(self.context, "value"), value)])
+            .add_results(&[ty])
+            .build()
+            .expect("constants are built with their value and type")
     }
 
     /// The value scalar local `l` holds here.
-    fn read(&mut self, l: Local) -> String {
-        if let Some(v) = &self.current[l.index()] {
-            return v.clone();
+    fn read(&mut self, l: Local) -> Value<'c, 'a> {
+        if let Some(v) = self.current[l.index()] {
+            return v;
         }
-        if let Some(v) = &self.undefined[l.index()] {
-            return v.clone();
+        if let Some(v) = self.undefined[l.index()] {
+            return v;
         }
         let ty = self.body.locals[l.index()]
             .ty
@@ -186,121 +412,46 @@ impl Emitter<'_> {
             t if t.is_float() => Const::Float(0.0, t),
             t => Const::Int(0, t),
         };
-        let v = format!("%undef{}", l.0);
-        let loc = self.loc(Span::default());
-        writeln!(
-            self.undefined_text,
-            "    {v} = arith.constant {} {loc}",
-            const_attr(zero)
-        )
-        .unwrap();
-        self.undefined[l.index()] = Some(v.clone());
+        let entry: &'a Block<'c> = &self.blocks[0];
+        let operation =
+            entry.insert_operation(self.undefined_count, self.const_op(zero, Span::default()));
+        self.undefined_count += 1;
+        let v: Value<'c, 'a> = operation
+            .result(0)
+            .expect("a constant has one result")
+            .into();
+        self.undefined[l.index()] = Some(v);
         v
     }
 
     /// Scalar local `l` holds `value` from here on (in the blocks this one dominates).
-    fn assign(&mut self, l: Local, value: String) {
+    fn assign(&mut self, l: Local, value: Value<'c, 'a>) {
         let old = self.current[l.index()].replace(value);
         self.undo.push((l.index(), old));
     }
 
-    /// `^bbN` with the values of the locals that are its block arguments.
-    fn successor(&mut self, b: BasicBlock) -> String {
+    /// The value of region, slice, atomic or shared local `l`.
+    fn container(&self, l: Local) -> Value<'c, 'a> {
+        self.containers[l.index()].expect("containers are arguments or shared arrays")
+    }
+
+    /// MIR block `b` and the values of the locals that are its block arguments.
+    fn successor(&mut self, b: BasicBlock) -> (&'a Block<'c>, Vec<Value<'c, 'a>>) {
         let phis = std::mem::take(&mut self.phis[node(b) as usize]);
-        let out = if phis.is_empty() {
-            format!("^bb{}", b.0)
-        } else {
-            let values: Vec<String> = phis.iter().map(|&l| self.read(Local(l))).collect();
-            let types: Vec<&str> = phis.iter().map(|&l| self.local_type(l)).collect();
-            format!("^bb{}({} : {})", b.0, values.join(", "), types.join(", "))
-        };
+        let values: Vec<Value<'c, 'a>> = phis.iter().map(|&l| self.read(Local(l))).collect();
         self.phis[node(b) as usize] = phis;
-        out
+        (&self.blocks[node(b) as usize], values)
     }
 
-    fn local_type(&self, l: u32) -> &'static str {
-        mlir_scalar(
-            self.body.locals[l as usize]
-                .ty
-                .scalar()
-                .expect("only scalar locals get block arguments"),
-        )
-    }
-
-    /// Where each scalar local needs a block argument: the CFG, its dominators and
-    /// frontiers, and each local's assignments and upward-exposed reads.
-    fn place_phis(&self) -> (Vec<Vec<u32>>, Vec<u32>) {
+    /// Fills every block: a preorder walk of the dominator tree `idom`, so each read sees
+    /// the value of the assignment that dominates it.
+    fn kernel(&mut self, idom: &[u32]) {
         let b = self.body;
-        let n = b.blocks.len() + 1;
-        let mut succs: Vec<Vec<u32>> = vec![vec![node(BasicBlock(0))]];
-        succs.extend(b.blocks.iter().map(|block| {
-            block
-                .terminator
-                .kind
-                .successors()
-                .into_iter()
-                .map(node)
-                .collect()
-        }));
-        let mut preds: Vec<Vec<u32>> = vec![Vec::new(); n];
-        for (v, ss) in succs.iter().enumerate() {
-            for &w in ss {
-                preds[w as usize].push(v as u32);
-            }
-        }
-        let scalar = |l: Local| matches!(b.locals[l.index()].ty, Ty::Scalar(_));
-        let mut defs: Vec<Vec<u32>> = vec![Vec::new(); b.locals.len()];
-        let mut uses: Vec<Vec<u32>> = vec![Vec::new(); b.locals.len()];
-        // The last node that assigned or read each local, so each is listed once per node.
-        let mut assigned_in = vec![u32::MAX; b.locals.len()];
-        let mut read_in = vec![u32::MAX; b.locals.len()];
-        for l in 1..=b.arg_count {
-            if scalar(Local(l as u32)) {
-                defs[l].push(0);
-                assigned_in[l] = 0;
-            }
-        }
-        let mut reads: Vec<Local> = Vec::new();
-        for (i, block) in b.blocks.iter().enumerate() {
-            let v = node(BasicBlock(i as u32));
-            let mut note_reads = |reads: &mut Vec<Local>, assigned_in: &[u32]| {
-                for l in reads.drain(..) {
-                    let l = l.index();
-                    if assigned_in[l] != v && read_in[l] != v {
-                        read_in[l] = v;
-                        uses[l].push(v);
-                    }
-                }
-            };
-            for s in &block.statements {
-                let assigned = statement_reads(s, &mut |l| reads.push(l));
-                note_reads(&mut reads, &assigned_in);
-                if let Some(l) = assigned.filter(|&l| scalar(l) && assigned_in[l.index()] != v) {
-                    assigned_in[l.index()] = v;
-                    defs[l.index()].push(v);
-                }
-            }
-            terminator_reads(&block.terminator, &mut |l| reads.push(l));
-            note_reads(&mut reads, &assigned_in);
-        }
-        let idom = crate::ssa::dominators(&succs, &preds);
-        let df = crate::ssa::frontiers(&preds, &idom);
-        (crate::ssa::place_phis(&preds, &df, &defs, &uses), idom)
-    }
-
-    fn kernel(&mut self) {
-        let b = self.body;
-        let args: Vec<String> = b
-            .args()
-            .map(|(l, d)| format!("%arg{}: {}", l.0, mlir_type(d.ty)))
-            .collect();
         let entry_span = b.blocks[0]
             .statements
             .first()
             .map(|s| s.span)
             .unwrap_or(b.blocks[0].terminator.span);
-        let (phis, idom) = self.place_phis();
-        self.phis = phis;
         let n = b.blocks.len() + 1;
         // The dominator tree's children of each node, and the `assert` site of each block
         // (`Body::panic_site_numbers`, which the runtime reads reports by).
@@ -314,8 +465,6 @@ impl Emitter<'_> {
         for (i, site) in b.panic_site_numbers().into_iter().enumerate() {
             sites[i + 1] = site.unwrap_or(0);
         }
-        // Each node's text, then its panic block's.
-        let mut text: Vec<(String, String)> = vec![Default::default(); n];
         // Preorder over the dominator tree, then the nodes it does not reach (none, for
         // linked bodies), each with nothing assigned on entry.
         let mut stack: Vec<(u32, bool)> = vec![(0, false)];
@@ -341,54 +490,36 @@ impl Emitter<'_> {
             visited[v as usize] = true;
             marks.push(self.undo.len());
             stack.push((v, true));
-            self.out.clear();
-            self.panic_block.clear();
+            self.block = v as usize;
             if v == 0 {
                 self.entry(entry_span);
             } else {
                 self.panic_site = sites[v as usize];
-                self.block(BasicBlock(v - 1));
+                self.mir_block(BasicBlock(v - 1));
             }
-            text[v as usize] = (
-                std::mem::take(&mut self.out),
-                std::mem::take(&mut self.panic_block),
-            );
             for &c in children[v as usize].iter() {
                 stack.push((c, false));
             }
         }
         debug_assert!(visited.iter().all(|&v| v));
-        let mut out = String::new();
-        writeln!(out, "module {{").unwrap();
-        writeln!(
-            out,
-            "  func.func @{}({}) attributes {{offload.kernel}} {{",
-            b.name,
-            args.join(", ")
-        )
-        .unwrap();
-        out.push_str(&self.undefined_text);
-        for (body, _) in &text {
-            out.push_str(body);
-        }
-        for (_, panic) in &text {
-            out.push_str(panic);
-        }
-        writeln!(out, "  }}").unwrap();
-        writeln!(out, "}}").unwrap();
-        self.out = out;
     }
 
     /// The extra entry block: arguments are the locals' first values, shared arrays are
     /// created, then `bb0`.
     fn entry(&mut self, entry_span: Span) {
         let b = self.body;
+        let entry: &'a Block<'c> = &self.blocks[0];
         for (i, decl) in b.locals.iter().enumerate().take(b.arg_count + 1).skip(1) {
-            if let Ty::Scalar(_) = decl.ty {
-                self.assign(Local(i as u32), format!("%arg{i}"));
+            let argument: Value<'c, 'a> = entry
+                .argument(i - 1)
+                .expect("the entry block takes the kernel's arguments")
+                .into();
+            match decl.ty {
+                Ty::Scalar(_) => self.assign(Local(i as u32), argument),
+                _ => self.containers[i] = Some(argument),
             }
         }
-        // Shared arrays are values like the container arguments, named alike.
+        // Shared arrays are values like the container arguments.
         let layout = b.shared_layout();
         for (i, decl) in b.locals.iter().enumerate() {
             let Ty::Shared(_, len) = decl.ty else {
@@ -401,39 +532,36 @@ impl Emitter<'_> {
                 .find(|(l, _)| l.index() == i)
                 .map_or(layout.dynamic_offset, |(_, o)| *o);
             let len = len.map_or(-1, i64::from);
-            self.line(
-                &format!(
-                    "%arg{i} = \"offload.alloc_shared\"() {{len = {len} : i64, offset = {offset} : i64}} : () -> {}",
-                    mlir_type(decl.ty)
-                ),
+            let array = self.op(
+                ops::ALLOC_SHARED,
+                &[],
+                Some(local_type(self.context, decl.ty)),
+                &[
+                    ("len", self.i64_attr(len)),
+                    ("offset", self.i64_attr(offset as i64)),
+                ],
                 span,
             );
+            self.containers[i] = array;
         }
-        let to = self.successor(BasicBlock(0));
-        self.line(&format!("cf.br {to}"), entry_span);
+        let (to, values) = self.successor(BasicBlock(0));
+        self.append(cf::br(to, &values, self.location(entry_span)));
     }
 
     /// One MIR block, its block arguments first.
-    fn block(&mut self, id: BasicBlock) {
+    fn mir_block(&mut self, id: BasicBlock) {
         let phis = std::mem::take(&mut self.phis[node(id) as usize]);
-        let params: Vec<String> = phis
-            .iter()
-            .map(|&l| format!("%b{}_{l}: {}", id.0, self.local_type(l)))
-            .collect();
-        if params.is_empty() {
-            writeln!(self.out, "  ^bb{}:", id.0).unwrap();
-        } else {
-            writeln!(self.out, "  ^bb{}({}):", id.0, params.join(", ")).unwrap();
-        }
-        for &l in &phis {
-            self.assign(Local(l), format!("%b{}_{l}", id.0));
+        let block: &'a Block<'c> = &self.blocks[self.block];
+        for (i, &l) in phis.iter().enumerate() {
+            let argument = block.argument(i).expect("one argument per φ").into();
+            self.assign(Local(l), argument);
         }
         self.phis[node(id) as usize] = phis;
-        let block = &self.body.blocks[id.index()];
-        for s in &block.statements {
+        let mir = &self.body.blocks[id.index()];
+        for s in &mir.statements {
             self.statement(s);
         }
-        self.terminator(&block.terminator);
+        self.terminator(&mir.terminator);
     }
 
     fn scalar_of(&self, p: Place) -> ScalarTy {
@@ -447,88 +575,67 @@ impl Emitter<'_> {
     }
 
     /// Loads an index local and converts it to MLIR's `index` type.
-    fn index_value(&mut self, index: Local, span: Span) -> String {
+    fn index_value(&mut self, index: Local, span: Span) -> Value<'c, 'a> {
         let raw = self.read(index);
-        let v = self.fresh();
-        self.line(
-            &format!("{v} = arith.index_cast {raw} : i64 to index"),
-            span,
-        );
-        v
+        self.value("arith.index_cast", &[raw], self.index(), span)
     }
 
-    fn operand(&mut self, op: &Operand, span: Span) -> (String, ScalarTy) {
+    fn operand(&mut self, op: &Operand, span: Span) -> (Value<'c, 'a>, ScalarTy) {
         match op {
             Operand::Copy(p) | Operand::Move(p) => {
                 let ty = self.scalar_of(*p);
-                let t = mlir_scalar(ty);
                 let v = match p.index {
                     None => self.read(p.local),
                     Some(index) => {
                         let i = self.index_value(index, span);
-                        let v = self.fresh();
-                        let container = mlir_type(self.body.locals[p.local.index()].ty);
-                        self.line(
-                            &format!(
-                                "{v} = \"offload.load\"(%arg{}, {i}) : ({container}, index) -> {t}",
-                                p.local.0
-                            ),
-                            span,
-                        );
-                        v
+                        let container = self.container(p.local);
+                        self.value(ops::LOAD, &[container, i], self.scalar(ty), span)
                     }
                 };
                 (v, ty)
             }
-            Operand::Const(c) => {
-                let ty = c.ty();
-                let v = self.fresh();
-                self.line(&format!("{v} = arith.constant {}", const_attr(*c)), span);
-                (v, ty)
-            }
+            Operand::Const(c) => (self.constant(*c, span), c.ty()),
         }
     }
 
-    fn constant(&mut self, c: Const, span: Span) -> String {
-        self.operand(&Operand::Const(c), span).0
+    fn constant(&mut self, c: Const, span: Span) -> Value<'c, 'a> {
+        let operation = self.append(self.const_op(c, span));
+        operation
+            .result(0)
+            .expect("a constant has one result")
+            .into()
     }
 
     fn statement(&mut self, s: &Statement) {
         let span = s.span;
-        let (value, ty) = self.rvalue(&s.rvalue, span);
-        let t = mlir_scalar(ty);
+        let (value, _) = self.rvalue(&s.rvalue, span);
         match s.place.index {
             None => self.assign(s.place.local, value),
             Some(index) => {
                 let i = self.index_value(index, span);
-                let region = mlir_type(self.body.locals[s.place.local.index()].ty);
-                self.line(
-                    &format!(
-                        "\"offload.store\"({value}, %arg{}, {i}) : ({t}, {region}, index) -> ()",
-                        s.place.local.0
-                    ),
-                    span,
-                );
+                let container = self.container(s.place.local);
+                self.op(ops::STORE, &[value, container, i], None, &[], span);
             }
         }
     }
 
     fn terminator(&mut self, t: &Terminator) {
         let span = t.span;
+        let location = self.location(span);
         match &t.kind {
             TerminatorKind::Goto(b) => {
-                let to = self.successor(*b);
-                self.line(&format!("cf.br {to}"), span)
+                let (to, values) = self.successor(*b);
+                self.append(cf::br(to, &values, location));
             }
             TerminatorKind::Barrier { target } => {
-                self.line("\"offload.barrier\"() : () -> ()", span);
-                let to = self.successor(*target);
-                self.line(&format!("cf.br {to}"), span);
+                self.op(ops::BARRIER, &[], None, &[], span);
+                let (to, values) = self.successor(*target);
+                self.append(cf::br(to, &values, location));
             }
-            TerminatorKind::Call { .. } => unreachable!("`emit` refuses bodies with calls"),
+            TerminatorKind::Call { .. } => unreachable!("linked bodies have no calls"),
             TerminatorKind::Return | TerminatorKind::Unreachable => {
                 // MIR `unreachable` marks code no path reaches; returning there is sound.
-                self.line("func.return", span)
+                self.append(func::r#return(&[], location));
             }
             TerminatorKind::SwitchInt {
                 discr,
@@ -536,23 +643,40 @@ impl Emitter<'_> {
                 otherwise,
             } => {
                 let (d, ty) = self.operand(discr, span);
-                let default = self.successor(*otherwise);
+                let (default, default_values) = self.successor(*otherwise);
                 if ty == ScalarTy::Bool && targets.len() == 1 && targets[0].0 == 0 {
-                    let to = self.successor(targets[0].1);
-                    self.line(&format!("cf.cond_br {d}, {default}, {to}"), span);
+                    let (to, values) = self.successor(targets[0].1);
+                    self.append(cf::cond_br(
+                        self.context,
+                        d,
+                        default,
+                        to,
+                        &default_values,
+                        &values,
+                        location,
+                    ));
                 } else {
-                    let t = mlir_scalar(ty);
-                    let cases: Vec<String> = targets
+                    let cases: Vec<(i64, &'a Block<'c>, Vec<Value<'c, 'a>>)> = targets
                         .iter()
-                        .map(|(v, b)| format!("{}: {}", signed_bits(*v, ty), self.successor(*b)))
+                        .map(|(v, b)| {
+                            let (to, values) = self.successor(*b);
+                            (signed_bits(*v, ty) as i64, to, values)
+                        })
                         .collect();
-                    self.line(
-                        &format!(
-                            "cf.switch {d} : {t}, [default: {default}, {}]",
-                            cases.join(", ")
-                        ),
-                        span,
-                    );
+                    let values: Vec<i64> = cases.iter().map(|c| c.0).collect();
+                    let destinations: Vec<(&Block<'c>, &[Value<'c, 'a>])> =
+                        cases.iter().map(|c| (c.1, c.2.as_slice())).collect();
+                    let switch = cf::switch(
+                        self.context,
+                        &values,
+                        d,
+                        self.scalar(ty),
+                        (default, &default_values),
+                        &destinations,
+                        location,
+                    )
+                    .expect("a switch of validated cases builds");
+                    self.append(switch);
                 }
             }
             TerminatorKind::Assert { cond, msg, target } => {
@@ -564,18 +688,29 @@ impl Emitter<'_> {
                     AssertMessage::Panic(_) => vec![],
                 };
                 let site = self.panic_site;
-                let to = self.successor(*target);
-                self.line(&format!("cf.cond_br {c}, {to}, ^panic{site}"), span);
-                let loc = self.loc(span);
-                let types = vec!["i64"; values.len()].join(", ");
-                writeln!(self.panic_block, "  ^panic{site}:").unwrap();
-                writeln!(
-                    self.panic_block,
-                    "    \"offload.panic\"({}) {{site = {site} : i64}} : ({types}) -> () {loc}",
-                    values.join(", ")
-                )
-                .unwrap();
-                writeln!(self.panic_block, "    func.return {loc}").unwrap();
+                let (to, to_values) = self.successor(*target);
+                let panic = self.panic_blocks[self.block].expect("asserts have a panic block");
+                let panic_block: &'a Block<'c> = &self.blocks[panic];
+                self.append(cf::cond_br(
+                    self.context,
+                    c,
+                    to,
+                    panic_block,
+                    &to_values,
+                    &[],
+                    location,
+                ));
+                let here = self.block;
+                self.block = panic;
+                self.op(
+                    ops::PANIC,
+                    &values,
+                    None,
+                    &[("site", self.i64_attr(site as i64))],
+                    span,
+                );
+                self.append(func::r#return(&[], location));
+                self.block = here;
             }
         }
     }
@@ -599,16 +734,5 @@ fn signed_bits(v: u128, ty: ScalarTy) -> i128 {
         v as i128 - (1i128 << bits)
     } else {
         v as i128
-    }
-}
-
-/// A constant as an `arith.constant` attribute. Floats are written as their bit pattern
-/// so the value is exact.
-fn const_attr(c: Const) -> String {
-    match c {
-        Const::Bool(b) => format!("{b}"),
-        Const::Int(v, t) => format!("{} : {}", signed_bits(v as u128, t), mlir_scalar(t)),
-        Const::Float(v, ScalarTy::F32) => format!("0x{:08X} : f32", (v as f32).to_bits()),
-        Const::Float(v, _) => format!("0x{:016X} : f64", v.to_bits()),
     }
 }

@@ -128,21 +128,19 @@ impl Session {
         std::mem::take(&mut *self.diagnostics.borrow_mut()).join("\n")
     }
 
-    /// MIR → the `offload` dialect, verified. `mir_to_offload` emits locals as SSA values
+    /// MIR → the `offload` dialect, verified. `mir_to_offload` builds locals as SSA values
     /// itself (upstream `mem2reg` is quadratic in kernel size), so only canonicalisation
     /// and CSE run here.
     pub fn offload_module(&self, body: &Linked) -> Result<Module<'_>, LowerError> {
-        let text = crate::mir_to_offload::emit(body);
-        let Some(mut module) = Module::parse(&self.context, &text) else {
-            return Err(LowerError::Internal {
-                stage: "offload",
-                diagnostics: format!("{}\nwhile parsing:\n{text}", self.take_diagnostics()),
-            });
-        };
+        let mut module = crate::mir_to_offload::build(&self.context, body);
         if !module.as_operation().verify() {
             return Err(LowerError::Internal {
                 stage: "offload",
-                diagnostics: self.take_diagnostics(),
+                diagnostics: format!(
+                    "{}\nin the module built:\n{}",
+                    self.take_diagnostics(),
+                    module.as_operation()
+                ),
             });
         }
         self.run(

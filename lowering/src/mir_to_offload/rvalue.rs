@@ -1,10 +1,11 @@
-//! Emitting the `offload` dialect for one rvalue: arithmetic, casts, intrinsics and
-//! subgroup operations, each computed value as SSA text.
+//! Building the `offload` dialect for one rvalue: arithmetic, casts, intrinsics and
+//! subgroup operations, each computed value an SSA value.
 
 use super::*;
+use melior::dialect::arith::{CmpfPredicate, CmpiPredicate, cmpf, cmpi};
 
-impl Emitter<'_> {
-    pub(super) fn rvalue(&mut self, rv: &Rvalue, span: Span) -> (String, ScalarTy) {
+impl<'c, 'a> Emitter<'c, 'a> {
+    pub(super) fn rvalue(&mut self, rv: &Rvalue, span: Span) -> (Value<'c, 'a>, ScalarTy) {
         match rv {
             Rvalue::Use(op) => self.operand(op, span),
             Rvalue::AtomicRmw(op, place, value) => {
@@ -21,20 +22,20 @@ impl Emitter<'_> {
                     (AtomicOp::Min, _, false) => AtomicKind::MinU,
                     (AtomicOp::Or, ..) => AtomicKind::OrI,
                     (AtomicOp::Xor, ..) => AtomicKind::XorI,
-                }
-                .code();
+                };
                 let index = self.index_value(
                     place.index.expect("validated: atomic places are indexed"),
                     span,
                 );
-                let atomic = mlir_type(self.body.locals[place.local.index()].ty);
-                let t = mlir_scalar(ty);
-                let v = self.fresh();
-                self.line(
-                    &format!("{v} = \"offload.atomic_rmw\"(%arg{}, {index}, {value}) {{kind = {kind} : i64}} : ({atomic}, index, {t}) -> {t}", place.local.0),
+                let atomic = self.container(place.local);
+                let v = self.op(
+                    ops::ATOMIC_RMW,
+                    &[atomic, index, value],
+                    Some(self.scalar(ty)),
+                    &[("kind", self.i64_attr(kind.code()))],
                     span,
                 );
-                (v, ty)
+                (v.expect("a result was asked for"), ty)
             }
             Rvalue::AtomicCas(place, current, new) => {
                 let (current, ty) = self.operand(current, span);
@@ -43,34 +44,31 @@ impl Emitter<'_> {
                     place.index.expect("validated: atomic places are indexed"),
                     span,
                 );
-                let atomic = mlir_type(self.body.locals[place.local.index()].ty);
-                let t = mlir_scalar(ty);
-                let v = self.fresh();
-                self.line(
-                    &format!("{v} = \"offload.atomic_cas\"(%arg{}, {index}, {current}, {new}) : ({atomic}, index, {t}, {t}) -> {t}", place.local.0),
+                let atomic = self.container(place.local);
+                let v = self.value(
+                    ops::ATOMIC_CAS,
+                    &[atomic, index, current, new],
+                    self.scalar(ty),
                     span,
                 );
                 (v, ty)
             }
             Rvalue::Position(p, d) => {
                 let op = match p {
-                    Position::Thread => "offload.thread_id",
-                    Position::Workgroup => "offload.workgroup_id",
-                    Position::WorkgroupSize => "offload.workgroup_dim",
-                    Position::WorkgroupCount => "offload.workgroup_count",
+                    Position::Thread => ops::THREAD_ID,
+                    Position::Workgroup => ops::WORKGROUP_ID,
+                    Position::WorkgroupSize => ops::WORKGROUP_DIM,
+                    Position::WorkgroupCount => ops::WORKGROUP_COUNT,
                 };
-                self.index_query(
-                    &format!("\"{op}\"() {{dim = {d} : i64}} : () -> index"),
-                    span,
-                )
+                self.index_query(op, &[], &[("dim", self.i64_attr(*d as i64))], span)
             }
             Rvalue::Intrinsic(i, args) => {
-                let args: Vec<(String, ScalarTy)> =
+                let args: Vec<(Value<'c, 'a>, ScalarTy)> =
                     args.iter().map(|a| self.operand(a, span)).collect();
                 self.intrinsic(*i, &args, span)
             }
             Rvalue::Subgroup(op, args) => {
-                let args: Vec<(String, ScalarTy)> =
+                let args: Vec<(Value<'c, 'a>, ScalarTy)> =
                     args.iter().map(|a| self.operand(a, span)).collect();
                 self.subgroup(*op, &args, span)
             }
@@ -81,13 +79,12 @@ impl Emitter<'_> {
             }
             Rvalue::UnaryOp(op, a) => {
                 let (a, ty) = self.operand(a, span);
-                let t = mlir_scalar(ty);
-                let v = self.fresh();
-                match (op, ty.is_float()) {
-                    (UnOp::Neg, true) => self.line(&format!("{v} = arith.negf {a} : {t}"), span),
+                let t = self.scalar(ty);
+                let v = match (op, ty.is_float()) {
+                    (UnOp::Neg, true) => self.value("arith.negf", &[a], t, span),
                     (UnOp::Neg, false) => {
                         let zero = self.constant(Const::Int(0, ty), span);
-                        self.line(&format!("{v} = arith.subi {zero}, {a} : {t}"), span);
+                        self.value("arith.subi", &[zero, a], t, span)
                     }
                     (UnOp::Not, _) => {
                         let ones = if ty == ScalarTy::Bool {
@@ -96,87 +93,95 @@ impl Emitter<'_> {
                             Const::Int(-1, ty)
                         };
                         let ones = self.constant(ones, span);
-                        self.line(&format!("{v} = arith.xori {a}, {ones} : {t}"), span);
+                        self.value("arith.xori", &[a, ones], t, span)
                     }
-                }
+                };
                 (v, ty)
             }
             Rvalue::Cast(a, to) => {
                 let (a, from) = self.operand(a, span);
                 (self.cast(a, from, *to, span), *to)
             }
-            Rvalue::Len(l) => {
-                let container = mlir_type(self.body.locals[l.index()].ty);
-                self.index_query(
-                    &format!("\"offload.len\"(%arg{}) : ({container}) -> index", l.0),
-                    span,
-                )
-            }
+            Rvalue::Len(l) => self.index_query(ops::LEN, &[self.container(*l)], &[], span),
             Rvalue::RegionCoord(l, d) | Rvalue::RegionExtent(l, d) => {
                 let op = if matches!(rv, Rvalue::RegionCoord(..)) {
-                    "offload.region_coord"
+                    ops::REGION_COORD
                 } else {
-                    "offload.extent"
+                    ops::EXTENT
                 };
-                let region = mlir_type(self.body.locals[l.index()].ty);
                 self.index_query(
-                    &format!(
-                        "\"{op}\"(%arg{}) {{dim = {d} : i64}} : ({region}) -> index",
-                        l.0
-                    ),
+                    op,
+                    &[self.container(*l)],
+                    &[("dim", self.i64_attr(*d as i64))],
                     span,
                 )
             }
             Rvalue::RegionIndex(l) => {
-                let region = mlir_type(self.body.locals[l.index()].ty);
-                self.index_query(
-                    &format!(
-                        "\"offload.region_index\"(%arg{}) : ({region}) -> index",
-                        l.0
-                    ),
-                    span,
-                )
+                self.index_query(ops::REGION_INDEX, &[self.container(*l)], &[], span)
             }
         }
+    }
+
+    /// An `arith.cmpi` or `arith.cmpf`.
+    fn compare_ints(
+        &self,
+        predicate: CmpiPredicate,
+        a: Value<'c, 'a>,
+        b: Value<'c, 'a>,
+        span: Span,
+    ) -> Value<'c, 'a> {
+        let operation = self.append(cmpi(self.context, predicate, a, b, self.location(span)));
+        operation
+            .result(0)
+            .expect("a comparison has one result")
+            .into()
+    }
+
+    fn compare_floats(
+        &self,
+        predicate: CmpfPredicate,
+        a: Value<'c, 'a>,
+        b: Value<'c, 'a>,
+        span: Span,
+    ) -> Value<'c, 'a> {
+        let operation = self.append(cmpf(self.context, predicate, a, b, self.location(span)));
+        operation
+            .result(0)
+            .expect("a comparison has one result")
+            .into()
     }
 
     fn subgroup(
         &mut self,
         op: SubgroupOp,
-        args: &[(String, ScalarTy)],
+        args: &[(Value<'c, 'a>, ScalarTy)],
         span: Span,
-    ) -> (String, ScalarTy) {
+    ) -> (Value<'c, 'a>, ScalarTy) {
         match op {
-            SubgroupOp::Size => self.index_query("\"offload.subgroup_size\"() : () -> index", span),
-            SubgroupOp::Lane => self.index_query("\"offload.subgroup_lane\"() : () -> index", span),
+            SubgroupOp::Size => self.index_query(ops::SUBGROUP_SIZE, &[], &[], span),
+            SubgroupOp::Lane => self.index_query(ops::SUBGROUP_LANE, &[], &[], span),
             SubgroupOp::Shuffle | SubgroupOp::ShuffleXor => {
-                let (value, ty) = args[0].clone();
-                let t = mlir_scalar(ty);
+                let (value, ty) = args[0];
                 // Lanes are `i32` on every target; a lane past `u32::MAX` saturates,
                 // which is past the subgroup either way.
-                let (lane, _) = args[1].clone();
+                let (lane, _) = args[1];
                 let max = self.constant(Const::Int(i32::MAX as i128, ScalarTy::I64), span);
-                let clamped = self.fresh();
-                self.line(
-                    &format!("{clamped} = arith.minui {lane}, {max} : i64"),
-                    span,
-                );
-                let lane32 = self.fresh();
-                self.line(
-                    &format!("{lane32} = arith.trunci {clamped} : i64 to i32"),
-                    span,
-                );
+                let i64_type = self.scalar(ScalarTy::I64);
+                let clamped = self.value("arith.minui", &[lane, max], i64_type, span);
+                let i32_type = self.scalar(ScalarTy::I32);
+                let lane32 = self.value("arith.trunci", &[clamped], i32_type, span);
                 let mode = (op == SubgroupOp::ShuffleXor) as i64;
-                let v = self.fresh();
-                self.line(
-                    &format!("{v} = \"offload.shuffle\"({value}, {lane32}) {{mode = {mode} : i64}} : ({t}, i32) -> {t}"),
+                let v = self.op(
+                    ops::SHUFFLE,
+                    &[value, lane32],
+                    Some(self.scalar(ty)),
+                    &[("mode", self.i64_attr(mode))],
                     span,
                 );
-                (v, ty)
+                (v.expect("a result was asked for"), ty)
             }
             SubgroupOp::Sum | SubgroupOp::Min | SubgroupOp::Max => {
-                let (value, ty) = args[0].clone();
-                let t = mlir_scalar(ty);
+                let (value, ty) = args[0];
                 let combine = match (op, ty.is_float(), ty.is_signed()) {
                     (SubgroupOp::Sum, true, _) => "arith.addf",
                     (SubgroupOp::Sum, false, _) => "arith.addi",
@@ -187,68 +192,69 @@ impl Emitter<'_> {
                     (_, false, true) => "arith.maxsi",
                     (_, false, false) => "arith.maxui",
                 };
-                let v = self.fresh();
-                self.line(
-                    &format!("{v} = \"offload.subgroup_reduce\"({value}) {{combine = \"{combine}\"}} : ({t}) -> {t}"),
+                let v = self.op(
+                    ops::SUBGROUP_REDUCE,
+                    &[value],
+                    Some(self.scalar(ty)),
+                    &[(
+                        "combine",
+                        StringAttribute::new(self.context, combine).into(),
+                    )],
                     span,
                 );
-                (v, ty)
+                (v.expect("a result was asked for"), ty)
             }
             SubgroupOp::Ballot => {
-                let v = self.fresh();
-                self.line(
-                    &format!("{v} = \"offload.ballot\"({}) : (i1) -> i64", args[0].0),
-                    span,
-                );
+                let v = self.value(ops::BALLOT, &[args[0].0], self.scalar(ScalarTy::U64), span);
                 (v, ScalarTy::U64)
             }
             SubgroupOp::Any | SubgroupOp::All => {
                 // any(b) = ballot(b) != 0; all(b) = ballot(!b) == 0.
                 let all = op == SubgroupOp::All;
-                let mut p = args[0].0.clone();
+                let mut p = args[0].0;
                 if all {
                     let t = self.constant(Const::Bool(true), span);
-                    let n = self.fresh();
-                    self.line(&format!("{n} = arith.xori {p}, {t} : i1"), span);
-                    p = n;
+                    p = self.value("arith.xori", &[p, t], self.scalar(ScalarTy::Bool), span);
                 }
-                let mask = self.fresh();
-                self.line(
-                    &format!("{mask} = \"offload.ballot\"({p}) : (i1) -> i64"),
-                    span,
-                );
+                let mask = self.value(ops::BALLOT, &[p], self.scalar(ScalarTy::U64), span);
                 let zero = self.constant(Const::Int(0, ScalarTy::U64), span);
-                let v = self.fresh();
-                let pred = if all { "eq" } else { "ne" };
-                self.line(
-                    &format!("{v} = arith.cmpi {pred}, {mask}, {zero} : i64"),
-                    span,
-                );
-                (v, ScalarTy::Bool)
+                let predicate = if all {
+                    CmpiPredicate::Eq
+                } else {
+                    CmpiPredicate::Ne
+                };
+                (
+                    self.compare_ints(predicate, mask, zero, span),
+                    ScalarTy::Bool,
+                )
             }
         }
     }
 
-    /// An op yielding an `index` (`op` is its text after `=`), as a `usize`.
-    fn index_query(&mut self, op: &str, span: Span) -> (String, ScalarTy) {
-        let i = self.fresh();
-        self.line(&format!("{i} = {op}"), span);
-        let v = self.fresh();
-        self.line(&format!("{v} = arith.index_cast {i} : index to i64"), span);
+    /// An op `name` yielding an `index`, as a `usize`.
+    fn index_query(
+        &mut self,
+        name: &str,
+        operands: &[Value<'c, 'a>],
+        attributes: &[(&str, Attribute<'c>)],
+        span: Span,
+    ) -> (Value<'c, 'a>, ScalarTy) {
+        let i = self
+            .op(name, operands, Some(self.index()), attributes, span)
+            .expect("a result was asked for");
+        let v = self.value("arith.index_cast", &[i], self.scalar(ScalarTy::I64), span);
         (v, ScalarTy::Usize)
     }
 
     fn intrinsic(
         &mut self,
         i: Intrinsic,
-        args: &[(String, ScalarTy)],
+        args: &[(Value<'c, 'a>, ScalarTy)],
         span: Span,
-    ) -> (String, ScalarTy) {
-        let (a, ty) = args[0].clone();
-        let t = mlir_scalar(ty);
-        let names: Vec<&str> = args.iter().map(|(v, _)| v.as_str()).collect();
-        let list = names.join(", ");
-        let v = self.fresh();
+    ) -> (Value<'c, 'a>, ScalarTy) {
+        let (a, ty) = args[0];
+        let t = self.scalar(ty);
+        let values: Vec<Value<'c, 'a>> = args.iter().map(|(v, _)| *v).collect();
         let unary = match i {
             Intrinsic::Sqrt => Some("math.sqrt"),
             Intrinsic::Exp => Some("math.exp"),
@@ -270,42 +276,31 @@ impl Emitter<'_> {
             _ => None,
         };
         if let Some(op) = unary {
-            self.line(&format!("{v} = {op} {a} : {t}"), span);
-            return (v, ty);
+            return (self.value(op, &[a], t, span), ty);
         }
         match i {
             Intrinsic::Min | Intrinsic::Max => {
                 // Rust's float `min`/`max` return the non-NaN operand: `minnumf`/`maxnumf`.
                 let op = match (i == Intrinsic::Min, ty.is_float(), ty.is_signed()) {
-                    (true, true, _) => "minnumf",
-                    (false, true, _) => "maxnumf",
-                    (true, false, true) => "minsi",
-                    (false, false, true) => "maxsi",
-                    (true, false, false) => "minui",
-                    (false, false, false) => "maxui",
+                    (true, true, _) => "arith.minnumf",
+                    (false, true, _) => "arith.maxnumf",
+                    (true, false, true) => "arith.minsi",
+                    (false, false, true) => "arith.maxsi",
+                    (true, false, false) => "arith.minui",
+                    (false, false, false) => "arith.maxui",
                 };
-                self.line(&format!("{v} = arith.{op} {list} : {t}"), span);
-                (v, ty)
+                (self.value(op, &values, t, span), ty)
             }
-            Intrinsic::Powf => {
-                self.line(&format!("{v} = math.powf {list} : {t}"), span);
-                (v, ty)
-            }
-            Intrinsic::Powi => {
-                self.line(&format!("{v} = math.fpowi {list} : {t}, i32"), span);
-                (v, ty)
-            }
-            Intrinsic::MulAdd => {
-                self.line(&format!("{v} = math.fma {list} : {t}"), span);
-                (v, ty)
-            }
+            Intrinsic::Powf => (self.value("math.powf", &values, t, span), ty),
+            Intrinsic::Powi => (self.value("math.fpowi", &values, t, span), ty),
+            Intrinsic::MulAdd => (self.value("math.fma", &values, t, span), ty),
             Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes => {
                 let op = match i {
                     Intrinsic::LeadingZeros => "math.ctlz",
                     Intrinsic::TrailingZeros => "math.cttz",
                     _ => "math.ctpop",
                 };
-                self.line(&format!("{v} = {op} {a} : {t}"), span);
+                let v = self.value(op, &[a], t, span);
                 (self.cast(v, ty, ScalarTy::U32, span), ScalarTy::U32)
             }
             _ => unreachable!("unary intrinsics are handled above"),
@@ -315,39 +310,44 @@ impl Emitter<'_> {
     fn binary(
         &mut self,
         op: BinOp,
-        a: String,
-        b: String,
+        a: Value<'c, 'a>,
+        b: Value<'c, 'a>,
         ty: ScalarTy,
         bty: ScalarTy,
         span: Span,
-    ) -> (String, ScalarTy) {
-        let t = mlir_scalar(ty);
+    ) -> (Value<'c, 'a>, ScalarTy) {
+        let t = self.scalar(ty);
         let float = ty.is_float();
         let signed = ty.is_signed();
-        let v = self.fresh();
         if op.is_comparison() {
-            let pred = match (op, float, signed) {
-                (BinOp::Eq, true, _) => "oeq",
-                // Rust's `!=` is true when either side is NaN.
-                (BinOp::Ne, true, _) => "une",
-                (BinOp::Lt, true, _) => "olt",
-                (BinOp::Le, true, _) => "ole",
-                (BinOp::Gt, true, _) => "ogt",
-                (BinOp::Ge, true, _) => "oge",
-                (BinOp::Eq, false, _) => "eq",
-                (BinOp::Ne, false, _) => "ne",
-                (BinOp::Lt, false, true) => "slt",
-                (BinOp::Le, false, true) => "sle",
-                (BinOp::Gt, false, true) => "sgt",
-                (BinOp::Ge, false, true) => "sge",
-                (BinOp::Lt, false, false) => "ult",
-                (BinOp::Le, false, false) => "ule",
-                (BinOp::Gt, false, false) => "ugt",
-                (BinOp::Ge, false, false) => "uge",
-                _ => unreachable!("comparison operators are listed above"),
+            let v = if float {
+                let predicate = match op {
+                    BinOp::Eq => CmpfPredicate::Oeq,
+                    // Rust's `!=` is true when either side is NaN.
+                    BinOp::Ne => CmpfPredicate::Une,
+                    BinOp::Lt => CmpfPredicate::Olt,
+                    BinOp::Le => CmpfPredicate::Ole,
+                    BinOp::Gt => CmpfPredicate::Ogt,
+                    BinOp::Ge => CmpfPredicate::Oge,
+                    _ => unreachable!("comparison operators are listed here"),
+                };
+                self.compare_floats(predicate, a, b, span)
+            } else {
+                let predicate = match (op, signed) {
+                    (BinOp::Eq, _) => CmpiPredicate::Eq,
+                    (BinOp::Ne, _) => CmpiPredicate::Ne,
+                    (BinOp::Lt, true) => CmpiPredicate::Slt,
+                    (BinOp::Le, true) => CmpiPredicate::Sle,
+                    (BinOp::Gt, true) => CmpiPredicate::Sgt,
+                    (BinOp::Ge, true) => CmpiPredicate::Sge,
+                    (BinOp::Lt, false) => CmpiPredicate::Ult,
+                    (BinOp::Le, false) => CmpiPredicate::Ule,
+                    (BinOp::Gt, false) => CmpiPredicate::Ugt,
+                    (BinOp::Ge, false) => CmpiPredicate::Uge,
+                    _ => unreachable!("comparison operators are listed here"),
+                };
+                self.compare_ints(predicate, a, b, span)
             };
-            let cmp = if float { "cmpf" } else { "cmpi" };
-            self.line(&format!("{v} = arith.{cmp} {pred}, {a}, {b} : {t}"), span);
             return (v, ScalarTy::Bool);
         }
         if op.is_shift() {
@@ -355,85 +355,68 @@ impl Emitter<'_> {
             // shift is never out of range.
             let amount = self.cast(b, bty, ty_unsigned_of(ty), span);
             let mask = self.constant(Const::Int(ty.bits() as i128 - 1, ty_unsigned_of(ty)), span);
-            let masked = self.fresh();
-            self.line(
-                &format!("{masked} = arith.andi {amount}, {mask} : {t}"),
-                span,
-            );
+            let masked = self.value("arith.andi", &[amount, mask], t, span);
             let name = match (op, signed) {
-                (BinOp::Shl, _) => "shli",
-                (_, true) => "shrsi",
-                (_, false) => "shrui",
+                (BinOp::Shl, _) => "arith.shli",
+                (_, true) => "arith.shrsi",
+                (_, false) => "arith.shrui",
             };
-            self.line(&format!("{v} = arith.{name} {a}, {masked} : {t}"), span);
-            return (v, ty);
+            return (self.value(name, &[a, masked], t, span), ty);
         }
         let name = match (op, float, signed) {
-            (BinOp::Add, true, _) => "addf",
-            (BinOp::Sub, true, _) => "subf",
-            (BinOp::Mul, true, _) => "mulf",
-            (BinOp::Div, true, _) => "divf",
-            (BinOp::Rem, true, _) => "remf",
-            (BinOp::Add, false, _) => "addi",
-            (BinOp::Sub, false, _) => "subi",
-            (BinOp::Mul, false, _) => "muli",
-            (BinOp::Div, false, true) => "divsi",
-            (BinOp::Div, false, false) => "divui",
-            (BinOp::Rem, false, true) => "remsi",
-            (BinOp::Rem, false, false) => "remui",
-            (BinOp::BitAnd, false, _) => "andi",
-            (BinOp::BitOr, false, _) => "ori",
-            (BinOp::BitXor, false, _) => "xori",
+            (BinOp::Add, true, _) => "arith.addf",
+            (BinOp::Sub, true, _) => "arith.subf",
+            (BinOp::Mul, true, _) => "arith.mulf",
+            (BinOp::Div, true, _) => "arith.divf",
+            (BinOp::Rem, true, _) => "arith.remf",
+            (BinOp::Add, false, _) => "arith.addi",
+            (BinOp::Sub, false, _) => "arith.subi",
+            (BinOp::Mul, false, _) => "arith.muli",
+            (BinOp::Div, false, true) => "arith.divsi",
+            (BinOp::Div, false, false) => "arith.divui",
+            (BinOp::Rem, false, true) => "arith.remsi",
+            (BinOp::Rem, false, false) => "arith.remui",
+            (BinOp::BitAnd, false, _) => "arith.andi",
+            (BinOp::BitOr, false, _) => "arith.ori",
+            (BinOp::BitXor, false, _) => "arith.xori",
             _ => unreachable!("validated: bitwise operators are not applied to floats"),
         };
-        self.line(&format!("{v} = arith.{name} {a}, {b} : {t}"), span);
-        (v, ty)
+        (self.value(name, &[a, b], t, span), ty)
     }
 
     /// Rust's `as`: integers truncate or extend by the source's signedness, floats to
     /// integers saturate (NaN becomes 0), integers to floats round to nearest.
-    fn cast(&mut self, a: String, from: ScalarTy, to: ScalarTy, span: Span) -> String {
-        let (ft, tt) = (mlir_scalar(from), mlir_scalar(to));
-        if ft == tt && from.is_float() == to.is_float() {
+    fn cast(
+        &mut self,
+        a: Value<'c, 'a>,
+        from: ScalarTy,
+        to: ScalarTy,
+        span: Span,
+    ) -> Value<'c, 'a> {
+        if mlir_scalar(from) == mlir_scalar(to) && from.is_float() == to.is_float() {
             return a;
         }
-        let v = self.fresh();
-        match (from.is_float(), to.is_float()) {
-            (false, false) => {
-                let op = if from.bits() > to.bits() {
-                    "trunci"
-                } else if from.is_signed() {
-                    "extsi"
-                } else {
-                    "extui"
-                };
-                self.line(&format!("{v} = arith.{op} {a} : {ft} to {tt}"), span);
-            }
-            (false, true) => {
-                let op = if from.is_signed() { "sitofp" } else { "uitofp" };
-                self.line(&format!("{v} = arith.{op} {a} : {ft} to {tt}"), span);
-            }
-            (true, true) => {
-                let op = if from.bits() > to.bits() {
-                    "truncf"
-                } else {
-                    "extf"
-                };
-                self.line(&format!("{v} = arith.{op} {a} : {ft} to {tt}"), span);
-            }
+        let op = match (from.is_float(), to.is_float()) {
+            (false, false) if from.bits() > to.bits() => "arith.trunci",
+            (false, false) if from.is_signed() => "arith.extsi",
+            (false, false) => "arith.extui",
+            (false, true) if from.is_signed() => "arith.sitofp",
+            (false, true) => "arith.uitofp",
+            (true, true) if from.bits() > to.bits() => "arith.truncf",
+            (true, true) => "arith.extf",
             (true, false) => return self.saturating_float_to_int(a, from, to, span),
-        }
-        v
+        };
+        self.value(op, &[a], self.scalar(to), span)
     }
 
     fn saturating_float_to_int(
         &mut self,
-        a: String,
+        a: Value<'c, 'a>,
         from: ScalarTy,
         to: ScalarTy,
         span: Span,
-    ) -> String {
-        let (ft, tt) = (mlir_scalar(from), mlir_scalar(to));
+    ) -> Value<'c, 'a> {
+        let (ft, tt) = (self.scalar(from), self.scalar(to));
         let (min, max): (i128, i128) = if to.is_signed() {
             (-(1i128 << (to.bits() - 1)), (1i128 << (to.bits() - 1)) - 1)
         } else {
@@ -443,46 +426,22 @@ impl Emitter<'_> {
         // ends exactly (the float bounds may round past them) and map NaN to zero.
         let lo = self.constant(Const::Float(min as f64, from), span);
         let hi = self.constant(Const::Float(max as f64, from), span);
-        let clamped_lo = self.fresh();
-        self.line(
-            &format!("{clamped_lo} = arith.maxnumf {a}, {lo} : {ft}"),
-            span,
-        );
-        let clamped = self.fresh();
-        self.line(
-            &format!("{clamped} = arith.minnumf {clamped_lo}, {hi} : {ft}"),
-            span,
-        );
-        let conv = self.fresh();
-        let op = if to.is_signed() { "fptosi" } else { "fptoui" };
+        let clamped_lo = self.value("arith.maxnumf", &[a, lo], ft, span);
+        let clamped = self.value("arith.minnumf", &[clamped_lo, hi], ft, span);
         // `max` may not be representable: a value that rounds up to 2^bits converts out
         // of range, so treat anything at or above `hi` as `max` exactly.
-        let below_hi = self.fresh();
-        self.line(
-            &format!("{below_hi} = arith.cmpf olt, {clamped}, {hi} : {ft}"),
-            span,
-        );
-        let safe = self.fresh();
-        let lo_again = lo.clone();
-        self.line(
-            &format!("{safe} = arith.select {below_hi}, {clamped}, {lo_again} : {ft}"),
-            span,
-        );
-        self.line(&format!("{conv} = arith.{op} {safe} : {ft} to {tt}"), span);
+        let below_hi = self.compare_floats(CmpfPredicate::Olt, clamped, hi, span);
+        let safe = self.value("arith.select", &[below_hi, clamped, lo], ft, span);
+        let op = if to.is_signed() {
+            "arith.fptosi"
+        } else {
+            "arith.fptoui"
+        };
+        let conv = self.value(op, &[safe], tt, span);
         let max_c = self.constant(Const::Int(max, to), span);
-        let sat = self.fresh();
-        self.line(
-            &format!("{sat} = arith.select {below_hi}, {conv}, {max_c} : {tt}"),
-            span,
-        );
-        let is_nan = self.fresh();
-        self.line(&format!("{is_nan} = arith.cmpf uno, {a}, {a} : {ft}"), span);
+        let sat = self.value("arith.select", &[below_hi, conv, max_c], tt, span);
+        let is_nan = self.compare_floats(CmpfPredicate::Uno, a, a, span);
         let zero = self.constant(Const::Int(0, to), span);
-        let v = self.fresh();
-        self.line(
-            &format!("{v} = arith.select {is_nan}, {zero}, {sat} : {tt}"),
-            span,
-        );
-        v
+        self.value("arith.select", &[is_nan, zero, sat], tt, span)
     }
 }
