@@ -8,7 +8,6 @@
 //! words, so the first report is never overwritten and no thread branches on it.
 
 use crate::rewrite::{self, Builder, PassError, refuse};
-use melior::ir::r#type::TypeLike;
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::{AtomicKind, ContainerType, ops, parse_container_type, predicate};
@@ -24,15 +23,13 @@ pub use offload_mir::abi::PANIC_BUFFER_WORDS;
 /// `func` must be a live `func.func` in the module being converted.
 pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue, PassError> {
     unsafe {
-        let region = mlirOperationGetRegion(func, 0);
-        let entry = mlirRegionGetFirstBlock(region);
+        let entry = rewrite::entry_block(func);
         // 2-D regions arrive as `memref<?x?xT>` (rows, row length) and are read and
         // written through a collapsed 1-D view made once at entry.
         let mut flat: HashMap<usize, MlirValue> = HashMap::new();
-        let first_op = mlirBlockGetFirstOperation(entry);
-        for i in 0..mlirBlockGetNumArguments(entry) {
-            let arg = mlirBlockGetArgument(entry, i);
-            let text = rewrite::type_text(mlirValueGetType(arg));
+        let first_op = rewrite::first_operation(entry);
+        for arg in rewrite::arguments(entry) {
+            let text = rewrite::value_type(arg).to_string();
             let (elem, two_d) = match parse_container_type(&text) {
                 Some(ContainerType::Region { elem, strategy }) => {
                     let two_d =
@@ -47,7 +44,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             let shape = if two_d { "?x?x" } else { "?x" };
             let memref = melior::ir::Type::parse(context, &format!("memref<{shape}{elem}>"))
                 .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
-            mlirBlockArgumentSetType(arg, memref.to_raw());
+            rewrite::set_argument_type(arg, memref);
             if two_d {
                 let b = Builder::before(context, first_op);
                 let view = b.op(
@@ -62,9 +59,8 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         let flat_view = |v: MlirValue| flat.get(&(v.ptr as usize)).copied().unwrap_or(v);
         let panic_ty =
             melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
-        let panic_buffer =
-            mlirBlockAddArgument(entry, panic_ty.to_raw(), mlirOperationGetLocation(func));
-        set_function_type(func, entry);
+        let panic_buffer = rewrite::add_argument(entry, panic_ty, func);
+        rewrite::set_function_type(context, func, entry);
 
         let root = OperationRef::from_raw(func);
         for op in rewrite::collect(root, ops::LEN) {
@@ -112,8 +108,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         }
         for op in rewrite::collect(root, ops::LOAD) {
             let b = Builder::before(context, op);
-            let result_ty =
-                melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let result_ty = rewrite::result_type(op);
             let v = b.op(
                 "memref.load",
                 &[flat_view(rewrite::operand(op, 0)), rewrite::operand(op, 1)],
@@ -143,7 +138,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                 })?
                 .code();
             let b = Builder::before(context, op);
-            let ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let ty = rewrite::result_type(op);
             let (atomic, index, value) = (
                 rewrite::operand(op, 0),
                 rewrite::operand(op, 1),
@@ -159,7 +154,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         }
         for op in rewrite::collect(root, ops::ATOMIC_CAS) {
             let b = Builder::before(context, op);
-            let ty = melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let ty = rewrite::result_type(op);
             let operands = rewrite::operands(op);
             let v = b.compare_and_swap(operands[0], operands[1], operands[2], operands[3], ty);
             rewrite::replace(op, &[v]);
@@ -202,39 +197,12 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
     }
 }
 
-/// Sets a function's `function_type` from its entry block's arguments (no results).
-///
-/// # Safety
-///
-/// `func` must be a live function-like op whose entry block is `entry`.
-pub unsafe fn set_function_type(func: MlirOperation, entry: MlirBlock) {
-    unsafe {
-        let inputs: Vec<MlirType> = (0..mlirBlockGetNumArguments(entry))
-            .map(|i| mlirValueGetType(mlirBlockGetArgument(entry, i)))
-            .collect();
-        let context = mlirOperationGetContext(func);
-        let fty = mlirFunctionTypeGet(
-            context,
-            inputs.len() as isize,
-            inputs.as_ptr(),
-            0,
-            std::ptr::null(),
-        );
-        let name = melior::StringRef::new("function_type");
-        mlirOperationSetAttributeByName(func, name.to_raw(), mlirTypeAttrGet(fty));
-    }
-}
-
 /// The kernel functions of a module: `func.func`s carrying the `offload.kernel` attribute.
 pub fn kernels(root: OperationRef<'_, '_>) -> Vec<MlirOperation> {
     rewrite::collect(root, "func.func")
         .into_iter()
-        .filter(|f| unsafe {
-            let name = melior::StringRef::new(offload_dialect::KERNEL_ATTR);
-            !mlirOperationGetAttributeByName(*f, name.to_raw())
-                .ptr
-                .is_null()
-        })
+        // SAFETY: the functions were just collected from the live module.
+        .filter(|f| unsafe { rewrite::has_attribute(*f, offload_dialect::KERNEL_ATTR) })
         .collect()
 }
 
@@ -302,7 +270,7 @@ impl SharedArray {
     /// `op` must be a live `offload.alloc_shared`.
     pub unsafe fn of(op: MlirOperation) -> Result<SharedArray, PassError> {
         unsafe {
-            let ty = rewrite::type_text(mlirValueGetType(mlirOperationGetResult(op, 0)));
+            let ty = rewrite::result_type(op).to_string();
             let Some(ContainerType::Shared { elem }) = parse_container_type(&ty) else {
                 return Err(refuse(
                     op,

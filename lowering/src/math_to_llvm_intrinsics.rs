@@ -6,7 +6,6 @@
 
 use crate::rewrite::{self, Builder};
 use melior::{Context, ir::OperationRef};
-use mlir_sys::{mlirOperationGetResult, mlirValueGetType};
 
 pub const NAME: &str = "offload-math-to-llvm-intrinsics";
 
@@ -27,8 +26,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), crate::r
             // SAFETY: `op` was collected from the live module and is replaced once.
             unsafe {
                 let b = Builder::before(context, op);
-                let ty =
-                    melior::ir::Type::from_raw(mlirValueGetType(mlirOperationGetResult(op, 0)));
+                let ty = rewrite::result_type(op);
                 let attrs: Vec<(&str, melior::ir::Attribute)> =
                     flag.into_iter().map(|f| (f, b.attr("false"))).collect();
                 let v = b.op(intrinsic, &rewrite::operands(op), &[ty], &attrs);

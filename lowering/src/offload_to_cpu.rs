@@ -67,15 +67,16 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             );
             let host = rewrite::parse_operation(context, &skeleton, NAME)?;
             let host_ref = OperationRef::from_raw(host);
-            let host_entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(host, 0));
-            let result = |op: MlirOperation| mlirOperationGetResult(op, 0);
+            let host_entry = rewrite::entry_block(host);
+            let result = |op: MlirOperation| rewrite::result(op, 0);
             let (rem, div) = (
                 rewrite::collect(host_ref, "arith.remui"),
                 rewrite::collect(host_ref, "arith.divui"),
             );
             let group = [result(rem[0]), result(div[0])];
             let thread = [result(rem[1]), result(div[1])];
-            let arg = |i| mlirBlockGetArgument(host_entry, i);
+            let host_args = rewrite::arguments(host_entry);
+            let arg = |i: usize| host_args[i];
             let count = [arg(2), arg(3)];
             let size = [arg(4), arg(5)];
 
@@ -122,7 +123,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     &format!("func.func private @{BARRIER_SYMBOL}(index)"),
                     NAME,
                 )?;
-                mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(func), func, declaration);
+                rewrite::insert_before(func, declaration);
                 declared_barrier = true;
             }
             for ret in rewrite::collect(func_ref, "func.return") {
@@ -131,20 +132,11 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             }
             // The body moves into `scf.execute_region`, whose entry block takes no
             // arguments: point the kernel's arguments at the host function's instead.
-            let body = mlirOperationGetRegion(func, 0);
-            let entry = mlirRegionGetFirstBlock(body);
-            let n = mlirBlockGetNumArguments(entry);
-            for i in 0..n {
-                let host_arg = mlirBlockGetArgument(host_entry, i + LEADING_ARGS as isize);
-                mlirValueReplaceAllUsesOfWith(mlirBlockGetArgument(entry, i), host_arg);
-            }
-            for i in (0..n).rev() {
-                mlirBlockEraseArgument(entry, i as u32);
-            }
+            rewrite::forward_arguments(rewrite::entry_block(func), &host_args[LEADING_ARGS..]);
             let execute = rewrite::collect(host_ref, "scf.execute_region")[0];
-            mlirRegionTakeBody(mlirOperationGetRegion(execute, 0), body);
-            mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(func), func, host);
-            mlirOperationDestroy(func);
+            rewrite::move_body(func, execute);
+            rewrite::insert_before(func, host);
+            rewrite::erase(func);
         }
     }
     Ok(())

@@ -9,7 +9,6 @@
 
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
-use melior::ir::{attribute::AttributeLike, r#type::TypeLike};
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::ops;
@@ -25,14 +24,11 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let func_ref = OperationRef::from_raw(func);
             // A hidden last argument offsets workgroup x: a launch split across devices
             // runs each device's share of the workgroups with the share's first index.
-            let entry = mlirRegionGetFirstBlock(mlirOperationGetRegion(func, 0));
+            let entry = rewrite::entry_block(func);
             let index = melior::ir::Type::index(context);
             // The hidden index parameters, in the ABI's order.
             use offload_mir::abi::{GPU_HIDDEN, GpuHidden};
-            let hidden = GPU_HIDDEN.map(|h| {
-                let location = mlirOperationGetLocation(func);
-                (h, mlirBlockAddArgument(entry, index.to_raw(), location))
-            });
+            let hidden = GPU_HIDDEN.map(|h| (h, rewrite::add_argument(entry, index, func)));
             let parameter = |kind: GpuHidden| {
                 hidden
                     .iter()
@@ -43,7 +39,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let group_base = parameter(GpuHidden::GroupBase);
             let dynamic_bytes = parameter(GpuHidden::DynamicSharedBytes);
             let groups_x = parameter(GpuHidden::WorkgroupsX);
-            kernel_abi::set_function_type(func, entry);
+            rewrite::set_function_type(context, func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
             subgroups(context, func_ref)?;
             for op in rewrite::collect(func_ref, ops::BARRIER) {
@@ -88,18 +84,14 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             );
             let module = rewrite::parse_operation(context, &skeleton, NAME)?;
             let gpu_func = rewrite::collect(OperationRef::from_raw(module), "gpu.func")[0];
-            mlirRegionTakeBody(
-                mlirOperationGetRegion(gpu_func, 0),
-                mlirOperationGetRegion(func, 0),
-            );
-            mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(func), func, module);
-            mlirOperationDestroy(func);
+            rewrite::move_body(func, gpu_func);
+            rewrite::insert_before(func, module);
+            rewrite::erase(func);
         }
     }
     let unit = melior::ir::Attribute::unit(context);
-    let name = melior::StringRef::new("gpu.container_module");
     // SAFETY: `root` is the live module operation.
-    unsafe { mlirOperationSetAttributeByName(root.to_raw(), name.to_raw(), unit.to_raw()) };
+    unsafe { rewrite::set_attribute(root.to_raw(), "gpu.container_module", unit) };
     Ok(())
 }
 
@@ -195,7 +187,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
             let combine = rewrite::string_attribute(op, "combine")
                 .ok_or_else(|| refuse(op, "`offload.subgroup_reduce` needs a `combine` op name"))?;
             let b = rewrite::Builder::before(context, op);
-            let ty = melior::ir::Type::from_raw(mlirValueGetType(rewrite::operand(op, 0)));
+            let ty = rewrite::value_type(rewrite::operand(op, 0));
             let mut acc = rewrite::operand(op, 0);
             let mut offset = WARP / 2;
             while offset > 0 {
@@ -236,7 +228,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
 /// value where that lane is outside the warp.
 fn shuffle(b: &rewrite::Builder<'_>, value: MlirValue, lane: MlirValue, mode: &str) -> MlirValue {
     // SAFETY: `value` is a live SSA value of the kernel being converted.
-    let ty = unsafe { melior::ir::Type::from_raw(mlirValueGetType(value)) };
+    let ty = unsafe { rewrite::value_type(value) };
     let width = b.op(
         "arith.constant",
         &[],

@@ -25,7 +25,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             // SAFETY: `op` was just collected from the live module and is rewritten once.
             unsafe {
                 let region = rewrite::operand(op, 0);
-                let ty = rewrite::type_text(mlir_sys::mlirValueGetType(region));
+                let ty = rewrite::value_type(region).to_string();
                 let Some(ContainerType::Region { strategy, .. }) = parse_container_type(&ty) else {
                     return Err(refuse(
                         op,

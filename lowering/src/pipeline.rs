@@ -17,9 +17,7 @@ use crate::{LowerError, math_to_llvm_intrinsics, offload_to_cpu, offload_to_gpu,
 use melior::{
     Context,
     dialect::DialectRegistry,
-    ir::{
-        Module, OperationRef, attribute::AttributeLike, operation::OperationLike, r#type::TypeId,
-    },
+    ir::{Module, OperationRef, operation::OperationLike, r#type::TypeId},
     pass::{ExternalPass, Pass, PassManager, create_external},
     utility::{
         parse_pass_pipeline, register_all_dialects, register_all_llvm_translations,
@@ -202,10 +200,8 @@ impl Session {
                     stage: "ptx",
                     diagnostics: e.to_string(),
                 })?;
-            let object = mlir_sys::mlirArrayAttrGetElement(objects.to_raw(), 0);
-            let text = mlir_sys::mlirGPUObjectAttrGetObject(object);
-            let bytes = std::slice::from_raw_parts(text.data as *const u8, text.length);
-            let ptx = String::from_utf8_lossy(bytes).into_owned();
+            let bytes = crate::rewrite::first_gpu_object(objects);
+            let ptx = String::from_utf8_lossy(&bytes).into_owned();
             let unresolved = crate::libdevice::unresolved(&ptx);
             if !unresolved.is_empty() {
                 return Err(LowerError::Libdevice(crate::libdevice::missing_message(
@@ -234,23 +230,14 @@ impl Session {
         let input = |diagnostics: String| LowerError::Input { diagnostics };
         let name = std::ffi::CString::new(path)
             .map_err(|_| input(format!("{path}: a path with a NUL byte")))?;
-        let name = mlir_sys::MlirStringRef {
-            data: name.as_ptr(),
-            length: path.len(),
-        };
-        // SAFETY: the context is live and `name` points at `path.len()` bytes that outlive
-        // the call; a null module is the parser's failure, with diagnostics emitted.
-        let raw = unsafe { mlir_sys::mlirModuleCreateParseFromFile(self.context.to_raw(), name) };
-        if raw.ptr.is_null() {
+        let Some(module) = crate::rewrite::parse_module_file(&self.context, &name) else {
             let diagnostics = self.take_diagnostics();
             return Err(input(if diagnostics.is_empty() {
                 format!("{path}: cannot read or parse this file")
             } else {
                 diagnostics
             }));
-        }
-        // SAFETY: `raw` is a live module just created in this session's context.
-        let module = unsafe { Module::from_raw(raw) };
+        };
         if !module.as_operation().verify() {
             return Err(input(self.take_diagnostics()));
         }
@@ -334,12 +321,9 @@ impl Session {
         let nested = PassManager::new(&self.context);
         nested.enable_verifier(true);
         if std::env::var_os("OFFLOAD_PASS_TIMING").is_some() {
-            // SAFETY: both managers are live; MLIR prints the report to stderr when each
-            // is destroyed at the end of this function.
-            unsafe {
-                mlir_sys::mlirPassManagerEnableTiming(manager.to_raw());
-                mlir_sys::mlirPassManagerEnableTiming(nested.to_raw());
-            }
+            // MLIR prints the reports when the managers are destroyed, below.
+            crate::rewrite::enable_timing(&manager);
+            crate::rewrite::enable_timing(&nested);
         }
         parse_pass_pipeline(nested.as_operation_pass_manager(), pipeline)
             .map_err(|e| fail(format!("bad pass pipeline `{pipeline}`: {e}")))?;
@@ -438,12 +422,10 @@ fn make(id: &'static PassId, name: &'static str, body: PassBody) -> Pass {
                         Err(format!("internal error: {what}").into())
                     });
             if let Err(error) = outcome {
-                let message = std::ffi::CString::new(format!("{name}: {}", error.message))
-                    .unwrap_or_default();
                 // At the operation the pass refused, else at the module.
                 let at = error.at.unwrap_or_else(|| op.location().to_raw());
-                // SAFETY: `at` is a location of this context; `message` is a C string.
-                unsafe { mlir_sys::mlirEmitError(at, message.as_ptr()) };
+                // SAFETY: `at` is a location of this context.
+                unsafe { crate::rewrite::emit_error(at, &format!("{name}: {}", error.message)) };
                 pass.signal_failure();
             }
         },

@@ -1,4 +1,5 @@
-//! A small rewriting toolkit over MLIR's C API, for the offload passes.
+//! A small rewriting toolkit over MLIR's C API, for the offload passes: the one module
+//! of the crate that calls MLIR's C API directly (LLVM's is `llvm.rs`).
 //!
 //! melior covers building operations well but not every in-place edit a conversion
 //! needs (retyping block arguments, moving a region's body, erasing block arguments), so
@@ -11,7 +12,9 @@ use melior::{
     Context,
     ir::{
         Attribute, Identifier, Location, Operation, OperationRef, Type, Value,
+        attribute::AttributeLike,
         operation::{OperationBuilder, OperationLike},
+        r#type::TypeLike,
     },
 };
 use mlir_sys::*;
@@ -217,9 +220,172 @@ pub unsafe fn operands(op: MlirOperation) -> Vec<MlirValue> {
     }
 }
 
-/// The printed form of a type, for matching on dialect types the C API cannot inspect.
-pub fn type_text(t: MlirType) -> String {
-    unsafe { Type::from_raw(t) }.to_string()
+/// The type of a live value.
+///
+/// # Safety
+///
+/// `value` must be live.
+pub unsafe fn value_type<'c>(value: MlirValue) -> Type<'c> {
+    unsafe { Type::from_raw(mlirValueGetType(value)) }
+}
+
+/// Result `i` of a live operation.
+///
+/// # Safety
+///
+/// `op` must be live and have more than `i` results.
+pub unsafe fn result(op: MlirOperation, i: isize) -> MlirValue {
+    unsafe { mlirOperationGetResult(op, i) }
+}
+
+/// The type of a live operation's first result.
+///
+/// # Safety
+///
+/// `op` must be live and have a result.
+pub unsafe fn result_type<'c>(op: MlirOperation) -> Type<'c> {
+    unsafe { value_type(result(op, 0)) }
+}
+
+/// The first block of a live operation's first region: a function's entry block.
+///
+/// # Safety
+///
+/// `op` must be live and have a region with a block.
+pub unsafe fn entry_block(op: MlirOperation) -> MlirBlock {
+    unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)) }
+}
+
+/// The first operation of a live block.
+///
+/// # Safety
+///
+/// `block` must be live and not empty.
+pub unsafe fn first_operation(block: MlirBlock) -> MlirOperation {
+    unsafe { mlirBlockGetFirstOperation(block) }
+}
+
+/// The arguments of a live block, in order.
+///
+/// # Safety
+///
+/// `block` must be live.
+pub unsafe fn arguments(block: MlirBlock) -> Vec<MlirValue> {
+    unsafe {
+        (0..mlirBlockGetNumArguments(block))
+            .map(|i| mlirBlockGetArgument(block, i))
+            .collect()
+    }
+}
+
+/// Appends an argument of type `ty` to a live block, located at `at`.
+///
+/// # Safety
+///
+/// `block` and `at` must be live.
+pub unsafe fn add_argument(block: MlirBlock, ty: Type<'_>, at: MlirOperation) -> MlirValue {
+    unsafe { mlirBlockAddArgument(block, ty.to_raw(), mlirOperationGetLocation(at)) }
+}
+
+/// Gives a live block argument type `ty`.
+///
+/// # Safety
+///
+/// `argument` must be a live block argument.
+pub unsafe fn set_argument_type(argument: MlirValue, ty: Type<'_>) {
+    unsafe { mlirBlockArgumentSetType(argument, ty.to_raw()) }
+}
+
+/// Points every use of each argument of `block` at the matching value of `to`, then
+/// removes the arguments.
+///
+/// # Safety
+///
+/// `block` and the values must be live, with as many values as arguments.
+pub unsafe fn forward_arguments(block: MlirBlock, to: &[MlirValue]) {
+    unsafe {
+        for (argument, value) in arguments(block).into_iter().zip(to) {
+            mlirValueReplaceAllUsesOfWith(argument, *value);
+        }
+        for i in (0..mlirBlockGetNumArguments(block)).rev() {
+            mlirBlockEraseArgument(block, i as u32);
+        }
+    }
+}
+
+/// Inserts `op` (owned by no block) before the live operation `anchor`.
+///
+/// # Safety
+///
+/// Both must be live; `op` must have no parent.
+pub unsafe fn insert_before(anchor: MlirOperation, op: MlirOperation) {
+    unsafe { mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(anchor), anchor, op) }
+}
+
+/// Moves the body of `from`'s first region into `to`'s first region.
+///
+/// # Safety
+///
+/// Both must be live operations with a region; `to`'s is emptied first.
+pub unsafe fn move_body(from: MlirOperation, to: MlirOperation) {
+    unsafe {
+        mlirRegionTakeBody(
+            mlirOperationGetRegion(to, 0),
+            mlirOperationGetRegion(from, 0),
+        )
+    }
+}
+
+/// Erases a live operation that nothing uses.
+///
+/// # Safety
+///
+/// `op` must be live, its results unused; it must not be used afterwards.
+pub unsafe fn erase(op: MlirOperation) {
+    unsafe { mlirOperationDestroy(op) }
+}
+
+/// Sets attribute `name` of a live operation.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn set_attribute(op: MlirOperation, name: &str, value: Attribute<'_>) {
+    unsafe {
+        let name = melior::StringRef::new(name);
+        mlirOperationSetAttributeByName(op, name.to_raw(), value.to_raw())
+    }
+}
+
+/// Whether a live operation has attribute `name`.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn has_attribute(op: MlirOperation, name: &str) -> bool {
+    unsafe {
+        let name = melior::StringRef::new(name);
+        !mlirOperationGetAttributeByName(op, name.to_raw())
+            .ptr
+            .is_null()
+    }
+}
+
+/// Sets a function's `function_type` from its entry block's arguments (no results).
+///
+/// # Safety
+///
+/// `func` must be a live function-like op whose entry block is `entry`.
+pub unsafe fn set_function_type(context: &Context, func: MlirOperation, entry: MlirBlock) {
+    unsafe {
+        let inputs: Vec<Type<'_>> = arguments(entry)
+            .into_iter()
+            .map(|a| value_type(a))
+            .collect();
+        let function = melior::ir::r#type::FunctionType::new(context, &inputs, &[]);
+        let attribute = melior::ir::attribute::TypeAttribute::new(function.into());
+        set_attribute(func, "function_type", attribute.into());
+    }
 }
 
 /// An integer attribute's value, read from a live operation.
@@ -254,6 +420,52 @@ pub unsafe fn string_attribute(op: MlirOperation, name: &str) -> Option<String> 
         let bytes = std::slice::from_raw_parts(s.data.cast::<u8>(), s.length);
         Some(String::from_utf8_lossy(bytes).into_owned())
     }
+}
+
+/// The bytes of the first `#gpu.object` of a `gpu.binary`'s `objects` array.
+///
+/// # Safety
+///
+/// `objects` must be a live array attribute whose first element is a `#gpu.object`.
+pub unsafe fn first_gpu_object(objects: Attribute<'_>) -> Vec<u8> {
+    unsafe {
+        let object = mlirArrayAttrGetElement(objects.to_raw(), 0);
+        let text = mlirGPUObjectAttrGetObject(object);
+        std::slice::from_raw_parts(text.data as *const u8, text.length).to_vec()
+    }
+}
+
+/// Parses the MLIR file at `path` into a module of `context`; `None` when it cannot be
+/// read or parsed (with diagnostics emitted).
+pub fn parse_module_file<'c>(
+    context: &'c Context,
+    path: &std::ffi::CStr,
+) -> Option<melior::ir::Module<'c>> {
+    let name = MlirStringRef {
+        data: path.as_ptr(),
+        length: path.to_bytes().len(),
+    };
+    // SAFETY: the context is live and `name` points at the path's bytes, which outlive
+    // the call; a null module is the parser's failure.
+    let raw = unsafe { mlirModuleCreateParseFromFile(context.to_raw(), name) };
+    // SAFETY: a non-null `raw` is a live module just created in `context`.
+    (!raw.ptr.is_null()).then(|| unsafe { melior::ir::Module::from_raw(raw) })
+}
+
+/// Makes `manager` print how long each pass took, to stderr, when it is destroyed.
+pub fn enable_timing(manager: &melior::pass::PassManager<'_>) {
+    // SAFETY: the manager is live.
+    unsafe { mlirPassManagerEnableTiming(manager.to_raw()) }
+}
+
+/// Emits an error diagnostic `message` at `at`.
+///
+/// # Safety
+///
+/// `at` must be a location of a live context.
+pub unsafe fn emit_error(at: MlirLocation, message: &str) {
+    let message = std::ffi::CString::new(message.replace('\0', " ")).unwrap_or_default();
+    unsafe { mlirEmitError(at, message.as_ptr()) }
 }
 
 /// Why a pass refused its input: the message, and the operation it refused when there
