@@ -325,6 +325,11 @@ impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
 
 /// What a `Region` parameter of a launch accepts: a `Region`, or for one-dimensional
 /// strategies `&mut [T]`, `&mut Vec<T>` and `&mut [T; N]`.
+#[diagnostic::on_unimplemented(
+    message = "a `Region<{T}, {S}>` parameter cannot be given a `{Self}`",
+    label = "pass the data by mutable reference: `&mut y`",
+    note = "a region parameter takes `&mut Vec<{T}>`, `&mut [{T}]`, `&mut [{T}; N]` or a `Region` (`Region::new_2d(&mut y, width)` for two-dimensional strategies); the kernel writes the caller's data in place"
+)]
 pub trait IntoRegion<'a, T, S> {
     /// The region the launch passes; the launch calls this.
     fn into_region(self) -> Region<'a, T, S>;
@@ -361,6 +366,11 @@ impl<'a, T: Scalar, S: OneDimensional, const N: usize> IntoRegion<'a, T, S> for 
 
 /// What an `Atomic<T>` parameter of a launch accepts: data every thread may update with
 /// atomic operations, copied to the device and back like a region.
+#[diagnostic::on_unimplemented(
+    message = "an `Atomic<{T}>` parameter cannot be given a `{Self}`",
+    label = "pass the data by mutable reference: `&mut counts`",
+    note = "an atomic parameter takes `&mut Vec<{T}>`, `&mut [{T}]` or `&mut [{T}; N]`"
+)]
 pub trait IntoAtomic<'a, T> {
     /// The elements the kernel's threads update; the launch calls this.
     fn into_atomic(self) -> &'a mut [T];
@@ -392,6 +402,11 @@ pub struct SliceData<'a, T> {
 
 /// What a slice (`&[T]`) parameter of a launch accepts: `&[T]`, `&Vec<T>`, `&[T; N]`, or
 /// a `&DeviceBuffer<T>` used where it lives.
+#[diagnostic::on_unimplemented(
+    message = "a `&[{T}]` parameter cannot be given a `{Self}`",
+    label = "pass the data by reference: `&x`",
+    note = "a slice parameter takes `&Vec<{T}>`, `&[{T}]`, `&[{T}; N]` or `&DeviceBuffer<{T}>`"
+)]
 pub trait IntoSlice<'a, T> {
     /// The data the launch passes; the launch calls this.
     fn into_slice(self) -> SliceData<'a, T>;

@@ -60,6 +60,7 @@ macro_rules! for_each_case {
         $m!(split_buffers_stay_on_every_device);
         $m!(workgroup_count_is_the_whole_launch);
         $m!(panics_reach_only_the_thread_that_launched_them);
+        $m!(methods_called_by_their_type_path);
     };
 }
 
@@ -1917,4 +1918,48 @@ pub fn panics_reach_only_the_thread_that_launched_them(o: LaunchOptions) -> Case
     } else {
         Err(failures.join("; "))
     }
+}
+
+#[offload_kernel]
+fn path_methods(mut out: Region<f32, Linear1D>, x: &[f32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let a = x[i];
+        *v = f32::max(a, 0.5)
+            + f32::min(1.0, a)
+            + f32::sqrt(f32::abs(a))
+            + f32::mul_add(a, 2.0, 1.0)
+            + i32::max(i as i32 - 3, 0) as f32;
+    }
+}
+
+#[offload_kernel]
+fn generic_path_methods<T: Float>(mut out: Region<T, Linear1D>, x: &[T]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        *v = T::max(x[i], T::from_f64(0.0)) + T::sqrt(T::abs(x[i]));
+    }
+}
+
+pub fn methods_called_by_their_type_path(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = (0..1000).map(|i| (i as f32 - 500.0) * 0.01).collect();
+    let mut out = vec![0f32; x.len()];
+    path_methods(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = x
+        .iter()
+        .enumerate()
+        .map(|(i, &a)| {
+            a.max(0.5)
+                + 1.0f32.min(a)
+                + a.abs().sqrt()
+                + a.mul_add(2.0, 1.0)
+                + (i as i32 - 3).max(0) as f32
+        })
+        .collect();
+    close_f32("f32::max and friends", &out, &want, 1e-6)?;
+    let x64: Vec<f64> = x.iter().map(|&v| v as f64).collect();
+    let mut out64 = vec![0f64; x64.len()];
+    generic_path_methods(o, &mut out64, &x64).map_err(|e| e.to_string())?;
+    let want64: Vec<f64> = x64.iter().map(|&a| a.max(0.0) + a.abs().sqrt()).collect();
+    close_f64("T::max and friends (f64)", &out64, &want64, 1e-12)
 }

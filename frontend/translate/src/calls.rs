@@ -2,7 +2,7 @@
 //! name to region, integer and float methods and intrinsics), atomics and the panic and
 //! assertion macros.
 
-use super::{Binding, Builder, Result, TranslateError, Value, error};
+use super::{Binding, Builder, Result, TranslateError, Value, error, starts_type_path};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
@@ -24,6 +24,9 @@ impl Builder {
         let func = last.ident.to_string();
         if let Some(converted) = self.conversion(p, c)? {
             return Ok(Some(converted));
+        }
+        if let Some(value) = self.path_method(p, c)? {
+            return Ok(value);
         }
         let in_device = self.body.kind == BodyKind::Device;
         if func == "sync_threads" {
@@ -579,6 +582,72 @@ fn expression_text(e: &syn::Expr) -> String {
 }
 
 impl Builder {
+    /// `f32::max(a, b)`, `T::sqrt(x)`: a method of a scalar type called by its path, as
+    /// the method call `(a as f32).max(b)` (the type written names the receiver's type,
+    /// so a literal receiver takes it). `None` for a call of anything but a type's
+    /// function; an error for a type that is not a scalar type.
+    fn path_method(&mut self, p: &syn::ExprPath, c: &syn::ExprCall) -> Result<Option<Value>> {
+        let [ty, method] = &p.path.segments.iter().collect::<Vec<_>>()[..] else {
+            return Ok(None);
+        };
+        let name = ty.ident.to_string();
+        // `Shared::<T, N>::new()` is a declaration, read where it is bound.
+        if !starts_type_path(&name) || name == "Shared" || name == "DynShared" {
+            return Ok(None);
+        }
+        let Some(scalar) = self
+            .subst
+            .iter()
+            .find(|(p, _)| *p == name)
+            .map(|(_, t)| *t)
+            .or_else(|| ScalarTy::from_name(&name))
+        else {
+            return error(
+                p,
+                format!(
+                    "`{name}::{}` cannot be called in kernels: only `#[offload_device]` functions and the methods of scalar types (`f32::max(a, b)`)",
+                    method.ident
+                ),
+            );
+        };
+        let mut args = c.args.iter().cloned();
+        let Some(receiver) = args.next() else {
+            return error(
+                c,
+                format!(
+                    "`{name}::{}` takes the value it applies to as its first argument",
+                    method.ident
+                ),
+            );
+        };
+        let receiver_type: syn::Type =
+            syn::parse_str(&scalar.to_string()).expect("scalar type names parse as types");
+        let cast = syn::Expr::Cast(syn::ExprCast {
+            attrs: Vec::new(),
+            expr: Box::new(syn::Expr::Paren(syn::ExprParen {
+                attrs: Vec::new(),
+                paren_token: Default::default(),
+                expr: Box::new(receiver),
+            })),
+            as_token: Default::default(),
+            ty: Box::new(receiver_type),
+        });
+        let call = syn::ExprMethodCall {
+            attrs: Vec::new(),
+            receiver: Box::new(syn::Expr::Paren(syn::ExprParen {
+                attrs: Vec::new(),
+                paren_token: Default::default(),
+                expr: Box::new(cast),
+            })),
+            dot_token: Default::default(),
+            method: method.ident.clone(),
+            turbofish: None,
+            paren_token: Default::default(),
+            args: args.collect(),
+        };
+        self.method_call(&call).map(Some)
+    }
+
     /// `T::from_f64(x)` and `T::from_i64(x)` for a type `T` (a generic parameter or a
     /// primitive): `x` converted as `x as T` converts, so a literal argument is a
     /// constant of `T`. `None` for any other call.

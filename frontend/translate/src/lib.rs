@@ -85,9 +85,10 @@ pub fn is_builtin(segments: &[String]) -> bool {
     {
         return true;
     }
-    // `T::from_f64(x)`, `T::from_i64(x)`: conversions of `Num`/`Float`.
-    if let [_, f] = segments
-        && (f == "from_f64" || f == "from_i64")
+    // `T::from_f64(x)`, `f32::max(a, b)`: functions of a type, never device functions
+    // (those are free functions); the translator says which it supports.
+    if let [ty, _] = segments
+        && starts_type_path(ty)
     {
         return true;
     }
@@ -95,6 +96,12 @@ pub fn is_builtin(segments: &[String]) -> bool {
         || SubgroupOp::ALL.iter().any(|o| o.name() == last)
         || last == "subgroup_broadcast"
         || last == "sync_threads"
+}
+
+/// Whether a path starting with `segment` names a type's function: a scalar type, or a
+/// capitalised name (a type or generic parameter, as Rust names them).
+fn starts_type_path(segment: &str) -> bool {
+    ScalarTy::from_name(segment).is_some() || segment.starts_with(|c: char| c.is_ascii_uppercase())
 }
 
 /// A source position as a map key.
