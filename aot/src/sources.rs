@@ -3,7 +3,8 @@
 
 use crate::Error;
 use offload_frontend::{
-    TranslateError, device_call_paths, instances, translate_device, translate_instance,
+    TranslateError, device_call_paths, instances, strategy_consts, translate_device,
+    translate_instance_with,
 };
 use offload_mir::{Body, Linked};
 use std::collections::HashMap;
@@ -84,13 +85,27 @@ struct Marked<'a> {
     kernel: bool,
 }
 
-/// Collects the marked functions of a file, in modules and function bodies too.
+/// Collects the marked functions of a file, in modules and function bodies too, and its
+/// integer `const` items (what strategies such as `Chunked<COLS>` may name).
 struct Collect<'a> {
     file: &'a str,
     found: Vec<Marked<'a>>,
+    consts: Vec<(String, u32)>,
 }
 
 impl<'a> Visit<'a> for Collect<'a> {
+    fn visit_item_const(&mut self, item: &'a syn::ItemConst) {
+        if let syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(value),
+            ..
+        }) = &*item.expr
+            && let Ok(value) = value.base10_parse::<u32>()
+        {
+            self.consts.push((item.ident.to_string(), value));
+        }
+        syn::visit::visit_item_const(self, item);
+    }
+
     fn visit_item_fn(&mut self, item: &'a syn::ItemFn) {
         let marker = |name: &str| {
             item.attrs
@@ -137,13 +152,16 @@ fn called_names(block: &syn::Block) -> Vec<String> {
 /// Every kernel instance of `files`, linked.
 pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
     let mut marked = Vec::new();
+    let mut consts: Vec<(String, u32)> = Vec::new();
     for file in files {
         let mut collect = Collect {
             file: &file.name,
             found: Vec::new(),
+            consts: Vec::new(),
         };
         collect.visit_file(&file.syntax);
         marked.extend(collect.found);
+        consts.extend(collect.consts);
     }
 
     let mut devices: HashMap<String, Vec<Device<'_>>> = HashMap::new();
@@ -169,8 +187,11 @@ pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
         let Some(device) = reachable_devices(m, &devices) else {
             continue;
         };
+        let Some(values) = strategy_values(m, &consts) else {
+            continue;
+        };
         for subst in instances(&m.item.sig).map_err(error)? {
-            let body = translate_instance(m.item, m.file, &subst).map_err(error)?;
+            let body = translate_instance_with(m.item, m.file, &subst, &values).map_err(error)?;
             let display = if subst.is_empty() {
                 name.clone()
             } else {
@@ -196,6 +217,31 @@ pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
         }
     }
     Ok(kernels)
+}
+
+/// The values of the `const` items the kernel's strategies name, or `None` (with a
+/// warning) when one is not an integer `const` of this crate with a single value: such a
+/// kernel is left to the JIT.
+fn strategy_values(kernel: &Marked<'_>, consts: &[(String, u32)]) -> Option<Vec<(String, u32)>> {
+    let mut values = Vec::new();
+    for name in strategy_consts(&kernel.item.sig) {
+        let found: Vec<u32> = consts
+            .iter()
+            .filter(|(c, _)| *c == name)
+            .map(|(_, v)| *v)
+            .collect();
+        match found[..] {
+            [value] => values.push((name, value)),
+            _ => {
+                println!(
+                    "cargo:warning={}: kernel `{}` is not built ahead of time: its strategy names `{name}`, which is not one integer `const` of this crate",
+                    kernel.file, kernel.item.sig.ident
+                );
+                return None;
+            }
+        }
+    }
+    Some(values)
 }
 
 /// The MIR of every device function the kernel reaches, or `None` (with a warning) when

@@ -74,6 +74,11 @@ pub use disk_cache::DiskCache;
 pub use kernel::{DeviceFn, KernelDescriptor};
 #[doc(hidden)]
 pub use launch::launch;
+/// What the macros' expansions name, and nothing else should.
+#[doc(hidden)]
+pub mod __private {
+    pub use const_format::formatcp;
+}
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;
 #[doc(hidden)]

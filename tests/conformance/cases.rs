@@ -61,6 +61,7 @@ macro_rules! for_each_case {
         $m!(workgroup_count_is_the_whole_launch);
         $m!(panics_reach_only_the_thread_that_launched_them);
         $m!(methods_called_by_their_type_path);
+        $m!(strategies_take_const_items);
     };
 }
 
@@ -1962,4 +1963,91 @@ pub fn methods_called_by_their_type_path(o: LaunchOptions) -> CaseResult {
     generic_path_methods(o, &mut out64, &x64).map_err(|e| e.to_string())?;
     let want64: Vec<f64> = x64.iter().map(|&a| a.max(0.0) + a.abs().sqrt()).collect();
     close_f64("T::max and friends (f64)", &out64, &want64, 1e-12)
+}
+
+const COLS: usize = 37;
+const RADIUS: usize = 2;
+
+/// A row softmax: one thread per row of `COLS` values.
+#[offload_kernel]
+fn row_softmax(mut rows: Region<f32, Chunked<COLS>>) {
+    if let Some(row) = rows.get_mut() {
+        let mut top = row[0];
+        for k in 1..row.len() {
+            top = top.max(row[k]);
+        }
+        let mut sum = 0.0f32;
+        for k in 0..row.len() {
+            row[k] = (row[k] - top).exp();
+            sum += row[k];
+        }
+        for k in 0..row.len() {
+            row[k] /= sum;
+        }
+    }
+}
+
+/// A box filter of radius `RADIUS`, with an offset outside the radius on request.
+#[offload_kernel]
+fn box_filter(mut out: Region<f32, Linear2D>, img: Region<f32, Stencil2D<RADIUS>>, reach: isize) {
+    let mut sum = 0.0f32;
+    for dr in -2..=2 {
+        for dc in -2..=2 {
+            sum += img.get_clamped(dr, dc);
+        }
+    }
+    let far = if reach > 2 {
+        img.get_clamped(3, 0)
+    } else {
+        0.0
+    };
+    if let Some(v) = out.get_mut() {
+        *v = sum + far;
+    }
+}
+
+pub fn strategies_take_const_items(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = (0..COLS * 20)
+        .map(|i| ((i * 13) % 17) as f32 * 0.25)
+        .collect();
+    let mut rows = x.clone();
+    row_softmax(o, &mut rows).map_err(|e| e.to_string())?;
+    let mut want = x.clone();
+    for row in want.chunks_mut(COLS) {
+        let top = row.iter().cloned().fold(f32::MIN, f32::max);
+        let sum: f32 = row.iter().map(|v| (v - top).exp()).sum();
+        for v in row.iter_mut() {
+            *v = (*v - top).exp() / sum;
+        }
+    }
+    close_f32("softmax over Chunked<COLS>", &rows, &want, 1e-5)?;
+
+    let (w, h) = (23usize, 17usize);
+    let img: Vec<f32> = (0..w * h).map(|i| ((i * 7) % 19) as f32).collect();
+    let mut out = vec![0f32; w * h];
+    box_filter(o, Region::new_2d(&mut out, w), Region::stencil(&img, w), 2)
+        .map_err(|e| e.to_string())?;
+    let at = |r: isize, c: isize| {
+        img[r.clamp(0, h as isize - 1) as usize * w + c.clamp(0, w as isize - 1) as usize]
+    };
+    let want: Vec<f32> = (0..w * h)
+        .map(|i| {
+            let (r, c) = ((i / w) as isize, (i % w) as isize);
+            let mut sum = 0.0;
+            for dr in -2..=2 {
+                for dc in -2..=2 {
+                    sum += at(r + dr, c + dc);
+                }
+            }
+            sum
+        })
+        .collect();
+    compare("box filter over Stencil2D<RADIUS>", &out, &want)?;
+    // An offset past a `const` radius is caught at run time.
+    let result = box_filter(o, Region::new_2d(&mut out, w), Region::stencil(&img, w), 3);
+    expect_panic(
+        result,
+        "stencil offset outside the region's radius",
+        "img.get_clamped(3, 0)",
+    )
 }

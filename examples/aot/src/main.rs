@@ -30,6 +30,23 @@ fn smoothstep<T: Float>(mut y: Region<T, Linear1D>) {
     }
 }
 
+/// Values per row of `normalize_rows`: a strategy may name a `const` item.
+const ROW: usize = 40;
+
+/// Each thread scales one row of `ROW` values to sum to one.
+#[offload_kernel]
+fn normalize_rows(mut rows: Region<f32, Chunked<ROW>>) {
+    if let Some(row) = rows.get_mut() {
+        let mut sum = 0.0f32;
+        for k in 0..row.len() {
+            sum += row[k];
+        }
+        for k in 0..row.len() {
+            row[k] /= sum;
+        }
+    }
+}
+
 /// Sums of 256 values per workgroup: shared memory and a barrier.
 #[offload_kernel]
 fn block_sums(sums: Atomic<f64>, x: &[f64]) {
@@ -112,6 +129,15 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
         .collect();
     try_offload! { kernel = smoothstep, args = (&mut z, ) }?;
     check("smoothstep::<f64>", close(&z, &want, 1e-12))?;
+
+    let mut rows: Vec<f32> = (0..ROW * 500).map(|i| (i % 7 + 1) as f32).collect();
+    let mut want = rows.clone();
+    for row in want.chunks_mut(ROW) {
+        let sum: f32 = row.iter().sum();
+        row.iter_mut().for_each(|v| *v /= sum);
+    }
+    try_offload! { kernel = normalize_rows, args = (&mut rows,) }?;
+    check("normalize_rows (Chunked<ROW>)", close(&rows, &want, 1e-6))?;
 
     let x: Vec<f64> = (0..n).map(|i| (i % 1000) as f64 * 0.25).collect();
     let groups = n.div_ceil(256);

@@ -13,7 +13,8 @@
 //! translator in `offload-mir`. These macros never panic on user input.
 
 use offload_frontend::{
-    ParamKind, instance_name, instances, param_kind, translate_device, translate_instance,
+    ParamKind, instance_name, instances, param_kind, strategy_consts, translate_device,
+    translate_instance_with,
 };
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
@@ -48,10 +49,18 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     // One descriptor per instance: a plain kernel has one, a generic kernel one for each
     // combination of the types its bounds admit.
     let instances = instances(&item.sig).map_err(to_syn)?;
+    let consts = strategy_consts(&item.sig);
+    let probe = |base: u32| -> Vec<(String, u32)> {
+        consts
+            .iter()
+            .enumerate()
+            .map(|(k, c)| (c.clone(), base + k as u32))
+            .collect()
+    };
     let mut descriptors = Vec::new();
     let mut arms = Vec::new();
     for subst in &instances {
-        let body = translate_instance(item, &file, subst).map_err(to_syn)?;
+        let body = translate_instance_with(item, &file, subst, &probe(PROBE_A)).map_err(to_syn)?;
         // The translator should only produce valid MIR; if it did not, say so at the kernel.
         offload_mir::validate(&body).map_err(|e| {
             syn::Error::new(
@@ -59,7 +68,19 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
                 format!("internal error: the kernel's MIR is invalid: {e}"),
             )
         })?;
-        let mir = body.to_string();
+        let mir = if consts.is_empty() {
+            let mir = body.to_string();
+            quote! { #mir }
+        } else {
+            let other =
+                translate_instance_with(item, &file, subst, &probe(PROBE_B)).map_err(to_syn)?;
+            const_mir(&body.to_string(), &other.to_string(), &consts).ok_or_else(|| {
+                syn::Error::new(
+                    name.span(),
+                    "internal error: a `const` strategy argument did not translate to a constant",
+                )
+            })?
+        };
         let ident = format_ident!("__OFFLOAD_KERNEL_{}", instance_name(&name_str, subst));
         let display = if subst.is_empty() {
             name_str.clone()
@@ -102,6 +123,7 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     let mut args = Vec::new();
     // Parameter kinds do not depend on the instance; read them with the first one.
     let first = &instances[0];
+    let first_consts = probe(PROBE_A);
     for input in &item.sig.inputs {
         let syn::FnArg::Typed(arg) = input else {
             unreachable!("the translator rejects `self` parameters");
@@ -112,7 +134,7 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
         let ident = &pat.ident;
         let mutability = &pat.mutability;
         let ty = &arg.ty;
-        match param_kind(ty, first).map_err(to_syn)? {
+        match param_kind(ty, first, &first_consts).map_err(to_syn)? {
             ParamKind::Region(..) => {
                 let (elem, strategy) = region_args(ty);
                 check_params.push(quote_spanned! {ty.span()=> #mutability #ident: ::offload::kernel_view::Region<#elem, #strategy> });
@@ -163,6 +185,50 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
             ::offload::launch(__offload_descriptor, __offload_options, &mut [#(#args),*])
         }
     })
+}
+
+/// The values a kernel's `const` strategy arguments are translated with, twice: the
+/// numbers that differ between the two MIR texts are where the constants went.
+const PROBE_A: u32 = 1_000_003;
+const PROBE_B: u32 = 2_000_029;
+
+/// The MIR text of a kernel whose strategies name `const` items, as a `formatcp!` that
+/// puts the items' values where `a` (translated with [`PROBE_A`] values) and `b` (with
+/// [`PROBE_B`]) differ; `None` if they differ anywhere else.
+fn const_mir(a: &str, b: &str, consts: &[String]) -> Option<TokenStream2> {
+    // Split into runs of digits and runs of anything else.
+    fn tokens(text: &str) -> Vec<&str> {
+        let mut out = Vec::new();
+        let mut start = 0;
+        let bytes = text.as_bytes();
+        for i in 1..=bytes.len() {
+            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
+                out.push(&text[start..i]);
+                start = i;
+            }
+        }
+        out
+    }
+    let (ta, tb) = (tokens(a), tokens(b));
+    if ta.len() != tb.len() {
+        return None;
+    }
+    let mut format = String::new();
+    let mut args = Vec::new();
+    for (x, y) in ta.iter().zip(&tb) {
+        if x == y {
+            format.push_str(&x.replace('{', "{{").replace('}', "}}"));
+            continue;
+        }
+        let k = x.parse::<u32>().ok()?.checked_sub(PROBE_A)?;
+        if y.parse::<u32>().ok()?.checked_sub(PROBE_B)? != k {
+            return None;
+        }
+        let name = format_ident!("{}", consts.get(k as usize)?);
+        format.push_str("{}");
+        args.push(quote! { #name });
+    }
+    Some(quote! { ::offload::__private::formatcp!(#format, #(#args),*) })
 }
 
 /// Marks a function callable from kernels. It stays an ordinary Rust function too; a

@@ -127,8 +127,70 @@ pub enum ParamKind {
     Scalar(ScalarTy),
 }
 
+/// Values of the `const` items a kernel's strategies name (`Chunked<COLS>`), by name.
+pub type ConstValues = [(String, u32)];
+
+/// The `const` items a kernel's signature uses as strategy arguments (`COLS` in
+/// `Region<f32, Chunked<COLS>>`), each once, in order. Their values are known to rustc,
+/// not to the macro: see [`translate_instance_with`].
+pub fn strategy_consts(sig: &syn::Signature) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(arg) = input else {
+            continue;
+        };
+        let syn::Type::Path(p) = &*arg.ty else {
+            continue;
+        };
+        let Some(last) = p.path.segments.last() else {
+            continue;
+        };
+        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+            continue;
+        };
+        if last.ident != "Region" {
+            continue;
+        }
+        for a in &args.args {
+            let syn::GenericArgument::Type(syn::Type::Path(s)) = a else {
+                continue;
+            };
+            let Some(strategy) = s.path.segments.last() else {
+                continue;
+            };
+            let syn::PathArguments::AngleBracketed(params) = &strategy.arguments else {
+                continue;
+            };
+            for param in &params.args {
+                let name = match param {
+                    syn::GenericArgument::Type(syn::Type::Path(c)) => c.path.get_ident(),
+                    syn::GenericArgument::Const(syn::Expr::Path(c)) => c.path.get_ident(),
+                    _ => None,
+                };
+                if let Some(name) = name.map(|n| n.to_string())
+                    && !names.contains(&name)
+                {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Reads a strategy (`Linear1D`, `Chunked<4>`, `Chunked<COLS>` with `COLS` in `consts`).
+fn strategy(name: &str, consts: &ConstValues) -> Option<Strategy> {
+    let name = name.rsplit("::").next().unwrap_or("").trim();
+    if let Some(strategy) = Strategy::from_name(name) {
+        return Some(strategy);
+    }
+    let (kind, param) = name.strip_suffix('>')?.split_once('<')?;
+    let value = consts.iter().find(|(c, _)| c == param.trim())?.1;
+    Strategy::from_name(&format!("{kind}<{value}>"))
+}
+
 /// Reads a kernel parameter type: `Region<T, S>`, `&[T]` or a scalar.
-pub fn param_kind(ty: &syn::Type, subst: &Substitution) -> Result<ParamKind> {
+pub fn param_kind(ty: &syn::Type, subst: &Substitution, consts: &ConstValues) -> Result<ParamKind> {
     const HELP: &str = "kernel parameters must be `Region<T, Strategy>`, `&[T]` or a scalar (`bool`, integers, `f32`, `f64`)";
     match ty {
         syn::Type::Reference(r) => {
@@ -188,13 +250,11 @@ pub fn param_kind(ty: &syn::Type, subst: &Substitution) -> Result<ParamKind> {
                 };
                 let elem = scalar_type(elem, subst)?;
                 let name = strategy.to_token_stream_string();
-                let Some(strategy) =
-                    Strategy::from_name(name.rsplit("::").next().unwrap_or("").trim())
-                else {
+                let Some(strategy) = self::strategy(&name, consts) else {
                     return error(
                         strategy,
                         format!(
-                            "unsupported partitioning strategy `{name}`; supported: `Linear1D`, `Linear2D`, `Chunked<N>` and `Stencil2D<R>` with N and R integer literals"
+                            "unsupported partitioning strategy `{name}`; supported: `Linear1D`, `Linear2D`, `Chunked<N>` and `Stencil2D<R>` with N and R integer literals or `const` items"
                         ),
                     );
                 };
@@ -304,18 +364,30 @@ pub fn instance_name(kernel: &str, subst: &Substitution) -> String {
 /// `subst`): its type parameters replaced as `subst` says. `file` is recorded in the body
 /// for panic reports.
 pub fn translate_instance(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Body> {
-    translate_body(item, file, subst, BodyKind::Kernel)
+    translate_body(item, file, subst, &[], BodyKind::Kernel)
+}
+
+/// [`translate_instance`] for a kernel whose strategies name `const` items
+/// ([`strategy_consts`]), with the values `consts` gives them.
+pub fn translate_instance_with(
+    item: &syn::ItemFn,
+    file: &str,
+    subst: &Substitution,
+    consts: &ConstValues,
+) -> Result<Body> {
+    translate_body(item, file, subst, consts, BodyKind::Kernel)
 }
 
 /// Translates one instance of an `#[offload_device]` function.
 pub fn translate_device(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Body> {
-    translate_body(item, file, subst, BodyKind::Device)
+    translate_body(item, file, subst, &[], BodyKind::Device)
 }
 
 fn translate_body(
     item: &syn::ItemFn,
     file: &str,
     subst: &Substitution,
+    consts: &ConstValues,
     kind: BodyKind,
 ) -> Result<Body> {
     let sig = &item.sig;
@@ -369,6 +441,7 @@ fn translate_body(
         b.body.locals[0].ty = ret;
         b.function = sig.ident.to_string();
         b.subst = subst.to_vec();
+        b.consts = consts.to_vec();
         b.hints = hints.clone();
         let result = b.kernel(item);
         let learned: HashMap<_, _> = b
@@ -400,7 +473,7 @@ impl Builder {
             if pat.by_ref.is_some() || pat.subpat.is_some() {
                 return error(&arg.pat, "kernel parameters must be plain names");
             }
-            let kind = param_kind(&arg.ty, &b.subst)?;
+            let kind = param_kind(&arg.ty, &b.subst, &b.consts)?;
             if b.body.kind == BodyKind::Device && !matches!(kind, ParamKind::Scalar(_)) {
                 return error(
                     &arg.ty,
@@ -485,6 +558,8 @@ struct Builder {
     function: String,
     /// The type arguments of the instance being translated.
     subst: Vec<(String, ScalarTy)>,
+    /// The values of the `const` items its strategies name.
+    consts: Vec<(String, u32)>,
     /// `let`s whose type came only from a literal's default, by local.
     flexible: HashMap<Local, (usize, usize)>,
     /// Types this pass saw flexible locals meet.
@@ -518,6 +593,7 @@ impl Builder {
             hints: HashMap::new(),
             function: String::new(),
             subst: Vec::new(),
+            consts: Vec::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
             syn_spans: HashMap::new(),

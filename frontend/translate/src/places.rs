@@ -151,7 +151,11 @@ impl Builder {
                 },
                 _ => None,
             };
+            // A radius from a `const` item is known only to rustc: the check is then
+            // made at run time, where simplification folds it for constant offsets.
+            let radius_known = self.consts.is_empty();
             if let Some(c) = constant
+                && radius_known
                 && c.unsigned_abs() > radius as u64
             {
                 return error(
@@ -160,7 +164,7 @@ impl Builder {
                 );
             }
             let (off, _) = self.scalar_expr(arg, Some(ScalarTy::Isize))?;
-            if constant.is_none() {
+            if constant.is_none() || !radius_known {
                 let abs = self.intrinsic(Intrinsic::Abs, vec![off], span)?;
                 let within = self.assign_temp(
                     ScalarTy::Bool,
