@@ -4,7 +4,9 @@
 use crate::{
     Error,
     memory::Resident,
-    region::{IntoAtomic, IntoRegion, IntoSlice, PartitioningStrategy, Shape, SliceData},
+    region::{
+        AtomicData, IntoAtomic, IntoRegion, IntoSlice, PartitioningStrategy, Shape, SliceData,
+    },
     scalar::Scalar,
 };
 use offload_mir::{ScalarTy, Strategy};
@@ -72,6 +74,7 @@ pub(crate) enum ArgKind {
         data: *mut u8,
         len: usize,
         elem: ScalarTy,
+        resident: Option<Resident>,
     },
     Scalar {
         bits: u64,
@@ -112,12 +115,13 @@ impl<'a> KernelArg<'a> {
 
     /// The argument of an `Atomic<T>` parameter.
     pub fn atomic<T: Scalar>(data: impl IntoAtomic<'a, T>) -> Self {
-        let data = data.into_atomic();
+        let AtomicData { host, resident } = data.into_atomic();
         KernelArg {
             kind: ArgKind::Atomic {
-                data: data.as_mut_ptr().cast(),
-                len: data.len(),
+                data: host.as_mut_ptr().cast(),
+                len: resident.as_ref().map_or(host.len(), |r| r.len),
                 elem: T::TY,
+                resident,
             },
             _borrow: PhantomData,
         }
@@ -165,6 +169,7 @@ impl<'a> KernelArg<'a> {
                 len: elements(data, elem)?,
                 data: data.as_mut_ptr(),
                 elem,
+                resident: None,
             },
             DynamicArg::Scalar { ty, bits } => ArgKind::Scalar { bits, ty },
         };
@@ -190,8 +195,10 @@ impl ArgKind {
     /// Where a device-resident argument lives.
     pub(crate) fn resident(&self) -> Option<&Resident> {
         match self {
-            ArgKind::Region { resident, .. } | ArgKind::Slice { resident, .. } => resident.as_ref(),
-            ArgKind::Atomic { .. } | ArgKind::Scalar { .. } => None,
+            ArgKind::Region { resident, .. }
+            | ArgKind::Slice { resident, .. }
+            | ArgKind::Atomic { resident, .. } => resident.as_ref(),
+            ArgKind::Scalar { .. } => None,
         }
     }
 
@@ -215,7 +222,9 @@ impl ArgKind {
             ArgKind::Slice {
                 data, len, elem, ..
             } => Some((data as *mut u8, len * elem.size_bytes())),
-            ArgKind::Atomic { data, len, elem } => Some((data, len * elem.size_bytes())),
+            ArgKind::Atomic {
+                data, len, elem, ..
+            } => Some((data, len * elem.size_bytes())),
             ArgKind::Scalar { .. } => None,
         }
     }

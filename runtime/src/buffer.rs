@@ -13,8 +13,8 @@
 //! regions, buffers are not copied, so there is no original to keep.
 
 use crate::{
-    Device, Error, IntoRegion, IntoSlice, OneDimensional, PartitioningStrategy, Region, Shape,
-    SliceData, Stencil2D,
+    AtomicData, Device, Error, IntoAtomic, IntoRegion, IntoSlice, OneDimensional,
+    PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
     memory::{Memory, Resident, SplitParts},
     scalar::Scalar,
 };
@@ -299,6 +299,16 @@ impl<'a, T: Scalar> IntoSlice<'a, T> for &'a SplitBuffer<T> {
     fn into_slice(self) -> SliceData<'a, T> {
         SliceData {
             host: &[],
+            resident: Some(self.resident()),
+        }
+    }
+}
+
+impl<'a, T: Scalar> IntoAtomic<'a, T> for &'a mut DeviceBuffer<T> {
+    fn into_atomic(self) -> AtomicData<'a, T> {
+        // The host slice is never touched for resident data; the length is the buffer's.
+        AtomicData {
+            host: &mut [],
             resident: Some(self.resident()),
         }
     }

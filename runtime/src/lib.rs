@@ -84,8 +84,9 @@ pub use offload_mir::ScalarTy;
 #[doc(hidden)]
 pub use offload_mir::Strategy;
 pub use region::{
-    Chunked, DEFAULT_WORKGROUP_SIZE, IntoAtomic, IntoRegion, IntoSlice, Linear1D, Linear2D,
-    MAX_WORKGROUP_SIZE, OneDimensional, PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
+    AtomicData, Chunked, DEFAULT_WORKGROUP_SIZE, IntoAtomic, IntoRegion, IntoSlice, Linear1D,
+    Linear2D, MAX_WORKGROUP_SIZE, OneDimensional, PartitioningStrategy, Region, Shape, SliceData,
+    Stencil2D,
 };
 pub use scalar::{Float, Int, Num, Scalar};
 

@@ -327,7 +327,7 @@ impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
 /// strategies `&mut [T]`, `&mut Vec<T>` and `&mut [T; N]`.
 #[diagnostic::on_unimplemented(
     message = "a `Region<{T}, {S}>` parameter cannot be given a `{Self}`",
-    label = "pass the data by mutable reference: `&mut y`",
+    label = "pass the data by mutable reference (`&mut data`)",
     note = "a region parameter takes `&mut Vec<{T}>`, `&mut [{T}]`, `&mut [{T}; N]` or a `Region` (`Region::new_2d(&mut y, width)` for two-dimensional strategies); the kernel writes the caller's data in place"
 )]
 pub trait IntoRegion<'a, T, S> {
@@ -364,33 +364,43 @@ impl<'a, T: Scalar, S: OneDimensional, const N: usize> IntoRegion<'a, T, S> for 
     }
 }
 
+/// The data behind an atomic argument: host memory, or a device-resident buffer.
+pub struct AtomicData<'a, T> {
+    pub(crate) host: &'a mut [T],
+    pub(crate) resident: Option<Resident>,
+}
+
 /// What an `Atomic<T>` parameter of a launch accepts: data every thread may update with
-/// atomic operations, copied to the device and back like a region.
+/// atomic operations, copied to the device and back like a region (`&mut [T]`,
+/// `&mut Vec<T>`, `&mut [T; N]`), or a `&mut DeviceBuffer<T>` updated where it lives.
 #[diagnostic::on_unimplemented(
     message = "an `Atomic<{T}>` parameter cannot be given a `{Self}`",
-    label = "pass the data by mutable reference: `&mut counts`",
-    note = "an atomic parameter takes `&mut Vec<{T}>`, `&mut [{T}]` or `&mut [{T}; N]`"
+    label = "pass the data by mutable reference (`&mut data`)",
+    note = "an atomic parameter takes `&mut Vec<{T}>`, `&mut [{T}]`, `&mut [{T}; N]` or `&mut DeviceBuffer<{T}>`"
 )]
 pub trait IntoAtomic<'a, T> {
     /// The elements the kernel's threads update; the launch calls this.
-    fn into_atomic(self) -> &'a mut [T];
+    fn into_atomic(self) -> AtomicData<'a, T>;
 }
 
 impl<'a, T: Scalar> IntoAtomic<'a, T> for &'a mut [T] {
-    fn into_atomic(self) -> &'a mut [T] {
-        self
+    fn into_atomic(self) -> AtomicData<'a, T> {
+        AtomicData {
+            host: self,
+            resident: None,
+        }
     }
 }
 
 impl<'a, T: Scalar> IntoAtomic<'a, T> for &'a mut Vec<T> {
-    fn into_atomic(self) -> &'a mut [T] {
-        self.as_mut_slice()
+    fn into_atomic(self) -> AtomicData<'a, T> {
+        self.as_mut_slice().into_atomic()
     }
 }
 
 impl<'a, T: Scalar, const N: usize> IntoAtomic<'a, T> for &'a mut [T; N] {
-    fn into_atomic(self) -> &'a mut [T] {
-        self.as_mut_slice()
+    fn into_atomic(self) -> AtomicData<'a, T> {
+        self.as_mut_slice().into_atomic()
     }
 }
 
@@ -404,7 +414,7 @@ pub struct SliceData<'a, T> {
 /// a `&DeviceBuffer<T>` used where it lives.
 #[diagnostic::on_unimplemented(
     message = "a `&[{T}]` parameter cannot be given a `{Self}`",
-    label = "pass the data by reference: `&x`",
+    label = "pass the data by reference (`&data`)",
     note = "a slice parameter takes `&Vec<{T}>`, `&[{T}]`, `&[{T}; N]` or `&DeviceBuffer<{T}>`"
 )]
 pub trait IntoSlice<'a, T> {

@@ -62,6 +62,7 @@ macro_rules! for_each_case {
         $m!(panics_reach_only_the_thread_that_launched_them);
         $m!(methods_called_by_their_type_path);
         $m!(strategies_take_const_items);
+        $m!(atomics_on_device_buffers);
     };
 }
 
@@ -2049,5 +2050,49 @@ pub fn strategies_take_const_items(o: LaunchOptions) -> CaseResult {
         result,
         "stencil offset outside the region's radius",
         "img.get_clamped(3, 0)",
+    )
+}
+
+#[offload_kernel]
+fn count_and_sum(counts: Atomic<u32>, total: Atomic<f64>, x: &[f64]) {
+    let i = workgroup_idx(0) * workgroup_dim(0) + thread_idx(0);
+    if i < x.len() {
+        counts.fetch_add(i % 8, 1);
+        total.fetch_add(0, x[i]);
+    }
+}
+
+pub fn atomics_on_device_buffers(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let n = 50_000usize;
+    let x: Vec<f64> = (0..n).map(|i| (i % 29) as f64 * 0.5).collect();
+    let dx = offload::DeviceBuffer::from_slice(&device, &x).map_err(|e| e.to_string())?;
+    let mut counts =
+        offload::DeviceBuffer::from_slice(&device, &[0u32; 8]).map_err(|e| e.to_string())?;
+    let mut total =
+        offload::DeviceBuffer::from_slice(&device, &[0f64]).map_err(|e| e.to_string())?;
+    let o = LaunchOptions {
+        workgroup_dim: Some([n.div_ceil(256) as u32, 1, 1]),
+        thread_dim: Some([256, 1, 1]),
+        ..o
+    };
+    // Three launches accumulate on the device; nothing is copied until `to_vec`.
+    for _ in 0..3 {
+        count_and_sum(o, &mut counts, &mut total, &dx).map_err(|e| e.to_string())?;
+    }
+    let want_counts: Vec<u32> = (0..8)
+        .map(|b| 3 * (0..n).filter(|i| i % 8 == b).count() as u32)
+        .collect();
+    compare(
+        "counts",
+        &counts.to_vec().map_err(|e| e.to_string())?,
+        &want_counts,
+    )?;
+    let want_total = 3.0 * x.iter().sum::<f64>();
+    close_f64(
+        "total",
+        &total.to_vec().map_err(|e| e.to_string())?,
+        &[want_total],
+        1e-12,
     )
 }
