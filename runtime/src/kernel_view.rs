@@ -347,6 +347,27 @@ pub fn subgroup_broadcast<T: LaneValue>(value: T, lane: usize) -> T {
     unreachable!("{NEVER}")
 }
 
+/// The sum of `value` over the workgroup, in every thread (integers wrap). Like
+/// [`sync_threads`], every thread of the workgroup must reach it together; it is made of
+/// subgroup operations, a barrier and shared memory (one slot per thread).
+pub fn workgroup_sum<T: LaneValue>(value: T) -> T {
+    let _ = value;
+    unreachable!("{NEVER}")
+}
+
+/// The least `value` over the workgroup, in every thread (for floats, NaN only when every
+/// value is NaN). See [`workgroup_sum`].
+pub fn workgroup_min<T: LaneValue>(value: T) -> T {
+    let _ = value;
+    unreachable!("{NEVER}")
+}
+
+/// The greatest `value` over the workgroup, in every thread. See [`workgroup_sum`].
+pub fn workgroup_max<T: LaneValue>(value: T) -> T {
+    let _ = value;
+    unreachable!("{NEVER}")
+}
+
 /// The sum of `value` over the subgroup, in every lane (integers wrap).
 pub fn subgroup_sum<T: LaneValue>(value: T) -> T {
     let _ = value;

@@ -96,7 +96,7 @@ pub mod prelude {
         DynShared, Shared, subgroup_all, subgroup_any, subgroup_ballot, subgroup_broadcast,
         subgroup_lane, subgroup_max, subgroup_min, subgroup_shuffle, subgroup_shuffle_xor,
         subgroup_size, subgroup_sum, sync_threads, thread_idx, workgroup_count, workgroup_dim,
-        workgroup_idx,
+        workgroup_idx, workgroup_max, workgroup_min, workgroup_sum,
     };
     pub use crate::{
         Atomic, Chunked, DeviceBuffer, Error, Float, Int, Linear1D, Linear2D, Num, Region,

@@ -9,7 +9,7 @@ use std::{marker::PhantomData, ptr::NonNull};
 pub const DEFAULT_WORKGROUP_SIZE: u32 = 256;
 
 /// The most threads one workgroup may have.
-pub const MAX_WORKGROUP_SIZE: u64 = 1024;
+pub const MAX_WORKGROUP_SIZE: u64 = offload_mir::abi::MAX_WORKGROUP_THREADS as u64;
 
 /// A region's shape: `len` elements, in rows of `row_len` for 2-D strategies.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -63,6 +63,7 @@ macro_rules! for_each_case {
         $m!(methods_called_by_their_type_path);
         $m!(strategies_take_const_items);
         $m!(atomics_on_device_buffers);
+        $m!(workgroup_reductions_reach_every_thread);
     };
 }
 
@@ -2095,4 +2096,57 @@ pub fn atomics_on_device_buffers(o: LaunchOptions) -> CaseResult {
         &[want_total],
         1e-12,
     )
+}
+
+/// Every thread writes its workgroup's sum, least and greatest value.
+#[offload_kernel]
+fn workgroup_stats(
+    mut sums: Region<f64, Linear1D>,
+    mut lows: Region<i32, Linear1D>,
+    mut highs: Region<u32, Linear1D>,
+    x: &[i32],
+) {
+    let i = sums.index();
+    let v = if i < x.len() { x[i] } else { 0 };
+    let sum = workgroup_sum(v as f64);
+    let low = workgroup_min(v);
+    let high = workgroup_max(v as u32);
+    if let Some(s) = sums.get_mut() {
+        *s = sum;
+    }
+    if let Some(l) = lows.get_mut() {
+        *l = low;
+    }
+    if let Some(h) = highs.get_mut() {
+        *h = high;
+    }
+}
+
+pub fn workgroup_reductions_reach_every_thread(o: LaunchOptions) -> CaseResult {
+    let group = 128usize;
+    let n = group * 37;
+    let x: Vec<i32> = (0..n as i32).map(|i| (i * 7919) % 1000 - 500).collect();
+    let (mut sums, mut lows, mut highs) = (vec![0f64; n], vec![0i32; n], vec![0u32; n]);
+    let o = LaunchOptions {
+        workgroup_dim: Some([(n / group) as u32, 1, 1]),
+        thread_dim: Some([group as u32, 1, 1]),
+        ..o
+    };
+    workgroup_stats(o, &mut sums, &mut lows, &mut highs, &x).map_err(|e| e.to_string())?;
+    let mut want = (Vec::new(), Vec::new(), Vec::new());
+    for chunk in x.chunks(group) {
+        let sum: f64 = chunk.iter().map(|&v| v as f64).sum();
+        let low = *chunk.iter().min().expect("chunks are not empty");
+        let high = chunk
+            .iter()
+            .map(|&v| v as u32)
+            .max()
+            .expect("chunks are not empty");
+        want.0.extend(std::iter::repeat_n(sum, group));
+        want.1.extend(std::iter::repeat_n(low, group));
+        want.2.extend(std::iter::repeat_n(high, group));
+    }
+    compare("workgroup_sum", &sums, &want.0)?;
+    compare("workgroup_min", &lows, &want.1)?;
+    compare("workgroup_max", &highs, &want.2)
 }

@@ -16,6 +16,9 @@
 /// Words (`i64`) in the panic buffer a launch passes as the last kernel argument.
 pub const PANIC_BUFFER_WORDS: usize = 7;
 
+/// The most threads a workgroup may have, on every backend.
+pub const MAX_WORKGROUP_THREADS: u32 = 1024;
+
 /// Lanes in an NVIDIA warp: the subgroup width of CUDA devices.
 pub const NVIDIA_WARP: u32 = 32;
 

@@ -44,6 +44,9 @@ impl Builder {
             self.current = Some(target);
             return Ok(None);
         }
+        if let Some(&(name, op)) = super::WORKGROUP_REDUCTIONS.iter().find(|(n, _)| *n == func) {
+            return self.workgroup_reduce(c, name, op, expected);
+        }
         let subgroup = match func.as_str() {
             "subgroup_broadcast" => Some(SubgroupOp::Shuffle),
             _ => SubgroupOp::ALL.into_iter().find(|o| o.name() == func),

@@ -96,6 +96,7 @@ pub fn is_builtin(segments: &[String]) -> bool {
         || SubgroupOp::ALL.iter().any(|o| o.name() == last)
         || last == "subgroup_broadcast"
         || last == "sync_threads"
+        || WORKGROUP_REDUCTIONS.iter().any(|(name, _)| name == last)
 }
 
 /// Whether a path starting with `segment` names a type's function: a scalar type, or a
@@ -103,6 +104,13 @@ pub fn is_builtin(segments: &[String]) -> bool {
 fn starts_type_path(segment: &str) -> bool {
     ScalarTy::from_name(segment).is_some() || segment.starts_with(|c: char| c.is_ascii_uppercase())
 }
+
+/// The workgroup reductions, by name, and the subgroup operation each is made of.
+const WORKGROUP_REDUCTIONS: [(&str, SubgroupOp); 3] = [
+    ("workgroup_sum", SubgroupOp::Sum),
+    ("workgroup_min", SubgroupOp::Min),
+    ("workgroup_max", SubgroupOp::Max),
+];
 
 /// A source position as a map key.
 fn position(s: SynSpan) -> (usize, usize) {
@@ -505,13 +513,24 @@ impl Builder {
         b.terminate(TerminatorKind::Return, end);
         let body = b.finish();
         if body.kind == BodyKind::Kernel {
-            let at_source = |e: offload_mir::convergence::ConvergenceError| TranslateError {
-                span: b
-                    .syn_spans
-                    .get(&e.span)
-                    .copied()
-                    .unwrap_or(item.sig.ident.span()),
-                message: e.message,
+            let at_source = |e: offload_mir::convergence::ConvergenceError| {
+                // A workgroup reduction is made of subgroup operations and barriers; an
+                // error in one names the call the user wrote.
+                let message = match b.reduction_calls.iter().find(|(s, _)| *s == e.span) {
+                    Some((_, name)) => match e.message.split_once("` must") {
+                        Some((_, rest)) => format!("`{name}` must{rest}"),
+                        None => e.message,
+                    },
+                    None => e.message,
+                };
+                TranslateError {
+                    span: b
+                        .syn_spans
+                        .get(&e.span)
+                        .copied()
+                        .unwrap_or(item.sig.ident.span()),
+                    message,
+                }
             };
             offload_mir::convergence::check_convergence(&body).map_err(at_source)?;
             offload_mir::convergence::check_shared_races(&body).map_err(at_source)?;
@@ -560,6 +579,10 @@ struct Builder {
     subst: Vec<(String, ScalarTy)>,
     /// The values of the `const` items its strategies name.
     consts: Vec<(String, u32)>,
+    /// The hidden shared array of `workgroup_sum` and friends, per element type, and
+    /// where each such call is, by name (a convergence error there names the call).
+    reduction_scratch: Vec<(ScalarTy, Local)>,
+    reduction_calls: Vec<(Span, &'static str)>,
     /// `let`s whose type came only from a literal's default, by local.
     flexible: HashMap<Local, (usize, usize)>,
     /// Types this pass saw flexible locals meet.
@@ -594,6 +617,8 @@ impl Builder {
             function: String::new(),
             subst: Vec::new(),
             consts: Vec::new(),
+            reduction_scratch: Vec::new(),
+            reduction_calls: Vec::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
             syn_spans: HashMap::new(),

@@ -6,7 +6,7 @@
 //! thread's linear index in it. Reads may touch any slot. The race check in
 //! [`offload_mir::convergence`] then proves a barrier separates writes from reads.
 
-use super::{Binding, Builder, Result, Value, error};
+use super::{Binding, Builder, Result, Value, error, span_of};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
@@ -260,6 +260,132 @@ impl Builder {
         self.as_local(slot, usize_, span)
     }
 
+    /// `workgroup_sum(v)`, `workgroup_min(v)`, `workgroup_max(v)`: `v` combined over the
+    /// workgroup, in every thread. Made of what the verifier already checks: each
+    /// subgroup's result goes to the thread's own slot of a hidden shared array; after a
+    /// barrier, lane `l` combines the results of subgroups `l`, `l + width`, ... and the
+    /// subgroup combines those; a second barrier lets the array be written again.
+    pub(super) fn workgroup_reduce(
+        &mut self,
+        c: &syn::ExprCall,
+        name: &'static str,
+        op: SubgroupOp,
+        expected: Option<ScalarTy>,
+    ) -> Result<Value> {
+        if self.body.kind == BodyKind::Device {
+            return error(
+                c,
+                format!("only kernels can call `{name}`, not device functions"),
+            );
+        }
+        let [arg] = &c.args.iter().collect::<Vec<_>>()[..] else {
+            return error(c, format!("`{name}` takes 1 argument"));
+        };
+        let want = self.infer(arg).or(expected);
+        let (value, ty) = self.scalar_expr(arg, want)?;
+        if ty == ScalarTy::Bool {
+            return error(arg, format!("`{name}` combines numbers, not `bool`"));
+        }
+        let span = c.span();
+        self.reduction_calls.push((span_of(span), name));
+        let usize_ = ScalarTy::Usize;
+        let scratch = self.reduction_scratch(ty);
+        let part = self.assign_temp(ty, Rvalue::Subgroup(op, vec![value]), span);
+        let slot = self.own_slot(scratch, None, span);
+        self.push(Place::element(scratch, slot), Rvalue::Use(part), span);
+        self.barrier(span);
+
+        let pos = |b: &mut Builder, p, d| b.assign_temp(usize_, Rvalue::Position(p, d), span);
+        let bin =
+            |b: &mut Builder, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
+        let (dx, dy, dz) = (
+            pos(self, Position::WorkgroupSize, 0),
+            pos(self, Position::WorkgroupSize, 1),
+            pos(self, Position::WorkgroupSize, 2),
+        );
+        let area = bin(self, BinOp::Mul, dx, dy);
+        let threads = bin(self, BinOp::Mul, area, dz);
+        let width = self.assign_temp(usize_, Rvalue::Subgroup(SubgroupOp::Size, vec![]), span);
+        let lane = self.assign_temp(usize_, Rvalue::Subgroup(SubgroupOp::Lane, vec![]), span);
+        let step = bin(self, BinOp::Mul, width.clone(), width.clone());
+        let first = bin(self, BinOp::Mul, lane, width);
+        let k = self.as_local(first, usize_, span);
+        let acc = self.temp(ty);
+        let identity = match (op, ty.is_float()) {
+            (SubgroupOp::Sum, true) => Const::Float(0.0, ty),
+            (SubgroupOp::Sum, false) => Const::Int(0, ty),
+            (SubgroupOp::Min, true) => Const::Float(f64::INFINITY, ty),
+            (_, true) => Const::Float(f64::NEG_INFINITY, ty),
+            (SubgroupOp::Min, false) => Const::Int(int_bound(ty, true), ty),
+            (_, false) => Const::Int(int_bound(ty, false), ty),
+        };
+        self.push(
+            Place::local(acc),
+            Rvalue::Use(Operand::Const(identity)),
+            span,
+        );
+        let (header, body, exit) = (self.new_block(), self.new_block(), self.new_block());
+        self.goto(header, span);
+        self.current = Some(header);
+        let more = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(k)), threads),
+            span,
+        );
+        self.switch_bool(more, body, exit, span);
+        self.current = Some(body);
+        let (read, _) = self.shared_read(scratch, Operand::Copy(Place::local(k)), span, false);
+        let combined = match op {
+            SubgroupOp::Sum => Rvalue::BinaryOp(
+                BinOp::Add,
+                Operand::Copy(Place::local(acc)),
+                Operand::Copy(read),
+            ),
+            SubgroupOp::Min => Rvalue::Intrinsic(
+                Intrinsic::Min,
+                vec![Operand::Copy(Place::local(acc)), Operand::Copy(read)],
+            ),
+            _ => Rvalue::Intrinsic(
+                Intrinsic::Max,
+                vec![Operand::Copy(Place::local(acc)), Operand::Copy(read)],
+            ),
+        };
+        self.push(Place::local(acc), combined, span);
+        self.push(
+            Place::local(k),
+            Rvalue::BinaryOp(BinOp::Add, Operand::Copy(Place::local(k)), step),
+            span,
+        );
+        self.goto(header, span);
+        self.current = Some(exit);
+        let total = self.assign_temp(
+            ty,
+            Rvalue::Subgroup(op, vec![Operand::Copy(Place::local(acc))]),
+            span,
+        );
+        self.barrier(span);
+        Ok(Some((total, ty)))
+    }
+
+    /// The hidden shared array `workgroup_sum` and friends use for `elem`: one slot per
+    /// thread of the largest workgroup, declared once per kernel and element type.
+    fn reduction_scratch(&mut self, elem: ScalarTy) -> Local {
+        if let Some(&(_, l)) = self.reduction_scratch.iter().find(|(t, _)| *t == elem) {
+            return l;
+        }
+        let slots = offload_mir::abi::MAX_WORKGROUP_THREADS;
+        let l = self.declare(Ty::Shared(elem, Some(slots)), true, None);
+        self.reduction_scratch.push((elem, l));
+        l
+    }
+
+    /// A workgroup barrier here.
+    fn barrier(&mut self, span: SynSpan) {
+        let target = self.new_block();
+        self.terminate(TerminatorKind::Barrier { target }, span);
+        self.current = Some(target);
+    }
+
     /// `subgroup_sum(v)` and the other subgroup functions.
     pub(super) fn subgroup_call(
         &mut self,
@@ -331,5 +457,16 @@ fn const_usize(e: &syn::Expr) -> Option<u64> {
             }
         }
         _ => None,
+    }
+}
+
+/// The least (`min`) or greatest value of integer type `ty`.
+fn int_bound(ty: ScalarTy, max: bool) -> i128 {
+    let bits = ty.bits();
+    match (ty.is_signed(), max) {
+        (true, true) => (1i128 << (bits - 1)) - 1,
+        (true, false) => -(1i128 << (bits - 1)),
+        (false, true) => (1i128 << bits) - 1,
+        (false, false) => 0,
     }
 }
