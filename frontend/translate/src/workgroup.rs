@@ -307,7 +307,7 @@ impl Builder {
         let threads = bin(self, BinOp::Mul, area, dz);
         let width = self.assign_temp(usize_, Rvalue::Subgroup(SubgroupOp::Size, vec![]), span);
         let lane = self.assign_temp(usize_, Rvalue::Subgroup(SubgroupOp::Lane, vec![]), span);
-        let step = bin(self, BinOp::Mul, width.clone(), width.clone());
+        let step = bin(self, BinOp::Mul, width, width);
         let first = bin(self, BinOp::Mul, lane, width);
         let k = self.as_local(first, usize_, span);
         let acc = self.temp(ty);
