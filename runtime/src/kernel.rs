@@ -14,6 +14,9 @@ pub struct KernelDescriptor {
     pub mir: &'static str,
     pub device_functions: &'static [&'static DeviceFn],
     body: OnceLock<Result<Linked, String>>,
+    /// The code built ahead of time for the linked body, looked up once: registration
+    /// happens before `main`, so the answer does not change.
+    aot: OnceLock<AotCode>,
 }
 
 /// What `#[offload_device]` emits for a function kernels may call: its name, the MIR of
@@ -52,12 +55,16 @@ impl KernelDescriptor {
             mir,
             device_functions,
             body: OnceLock::new(),
+            aot: OnceLock::new(),
         }
     }
 
     /// The code built ahead of time for this kernel as linked here.
-    pub(crate) fn aot(&self) -> Result<AotCode, Error> {
-        Ok(AotCode::find(&offload_mir::code_key(self.body()?.body())))
+    pub(crate) fn aot(&self) -> Result<&AotCode, Error> {
+        let body = self.body()?;
+        Ok(self
+            .aot
+            .get_or_init(|| AotCode::find(&offload_mir::code_key(body.body()))))
     }
 
     /// The kernel's MIR linked with its device functions and verified safe

@@ -64,6 +64,7 @@ macro_rules! for_each_case {
         $m!(strategies_take_const_items);
         $m!(atomics_on_device_buffers);
         $m!(workgroup_reductions_reach_every_thread);
+        $m!(constant_arrays_in_kernels);
     };
 }
 
@@ -2149,4 +2150,63 @@ pub fn workgroup_reductions_reach_every_thread(o: LaunchOptions) -> CaseResult {
     compare("workgroup_sum", &sums, &want.0)?;
     compare("workgroup_min", &lows, &want.1)?;
     compare("workgroup_max", &highs, &want.2)
+}
+
+/// A 16-tap FIR filter with constant taps, and a 3-point smoother from a `let` array.
+#[offload_kernel]
+fn fir(mut out: Region<f32, Linear1D>, x: &[f32], shift: usize) {
+    const TAPS: [f32; 16] = [
+        0.01, -0.02, 0.03, 0.05, -0.08, 0.13, 0.21, 0.34, 0.34, 0.21, 0.13, -0.08, 0.05, 0.03,
+        -0.02, 0.01,
+    ];
+    let smooth = [0.25f32, 0.5, 0.25];
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let mut acc = 0.0f32;
+        for k in 0..TAPS.len() {
+            if i + k < x.len() {
+                acc += TAPS[k] * x[i + k];
+            }
+        }
+        let mut s = smooth[1] * x[i];
+        if i > 0 && i + 1 < x.len() {
+            s = smooth[0] * x[i - 1] + smooth[1] * x[i] + smooth[2] * x[i + 1];
+        }
+        // An index past the end panics on the device, like a slice's.
+        *v = acc + s + smooth[shift];
+    }
+}
+
+pub fn constant_arrays_in_kernels(o: LaunchOptions) -> CaseResult {
+    const TAPS: [f32; 16] = [
+        0.01, -0.02, 0.03, 0.05, -0.08, 0.13, 0.21, 0.34, 0.34, 0.21, 0.13, -0.08, 0.05, 0.03,
+        -0.02, 0.01,
+    ];
+    let smooth = [0.25f32, 0.5, 0.25];
+    let n = 3000usize;
+    let x: Vec<f32> = (0..n).map(|i| ((i * 37) % 101) as f32 * 0.1).collect();
+    let mut out = vec![0f32; n];
+    fir(o, &mut out, &x, 2).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            let mut acc = 0.0f32;
+            for k in 0..16 {
+                if i + k < n {
+                    acc += TAPS[k] * x[i + k];
+                }
+            }
+            let mut s = smooth[1] * x[i];
+            if i > 0 && i + 1 < n {
+                s = smooth[0] * x[i - 1] + smooth[1] * x[i] + smooth[2] * x[i + 1];
+            }
+            acc + s + smooth[2]
+        })
+        .collect();
+    close_f32("constant arrays", &out, &want, 1e-5)?;
+    let result = fir(o, &mut out, &x, 3);
+    expect_panic(
+        result,
+        "index out of bounds: the len is 3 but the index is 3",
+        "*v = acc + s + smooth[shift];",
+    )
 }

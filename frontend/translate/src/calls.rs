@@ -164,6 +164,13 @@ impl Builder {
                     Some(Binding::RegionChunk { len, .. }) => {
                         Ok(Some((Operand::Copy(Place::local(len)), ScalarTy::Usize)))
                     }
+                    Some(Binding::Array(a)) => {
+                        let len = self.arrays[a].elems.len() as i128;
+                        Ok(Some((
+                            Operand::Const(Const::Int(len, ScalarTy::Usize)),
+                            ScalarTy::Usize,
+                        )))
+                    }
                     Some(Binding::Local(l))
                         if self.body.locals[l.index()].ty.element().is_some() =>
                     {

@@ -50,6 +50,24 @@ impl Builder {
         if self.shared_declaration(local)? {
             return Ok(());
         }
+        if let Some(init) = &local.init
+            && let syn::Expr::Array(array) = &*init.expr
+        {
+            let (pat, ty) = match &local.pat {
+                syn::Pat::Type(t) => (&*t.pat, Some(&*t.ty)),
+                other => (other, None),
+            };
+            let syn::Pat::Ident(id) = pat else {
+                return error(pat, "an array is bound to a name: `let taps = [..];`");
+            };
+            if id.mutability.is_some() {
+                return error(
+                    id,
+                    "arrays in kernels are read-only: `let taps = [..];`, without `mut`",
+                );
+            }
+            return self.array_binding(&id.ident, ty, array);
+        }
         let (pat, annotated) = match &local.pat {
             syn::Pat::Type(t) => (&*t.pat, Some(scalar_type(&t.ty, &self.subst)?)),
             other => (other, None),
@@ -108,6 +126,9 @@ impl Builder {
     /// `const N: T = value;` inside a kernel: an immutable local (rustc has checked that
     /// the value is constant).
     fn const_item(&mut self, c: &syn::ItemConst) -> Result<()> {
+        if let syn::Expr::Array(array) = &*c.expr {
+            return self.array_binding(&c.ident, Some(&c.ty), array);
+        }
         let ty = scalar_type(&c.ty, &self.subst)?;
         let (value, _) = self.scalar_expr(&c.expr, Some(ty))?;
         let l = self.declare(Ty::Scalar(ty), false, Some((&c.ident, c.ident.span())));

@@ -554,6 +554,15 @@ enum Binding {
         region: Local,
         index: Local,
     },
+    /// A read-only array (`let c = [0.25f32, 0.5];`, `const C: [f32; 2] = ...;`): the
+    /// index of its elements in `Builder::arrays`.
+    Array(usize),
+}
+
+/// The elements of a read-only array, each in its own local, and their type.
+struct ArrayValues {
+    elems: Vec<Local>,
+    elem: ScalarTy,
 }
 
 struct LoopTarget {
@@ -579,6 +588,8 @@ struct Builder {
     subst: Vec<(String, ScalarTy)>,
     /// The values of the `const` items its strategies name.
     consts: Vec<(String, u32)>,
+    /// Read-only arrays, which `Binding::Array` refers to.
+    arrays: Vec<ArrayValues>,
     /// The hidden shared array of `workgroup_sum` and friends, per element type, and
     /// where each such call is, by name (a convergence error there names the call).
     reduction_scratch: Vec<(ScalarTy, Local)>,
@@ -619,6 +630,7 @@ impl Builder {
             consts: Vec::new(),
             reduction_scratch: Vec::new(),
             reduction_calls: Vec::new(),
+            arrays: Vec::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
             syn_spans: HashMap::new(),

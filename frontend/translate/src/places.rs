@@ -394,6 +394,10 @@ impl Builder {
                         e,
                         format!("`{id}` is a chunk; index it (`{id}[k]`) or call `{id}.len()`"),
                     ),
+                    Some(Binding::Array(_)) => error(
+                        e,
+                        format!("`{id}` is an array; index it (`{id}[k]`) or call `{id}.len()`"),
+                    ),
                     None => error(e, format!("cannot find `{id}` in this kernel")),
                 }
             }
@@ -420,6 +424,22 @@ impl Builder {
                 let target = p.path.get_ident().and_then(|id| self.lookup(id));
                 if let Some(Binding::RegionChunk { region, start, len }) = target {
                     return self.chunk_element(i, region, start, len);
+                }
+                if let Some(Binding::Array(array)) = target {
+                    return self.array_element(i, array);
+                }
+                if target.is_none() {
+                    return error(
+                        &i.expr,
+                        format!(
+                            "cannot find `{}` in this kernel: a kernel sees its parameters and what it declares; declare a constant array inside it (`const TAPS: [f32; 4] = [..];` or `let taps = [..];`)",
+                            p.path
+                                .segments
+                                .last()
+                                .map(|s| s.ident.to_string())
+                                .unwrap_or_default()
+                        ),
+                    );
                 }
                 let Some(Binding::Local(base)) = target else {
                     return error(&i.expr, "only slice parameters can be indexed");
@@ -453,5 +473,90 @@ impl Builder {
                 "this expression is not a place that kernels can read or write",
             ),
         }
+    }
+}
+
+impl Builder {
+    /// `let taps = [a, b, c];` or `const TAPS: [f32; 3] = [..];` in a kernel: a read-only
+    /// array, each element evaluated once, in order, into its own local.
+    pub(super) fn array_binding(
+        &mut self,
+        name: &syn::Ident,
+        ty: Option<&syn::Type>,
+        array: &syn::ExprArray,
+    ) -> Result<()> {
+        let declared = match ty {
+            Some(syn::Type::Array(a)) => Some(super::types::scalar_type(&a.elem, &self.subst)?),
+            Some(other) => return error(other, "an array's type is written `[T; N]`"),
+            None => None,
+        };
+        if array.elems.is_empty() {
+            return error(array, "an empty array has nothing to read");
+        }
+        // The element type: declared, else the first element whose type is evident (a
+        // suffixed literal, a typed local), else the first element's own.
+        let mut elem = declared.or_else(|| array.elems.iter().find_map(|e| self.infer(e)));
+        let mut elems = Vec::with_capacity(array.elems.len());
+        for e in &array.elems {
+            let (value, ty) = self.scalar_expr(e, elem)?;
+            let ty = *elem.get_or_insert(ty);
+            let l = self.temp(ty);
+            self.push(Place::local(l), Rvalue::Use(value), e.span());
+            elems.push(l);
+        }
+        let elem = elem.expect("an array with elements has an element type");
+        self.arrays.push(super::ArrayValues { elems, elem });
+        self.bind(name, Binding::Array(self.arrays.len() - 1));
+        Ok(())
+    }
+
+    /// `taps[k]`: a constant index reads the element directly (past the end is a compile
+    /// error); any other is bounds-checked and picks the element with a `switchInt`.
+    fn array_element(&mut self, i: &syn::ExprIndex, array: usize) -> Result<(Place, ScalarTy)> {
+        let span = i.span();
+        let (elems, elem) = (self.arrays[array].elems.clone(), self.arrays[array].elem);
+        let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+        if let Operand::Const(Const::Int(k, _)) = index {
+            return match usize::try_from(k).ok().and_then(|k| elems.get(k)) {
+                Some(&l) => Ok((Place::local(l), elem)),
+                None => error(
+                    &i.index,
+                    format!(
+                        "index {k} is out of bounds: the array has {} elements",
+                        elems.len()
+                    ),
+                ),
+            };
+        }
+        let index = self.as_local(index, ScalarTy::Usize, span);
+        let len = Operand::Const(Const::Int(elems.len() as i128, ScalarTy::Usize));
+        self.bounds_check(index, len, span);
+        let result = self.temp(elem);
+        let join = self.new_block();
+        let arms: Vec<BasicBlock> = elems.iter().map(|_| self.new_block()).collect();
+        let (last, cases) = arms.split_last().expect("arrays have elements");
+        self.terminate(
+            TerminatorKind::SwitchInt {
+                discr: Operand::Copy(Place::local(index)),
+                targets: cases
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &b)| (k as u128, b))
+                    .collect(),
+                otherwise: *last,
+            },
+            span,
+        );
+        for (&arm, &value) in arms.iter().zip(&elems) {
+            self.current = Some(arm);
+            self.push(
+                Place::local(result),
+                Rvalue::Use(Operand::Copy(Place::local(value))),
+                span,
+            );
+            self.goto(join, span);
+        }
+        self.current = Some(join);
+        Ok((Place::local(result), elem))
     }
 }

@@ -36,7 +36,9 @@ impl Builder {
             syn::Expr::Path(p) => match self.lookup(p.path.get_ident()?)? {
                 Binding::Local(l) if self.flexible.contains_key(&l) => None,
                 Binding::Local(l) => self.body.locals[l.index()].ty.scalar(),
-                Binding::RegionElement { .. } | Binding::RegionChunk { .. } => None,
+                Binding::RegionElement { .. } | Binding::RegionChunk { .. } | Binding::Array(_) => {
+                    None
+                }
             },
             syn::Expr::Unary(u) => match u.op {
                 syn::UnOp::Deref(_) => {
@@ -47,7 +49,7 @@ impl Builder {
                         Binding::RegionElement { region, .. } => {
                             self.body.locals[region.index()].ty.element()
                         }
-                        Binding::Local(_) | Binding::RegionChunk { .. } => None,
+                        Binding::Local(_) | Binding::RegionChunk { .. } | Binding::Array(_) => None,
                     }
                 }
                 _ => self.infer(&u.expr),
@@ -72,6 +74,7 @@ impl Builder {
                     Binding::RegionChunk { region, .. } => {
                         self.body.locals[region.index()].ty.element()
                     }
+                    Binding::Array(a) => Some(self.arrays[a].elem),
                     Binding::RegionElement { .. } => None,
                 }
             }
