@@ -564,7 +564,7 @@ impl Builder {
 /// Source text for an expression as `stringify!` would print it, for assertion messages:
 /// tokens joined by spaces, minus the spaces rustc leaves out around brackets, dots,
 /// paths and commas.
-fn expression_text(e: &syn::Expr) -> String {
+pub(super) fn expression_text(e: &syn::Expr) -> String {
     let raw = quote::ToTokens::to_token_stream(e).to_string();
     let mut out = raw;
     for (from, to) in [

@@ -132,6 +132,9 @@ impl Builder {
         let ty = scalar_type(&c.ty, &self.subst)?;
         let (value, _) = self.scalar_expr(&c.expr, Some(ty))?;
         let l = self.declare(Ty::Scalar(ty), false, Some((&c.ident, c.ident.span())));
+        if let Operand::Const(Const::Int(v, _)) = value {
+            self.known_ranges.insert(l, (v, v));
+        }
         self.push(Place::local(l), Rvalue::Use(value), c.span());
         self.bind(&c.ident, Binding::Local(l));
         Ok(())
@@ -347,6 +350,17 @@ impl Builder {
                 self.bind(&id.ident, Binding::Local(l));
                 if flexible && let Some(key) = key {
                     self.flexible.insert(l, key);
+                }
+                // An immutable counter over constant bounds takes only values between
+                // them: what a stencil offset check can see at compile time.
+                if id.mutability.is_none()
+                    && let (Operand::Const(Const::Int(lo, _)), Operand::Const(Const::Int(hi, _))) =
+                        (start, end)
+                {
+                    let hi = if inclusive { hi } else { hi - 1 };
+                    if lo <= hi {
+                        self.known_ranges.insert(l, (lo, hi));
+                    }
                 }
             }
             syn::Pat::Wild(_) => {}

@@ -590,6 +590,9 @@ struct Builder {
     consts: Vec<(String, u32)>,
     /// Read-only arrays, which `Binding::Array` refers to.
     arrays: Vec<ArrayValues>,
+    /// The values immutable integer locals can hold, where known at compile time (`const`
+    /// items, counters of `for` loops over constant bounds): for checks at the source.
+    known_ranges: HashMap<Local, (i128, i128)>,
     /// The hidden shared array of `workgroup_sum` and friends, per element type, and
     /// where each such call is, by name (a convergence error there names the call).
     reduction_scratch: Vec<(ScalarTy, Local)>,
@@ -631,6 +634,7 @@ impl Builder {
             reduction_scratch: Vec::new(),
             reduction_calls: Vec::new(),
             arrays: Vec::new(),
+            known_ranges: HashMap::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
             syn_spans: HashMap::new(),

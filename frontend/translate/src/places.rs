@@ -1,6 +1,7 @@
 //! Places that kernels read and write: locals, slice and chunk indexing, `*v` of a
 //! region element, and `Region` access (`get_mut`, the coordinates, `Stencil2D` neighbours).
 
+use super::calls::expression_text;
 use super::expr::strip_parens;
 use super::{Binding, Builder, Result, error};
 use offload_mir::*;
@@ -133,6 +134,15 @@ impl Builder {
         };
         let mut offsets = Vec::new();
         for arg in &m.args {
+            // A constant offset, or a name whose values are known (a `const`, a `for`
+            // counter over constant bounds): checked here, at the source.
+            let known = match strip_parens(arg) {
+                syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
+                    Some(Binding::Local(l)) => self.known_ranges.get(&l).copied(),
+                    _ => None,
+                },
+                _ => None,
+            };
             let constant = match strip_parens(arg) {
                 syn::Expr::Lit(syn::ExprLit {
                     lit: syn::Lit::Int(i),
@@ -161,6 +171,20 @@ impl Builder {
                 return error(
                     arg,
                     format!("offset {c} is outside the stencil's radius {radius}"),
+                );
+            }
+            if let Some((lo, hi)) = known
+                && radius_known
+                && let Some(far) = [lo, hi]
+                    .into_iter()
+                    .find(|v| v.unsigned_abs() > radius as u128)
+            {
+                return error(
+                    arg,
+                    format!(
+                        "offset `{}` can be {far}, outside the stencil's radius {radius}",
+                        expression_text(arg)
+                    ),
                 );
             }
             let (off, _) = self.scalar_expr(arg, Some(ScalarTy::Isize))?;
