@@ -13,6 +13,10 @@ pub struct KernelDescriptor {
     pub name: &'static str,
     pub mir: &'static str,
     pub device_functions: &'static [&'static DeviceFn],
+    /// Whether the kernel's MIR may hold raw (`unsafe`) operations: only a kernel written
+    /// with `unsafe` blocks, whose descriptor the macro makes with
+    /// [`new_unsafe`](Self::new_unsafe).
+    allows_raw: bool,
     body: OnceLock<Result<Linked, String>>,
     /// The code built ahead of time for the linked body, looked up once: registration
     /// happens before `main`, so the answer does not change.
@@ -54,6 +58,30 @@ impl KernelDescriptor {
             name,
             mir,
             device_functions,
+            allows_raw: false,
+            body: OnceLock::new(),
+            aot: OnceLock::new(),
+        }
+    }
+
+    /// A kernel whose MIR may hold raw operations (`unsafe` shared-memory `load`/`store`,
+    /// `get_unchecked`), which the safety verifier does not check in full.
+    ///
+    /// # Safety
+    ///
+    /// The raw operations must come from `unsafe` blocks the kernel's author wrote, who
+    /// vouches for them (the indices of `get_unchecked` in bounds, raw shared-memory
+    /// accesses free of races).
+    pub const unsafe fn new_unsafe(
+        name: &'static str,
+        mir: &'static str,
+        device_functions: &'static [&'static DeviceFn],
+    ) -> Self {
+        KernelDescriptor {
+            name,
+            mir,
+            device_functions,
+            allows_raw: true,
             body: OnceLock::new(),
             aot: OnceLock::new(),
         }
@@ -80,6 +108,19 @@ impl KernelDescriptor {
     fn link(&self) -> Result<Linked, String> {
         let kernel = offload_mir::parse(self.mir)
             .map_err(|e| format!("embedded MIR does not parse: {e}"))?;
+        // Raw operations escape parts of the safety verifier: they are taken only from a
+        // kernel whose author wrote `unsafe` (see `new_unsafe`), never from device
+        // functions, which have no raw operations to write.
+        let has_raw = |b: &Body| {
+            b.blocks
+                .iter()
+                .any(|bb| bb.statements.iter().any(|s| s.raw))
+        };
+        if has_raw(&kernel) && !self.allows_raw {
+            return Err(
+                "the kernel's MIR has raw (`unsafe`) operations, but its descriptor was not made for a kernel with `unsafe` blocks".into(),
+            );
+        }
         // Every device function reachable from the kernel, each once.
         let mut reachable: Vec<&'static DeviceFn> = Vec::new();
         let mut stack: Vec<&'static DeviceFn> = self.device_functions.to_vec();
@@ -92,10 +133,15 @@ impl KernelDescriptor {
         let mut bodies: Vec<Body> = Vec::new();
         for f in &reachable {
             for mir in f.instances {
-                bodies.push(
-                    offload_mir::parse(mir)
-                        .map_err(|e| format!("MIR of `{}` does not parse: {e}", f.name))?,
-                );
+                let body = offload_mir::parse(mir)
+                    .map_err(|e| format!("MIR of `{}` does not parse: {e}", f.name))?;
+                if has_raw(&body) {
+                    return Err(format!(
+                        "the MIR of device function `{}` has raw (`unsafe`) operations, which device functions cannot have",
+                        f.name
+                    ));
+                }
+                bodies.push(body);
             }
         }
         let device: Vec<&Body> = bodies.iter().collect();

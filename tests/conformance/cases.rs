@@ -65,6 +65,7 @@ macro_rules! for_each_case {
         $m!(atomics_on_device_buffers);
         $m!(workgroup_reductions_reach_every_thread);
         $m!(constant_arrays_in_kernels);
+        $m!(unchecked_reads_where_the_author_vouches);
     };
 }
 
@@ -2209,4 +2210,24 @@ pub fn constant_arrays_in_kernels(o: LaunchOptions) -> CaseResult {
         "index out of bounds: the len is 3 but the index is 3",
         "*v = acc + s + smooth[shift];",
     )
+}
+
+/// A gather through an index list whose entries the caller knows are in bounds.
+#[offload_kernel]
+fn gather_unchecked(mut out: Region<f32, Linear1D>, x: &[f32], idx: &[u32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        let j = idx[i] as usize;
+        // SAFETY: the caller fills `idx` with indices of `x`.
+        *v = unsafe { *x.get_unchecked(j) } * 2.0 + unsafe { x.get_unchecked(0) };
+    }
+}
+
+pub fn unchecked_reads_where_the_author_vouches(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = (0..500).map(|i| i as f32 * 0.5).collect();
+    let idx: Vec<u32> = (0..2000u32).map(|i| (i * 7) % 500).collect();
+    let mut out = vec![0f32; idx.len()];
+    gather_unchecked(o, &mut out, &x, &idx).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = idx.iter().map(|&j| x[j as usize] * 2.0 + x[0]).collect();
+    compare("get_unchecked", &out, &want)
 }

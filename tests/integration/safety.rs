@@ -288,3 +288,94 @@ fn a_slow_compile_holds_up_only_its_own_kernel() {
     assert_eq!((*a, *b), (7, 7));
     assert!(Arc::ptr_eq(&a, &b));
 }
+
+/// A kernel's raw (`unsafe`) operations escape parts of the verifier, so MIR with them is
+/// linked only from the descriptor the macro makes for a kernel written with `unsafe`
+/// blocks: handed to the safe constructor, it is refused, and so is a raw operation in a
+/// device function.
+#[test]
+fn raw_operations_are_taken_only_from_kernels_written_with_unsafe() {
+    use offload::{DeviceFn, DynamicArg, KernelArg, KernelDescriptor, ScalarTy, Strategy};
+    const MIR: &str = "// offload-mir v1
+kernel unchecked_copy(mut _1: Region<f32, Linear1D>, _2: &[f32]) {
+    file \"forged.rs\";
+    let mut _0: ();
+    let mut _3: usize;
+    let mut _4: f32;
+
+    bb0: {
+        _3 = RegionIndex(_1); // 1:1
+        unsafe _4 = copy _2[_3]; // 2:1
+        return; // 3:1
+    }
+}
+";
+    static FORGED: KernelDescriptor = KernelDescriptor::new("unchecked_copy", MIR, &[]);
+    let mut out = vec![0u8; 4 * 8];
+    let x = vec![0u8; 4 * 4];
+    let mut args = vec![
+        KernelArg::dynamic(DynamicArg::Region {
+            elem: ScalarTy::F32,
+            strategy: Strategy::Linear1D,
+            data: &mut out,
+            row_len: None,
+        })
+        .unwrap(),
+        KernelArg::dynamic(DynamicArg::Slice {
+            elem: ScalarTy::F32,
+            data: &x,
+        })
+        .unwrap(),
+    ];
+    let error = offload::launch(&FORGED, cpu(), &mut args).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "kernel `unchecked_copy` could not be compiled: the kernel's MIR has raw (`unsafe`) operations, but its descriptor was not made for a kernel with `unsafe` blocks"
+    );
+
+    static FORGED_DEVICE: DeviceFn = DeviceFn::new(
+        "peek",
+        &["// offload-mir v1
+fn peek(_1: &[f32]) -> f32 {
+    file \"forged.rs\";
+    let mut _0: f32;
+    let mut _2: usize;
+
+    bb0: {
+        _2 = const 9usize; // 1:1
+        unsafe _0 = copy _1[_2]; // 2:1
+        return; // 3:1
+    }
+}
+"],
+        &[],
+    );
+    const CALLER: &str = "// offload-mir v1
+kernel calls_peek(mut _1: Region<f32, Linear1D>) {
+    file \"forged.rs\";
+    let mut _0: ();
+
+    bb0: {
+        return; // 1:1
+    }
+}
+";
+    static CALLS: KernelDescriptor =
+        // SAFETY: this test's own MIR; the point is what the device function may hold.
+        unsafe { KernelDescriptor::new_unsafe("calls_peek", CALLER, &[&FORGED_DEVICE]) };
+    let mut out = vec![0u8; 4 * 8];
+    let mut args = vec![
+        KernelArg::dynamic(DynamicArg::Region {
+            elem: ScalarTy::F32,
+            strategy: Strategy::Linear1D,
+            data: &mut out,
+            row_len: None,
+        })
+        .unwrap(),
+    ];
+    let error = offload::launch(&CALLS, cpu(), &mut args).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "kernel `calls_peek` could not be compiled: the MIR of device function `peek` has raw (`unsafe`) operations, which device functions cannot have"
+    );
+}

@@ -89,10 +89,23 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
             format!("{name_str}::<{}>", types.join(", "))
         };
         let calls = device_calls(&item.block);
+        // A kernel with raw operations came from `unsafe` blocks in its body, so its
+        // crate already admits `unsafe` code.
+        let raw = body
+            .blocks
+            .iter()
+            .any(|b| b.statements.iter().any(|s| s.raw));
+        let descriptor = if raw {
+            quote! {
+                // SAFETY: the raw operations are the kernel's own `unsafe` blocks.
+                unsafe { ::offload::KernelDescriptor::new_unsafe(#display, #mir, &[#(#calls),*]) }
+            }
+        } else {
+            quote! { ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*]) }
+        };
         descriptors.push(quote! {
             #[allow(non_upper_case_globals)]
-            static #ident: ::offload::KernelDescriptor =
-                ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*]);
+            static #ident: ::offload::KernelDescriptor = #descriptor;
         });
         let variants = subst
             .iter()

@@ -718,6 +718,8 @@ impl Analysis<'_> {
                     "{shown} is not proven to be this thread's own slot: safe code writes shared memory only at `rank` or `k * threads + rank` with `k < Len / threads`"
                 )
             }),
+            // `get_unchecked`: the `unsafe` block the kernel was written with vouches.
+            (Ty::Slice(_), Access::Read) if raw => None,
             (Ty::Slice(_) | Ty::Region(..) | Ty::Shared(..), _) => (!self.in_bounds(state, container, i)).then(|| {
                 format!("{shown} is not proven in bounds: no check that `{index} < Len({container})` precedes it on every path")
             }),

@@ -185,6 +185,40 @@ impl Builder {
                     ),
                 }
             }
+            "get_unchecked" if m.args.len() == 1 => {
+                // The caller's `unsafe` block vouches for the index: no bounds check. The
+                // read is marked raw, which the safety verifier exempts, and a kernel
+                // with raw operations is linked only from the descriptor the macro makes
+                // for code with `unsafe` blocks.
+                let slice = match &*m.receiver {
+                    syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
+                        Some(Binding::Local(l))
+                            if matches!(self.body.locals[l.index()].ty, Ty::Slice(_)) =>
+                        {
+                            Some(l)
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                let Some(slice) = slice else {
+                    return error(&m.receiver, "`get_unchecked` reads slice parameters");
+                };
+                let elem = self.body.locals[slice.index()]
+                    .ty
+                    .element()
+                    .expect("slices have elements");
+                let (index, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::Usize))?;
+                let index = self.as_local(index, ScalarTy::Usize, span);
+                let t = self.temp(elem);
+                self.push(
+                    Place::local(t),
+                    Rvalue::Use(Operand::Copy(Place::element(slice, index))),
+                    span,
+                );
+                self.mark_raw();
+                Ok(Some((Operand::Copy(Place::local(t)), elem)))
+            }
             "get_mut" => error(
                 m,
                 "use `get_mut()` as `if let Some(v) = region.get_mut() { ... }`",

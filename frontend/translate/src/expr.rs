@@ -133,6 +133,10 @@ impl Builder {
                 Ok(Some((Operand::Copy(place), ty)))
             }
             syn::Expr::Unary(u) => match u.op {
+                // `*x.get_unchecked(i)`: the element itself.
+                syn::UnOp::Deref(_) if matches!(&*u.expr, syn::Expr::MethodCall(m) if m.method == "get_unchecked") => {
+                    self.expr(&u.expr, expected)
+                }
                 syn::UnOp::Deref(_) => {
                     let (place, ty) = self.place(e)?;
                     Ok(Some((Operand::Copy(place), ty)))

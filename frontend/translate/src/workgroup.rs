@@ -216,7 +216,7 @@ impl Builder {
     }
 
     /// Marks the statement just pushed as made by the raw API.
-    fn mark_raw(&mut self) {
+    pub(super) fn mark_raw(&mut self) {
         let bb = self.current.expect("a statement was just pushed");
         if let Some(s) = self.body.blocks[bb.index()].statements.last_mut() {
             s.raw = true;
