@@ -213,6 +213,62 @@ pub struct Shared<T, const N: usize> {
     _element: PhantomData<T>,
 }
 
+/// A per-workgroup `ROWS × COLS` tile of shared memory, row-major, declared in a kernel
+/// with `let mut tile = Shared2D::<f32, 16, 16>::new();`, with the rules of [`Shared`]:
+/// [`write`](Self::write) writes the thread's own slot, thread (x, y) of the workgroup
+/// filling `tile[(y, x)]` (the workgroup must be `COLS` threads wide, else the write
+/// panics); any thread reads any slot with `tile[(r, c)]` (both bounds-checked).
+pub struct Shared2D<T, const ROWS: usize, const COLS: usize> {
+    _element: PhantomData<T>,
+}
+
+impl<T: crate::Num, const ROWS: usize, const COLS: usize> Shared2D<T, ROWS, COLS> {
+    /// Declares the tile; once per kernel, at any point before its use.
+    #[allow(clippy::new_without_default)]
+    pub fn new() -> Self {
+        unreachable!("{NEVER}")
+    }
+
+    /// Writes this thread's own slot: `(y, x)` for thread (x, y) of the workgroup.
+    pub fn write(&mut self, value: T) {
+        let _ = value;
+        unreachable!("{NEVER}")
+    }
+
+    /// `ROWS`.
+    pub fn rows(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// `COLS`.
+    pub fn cols(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// `ROWS * COLS`.
+    pub fn len(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// Whether the tile has no elements (never: both extents are positive). The kernel
+    /// translator does not accept this call; compare `len()` with 0.
+    pub fn is_empty(&self) -> bool {
+        unreachable!("{NEVER}")
+    }
+}
+
+impl<T, const ROWS: usize, const COLS: usize> std::ops::Index<(usize, usize)>
+    for Shared2D<T, ROWS, COLS>
+{
+    type Output = T;
+
+    /// Reads any slot `(row, column)`; see [`Shared`]'s rules on barriers.
+    fn index(&self, index: (usize, usize)) -> &T {
+        let _ = index;
+        unreachable!("{NEVER}")
+    }
+}
+
 /// The launch's dynamic shared memory (`dyn_cache` bytes in `offload!`) as an array of
 /// `dyn_cache / size_of::<T>()` elements, with the rules of [`Shared`]. A kernel declares
 /// it with `let mut cache = DynShared::<f32>::new();`; several declarations view the

@@ -93,10 +93,10 @@ pub use scalar::{Float, Int, Num, Scalar};
 /// What a kernel file needs: `use offload::prelude::*;`.
 pub mod prelude {
     pub use crate::kernel_view::{
-        DynShared, Shared, subgroup_all, subgroup_any, subgroup_ballot, subgroup_broadcast,
-        subgroup_lane, subgroup_max, subgroup_min, subgroup_shuffle, subgroup_shuffle_xor,
-        subgroup_size, subgroup_sum, sync_threads, thread_idx, workgroup_count, workgroup_dim,
-        workgroup_idx, workgroup_max, workgroup_min, workgroup_sum,
+        DynShared, Shared, Shared2D, subgroup_all, subgroup_any, subgroup_ballot,
+        subgroup_broadcast, subgroup_lane, subgroup_max, subgroup_min, subgroup_shuffle,
+        subgroup_shuffle_xor, subgroup_size, subgroup_sum, sync_threads, thread_idx,
+        workgroup_count, workgroup_dim, workgroup_idx, workgroup_max, workgroup_min, workgroup_sum,
     };
     pub use crate::{
         Atomic, Chunked, DeviceBuffer, Error, Float, Int, Linear1D, Linear2D, Num, Region,

@@ -66,6 +66,7 @@ macro_rules! for_each_case {
         $m!(workgroup_reductions_reach_every_thread);
         $m!(constant_arrays_in_kernels);
         $m!(unchecked_reads_where_the_author_vouches);
+        $m!(two_dimensional_shared_tiles);
     };
 }
 
@@ -2230,4 +2231,60 @@ pub fn unchecked_reads_where_the_author_vouches(o: LaunchOptions) -> CaseResult 
     gather_unchecked(o, &mut out, &x, &idx).map_err(|e| e.to_string())?;
     let want: Vec<f32> = idx.iter().map(|&j| x[j as usize] * 2.0 + x[0]).collect();
     compare("get_unchecked", &out, &want)
+}
+
+/// A transpose through a 16×16 tile: thread (x, y) writes `tile[(y, x)]`, then reads the
+/// element across the diagonal.
+#[offload_kernel]
+fn transpose_tiles(mut out: Region<f32, Linear2D>, a: &[f32], n: usize) {
+    let mut tile = Shared2D::<f32, 16, 16>::new();
+    let x = thread_idx(0);
+    let y = thread_idx(1);
+    let bx = workgroup_idx(0) * 16;
+    let by = workgroup_idx(1) * 16;
+    // Thread (x, y) loads a[by + y][bx + x].
+    let r = by + y;
+    let c = bx + x;
+    tile.write(if r < n && c < n { a[r * n + c] } else { 0.0 });
+    sync_threads();
+    // out[bx + y][by + x] = a[by + x][bx + y], which thread (y, x) loaded.
+    let v = tile[(x, y)] + tile.cols() as f32 * 0.0;
+    if let Some(o) = out.get_mut() {
+        *o = v;
+    }
+}
+
+pub fn two_dimensional_shared_tiles(o: LaunchOptions) -> CaseResult {
+    let n = 48usize;
+    let a: Vec<f32> = (0..n * n).map(|i| i as f32).collect();
+    let mut out = vec![0f32; n * n];
+    let groups = (n / 16) as u32;
+    let o = LaunchOptions {
+        workgroup_dim: Some([groups, groups, 1]),
+        thread_dim: Some([16, 16, 1]),
+        ..o
+    };
+    transpose_tiles(o, Region::new_2d(&mut out, n), &a, n).map_err(|e| e.to_string())?;
+    // `out` is indexed (row, col) = (by + y, bx + x) for thread (x, y) of group (bx, by).
+    let want: Vec<f32> = (0..n * n)
+        .map(|i| {
+            let (row, col) = (i / n, i % n);
+            let (bx, x) = (col / 16 * 16, col % 16);
+            let (by, y) = (row / 16 * 16, row % 16);
+            a[(by + x) * n + (bx + y)]
+        })
+        .collect();
+    compare("Shared2D transpose", &out, &want)?;
+    // Workgroups narrower than the tile's columns cannot write it.
+    let narrow = LaunchOptions {
+        workgroup_dim: Some([groups * 2, groups * 2, 1]),
+        thread_dim: Some([8, 8, 1]),
+        ..o
+    };
+    let result = transpose_tiles(narrow, Region::new_2d(&mut out, n), &a, n);
+    expect_panic(
+        result,
+        "a `Shared2D` tile is written by workgroups as wide as its columns",
+        "tile.write(if r < n && c < n { a[r * n + c] } else { 0.0 });",
+    )
 }

@@ -636,7 +636,7 @@ impl Builder {
         };
         let name = ty.ident.to_string();
         // `Shared::<T, N>::new()` is a declaration, read where it is bound.
-        if !starts_type_path(&name) || name == "Shared" || name == "DynShared" {
+        if !starts_type_path(&name) || super::workgroup::SHARED_KINDS.contains(&name.as_str()) {
             return Ok(None);
         }
         let Some(scalar) = self

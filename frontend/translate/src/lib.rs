@@ -81,7 +81,7 @@ pub fn device_call_paths(block: &syn::Block) -> Vec<syn::Path> {
 pub fn is_builtin(segments: &[String]) -> bool {
     let [.., last] = segments else { return false };
     if let [.., ty, _] = segments
-        && (ty == "Shared" || ty == "DynShared")
+        && workgroup::SHARED_KINDS.contains(&ty.as_str())
     {
         return true;
     }
@@ -588,6 +588,8 @@ struct Builder {
     subst: Vec<(String, ScalarTy)>,
     /// The values of the `const` items its strategies name.
     consts: Vec<(String, u32)>,
+    /// The columns of each `Shared2D` tile.
+    tile_cols: HashMap<Local, u64>,
     /// Read-only arrays, which `Binding::Array` refers to.
     arrays: Vec<ArrayValues>,
     /// The values immutable integer locals can hold, where known at compile time (`const`
@@ -635,6 +637,7 @@ impl Builder {
             reduction_calls: Vec::new(),
             arrays: Vec::new(),
             known_ranges: HashMap::new(),
+            tile_cols: HashMap::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
             syn_spans: HashMap::new(),

@@ -470,6 +470,9 @@ impl Builder {
                 };
                 let elem = match self.body.locals[base.index()].ty {
                     Ty::Slice(e) => e,
+                    Ty::Shared(..) if self.tile_cols.contains_key(&base) => {
+                        return self.tile_read(base, &i.index, e.span());
+                    }
                     Ty::Shared(..) => {
                         let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
                         return Ok(self.shared_read(base, index, e.span(), false));

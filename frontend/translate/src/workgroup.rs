@@ -34,7 +34,7 @@ impl Builder {
             return Ok(false);
         };
         let kind = ty_segment.ident.to_string();
-        if !(kind == "Shared" || kind == "DynShared") || new.ident != "new" {
+        if !SHARED_KINDS.contains(&kind.as_str()) || new.ident != "new" {
             return Ok(false);
         }
         if self.body.kind == BodyKind::Device {
@@ -65,7 +65,25 @@ impl Builder {
             );
         };
         let args: Vec<&syn::GenericArgument> = args.args.iter().collect();
+        let positive = |n: &syn::GenericArgument| match n {
+            syn::GenericArgument::Const(e) => const_usize(e).filter(|n| *n > 0),
+            _ => None,
+        };
+        let mut cols = None;
         let (elem, len) = match (kind.as_str(), &args[..]) {
+            ("Shared2D", [syn::GenericArgument::Type(t), r, c]) => {
+                let (Some(rows), Some(c)) = (positive(r), positive(c)) else {
+                    return error(
+                        ty_segment,
+                        "the rows and columns of a `Shared2D` tile must be positive integer literals",
+                    );
+                };
+                let Some(len) = rows.checked_mul(c).filter(|n| *n <= u32::MAX as u64) else {
+                    return error(ty_segment, "this `Shared2D` tile is too large");
+                };
+                cols = Some(c);
+                (t, Some(len as u32))
+            }
             ("Shared", [syn::GenericArgument::Type(t), n]) => {
                 let len = match n {
                     syn::GenericArgument::Const(e) => const_usize(e),
@@ -111,6 +129,9 @@ impl Builder {
             id.mutability.is_some(),
             Some((&id.ident, id.ident.span())),
         );
+        if let Some(cols) = cols {
+            self.tile_cols.insert(l, cols);
+        }
         self.bind(&id.ident, Binding::Local(l));
         Ok(true)
     }
@@ -130,6 +151,10 @@ impl Builder {
     pub(super) fn shared_call(&mut self, m: &syn::ExprMethodCall, shared: Local) -> Result<Value> {
         let span = m.span();
         let name = m.method.to_string();
+        if let Some(&cols) = self.tile_cols.get(&shared) {
+            let args: Vec<&syn::Expr> = m.args.iter().collect();
+            return self.tile_call(m, shared, cols, &name, &args);
+        }
         let elem = self.body.locals[shared.index()]
             .ty
             .element()
@@ -187,6 +212,95 @@ impl Builder {
                 Ok(None)
             }
         }
+    }
+
+    /// The methods of a `Shared2D` tile: `write(v)`, the thread's own slot `(y, x)` (the
+    /// workgroup must be `COLS` threads wide, checked at the write, so that this slot is
+    /// the thread's linear rank), `rows()`, `cols()`, `len()`.
+    fn tile_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        tile: Local,
+        cols: u64,
+        name: &str,
+        args: &[&syn::Expr],
+    ) -> Result<Value> {
+        let span = m.span();
+        let usize_const = |v: u64| Operand::Const(Const::Int(v as i128, ScalarTy::Usize));
+        let len = match self.body.locals[tile.index()].ty {
+            Ty::Shared(_, Some(n)) => n as u64,
+            _ => unreachable!("tiles have a static length"),
+        };
+        match (name, args) {
+            ("write", [value]) => {
+                let elem = self.body.locals[tile.index()]
+                    .ty
+                    .element()
+                    .expect("shared arrays have elements");
+                let (value, _) = self.scalar_expr(value, Some(elem))?;
+                let width = self.assign_temp(
+                    ScalarTy::Usize,
+                    Rvalue::Position(Position::WorkgroupSize, 0),
+                    span,
+                );
+                let fits = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::Eq, width, usize_const(cols)),
+                    span,
+                );
+                self.assert(
+                    fits,
+                    "a `Shared2D` tile is written by workgroups as wide as its columns",
+                    span,
+                );
+                let index = self.own_slot(tile, None, span);
+                self.push(Place::element(tile, index), Rvalue::Use(value), span);
+                Ok(None)
+            }
+            ("rows", []) => Ok(Some((usize_const(len / cols), ScalarTy::Usize))),
+            ("cols", []) => Ok(Some((usize_const(cols), ScalarTy::Usize))),
+            ("len", []) => Ok(Some((usize_const(len), ScalarTy::Usize))),
+            _ => error(
+                &m.method,
+                format!(
+                    "`{name}` with {} argument(s) is not an operation of a `Shared2D` tile; supported: write(v), rows(), cols(), len(), and reading `tile[(r, c)]`",
+                    args.len()
+                ),
+            ),
+        }
+    }
+
+    /// `tile[(r, c)]` of a `Shared2D` tile: `c` is checked below the columns, and the slot
+    /// `r * cols + c` below the length.
+    pub(super) fn tile_read(
+        &mut self,
+        tile: Local,
+        index: &syn::Expr,
+        span: SynSpan,
+    ) -> Result<(Place, ScalarTy)> {
+        let cols = self.tile_cols[&tile];
+        let syn::Expr::Tuple(pair) = super::expr::strip_parens(index) else {
+            return error(index, "a `Shared2D` tile is indexed by `(row, column)`");
+        };
+        let [r, c] = &pair.elems.iter().collect::<Vec<_>>()[..] else {
+            return error(index, "a `Shared2D` tile is indexed by `(row, column)`");
+        };
+        let (r, _) = self.scalar_expr(r, Some(ScalarTy::Usize))?;
+        let (c, _) = self.scalar_expr(c, Some(ScalarTy::Usize))?;
+        let cols_const = Operand::Const(Const::Int(cols as i128, ScalarTy::Usize));
+        let c = self.as_local(c, ScalarTy::Usize, span);
+        self.bounds_check(c, cols_const, span);
+        let row_start = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(BinOp::Mul, r, cols_const),
+            span,
+        );
+        let at = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(BinOp::Add, row_start, Operand::Copy(Place::local(c))),
+            span,
+        );
+        Ok(self.shared_read(tile, at, span, false))
     }
 
     /// Reads slot `index` of a shared array into a temporary, bounds-checked. The read is
@@ -434,6 +548,9 @@ impl Builder {
         )))
     }
 }
+
+/// The shared-memory types a kernel declares with `::new()`.
+pub(super) const SHARED_KINDS: [&str; 3] = ["Shared", "DynShared", "Shared2D"];
 
 /// A `Shared` length: an integer literal, or `+`, `-`, `*` of them, in braces or not.
 fn const_usize(e: &syn::Expr) -> Option<u64> {
