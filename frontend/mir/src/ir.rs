@@ -532,6 +532,27 @@ impl Intrinsic {
     }
 }
 
+/// A thread's linear rank in its workgroup, `(tz * dy + ty) * dx + tx`, as the steps that
+/// compute it: start from [`RANK_START`], then combine the running value with each
+/// position of [`RANK_STEPS`] in turn. The translator, the safety verifier and the fuzzer
+/// all build it from these, so the slot one writes is the slot another proves.
+pub const RANK_START: (Position, u8) = (Position::Thread, 2);
+
+/// See [`RANK_START`].
+pub const RANK_STEPS: [(BinOp, Position, u8); 4] = [
+    (BinOp::Mul, Position::WorkgroupSize, 1),
+    (BinOp::Add, Position::Thread, 1),
+    (BinOp::Mul, Position::WorkgroupSize, 0),
+    (BinOp::Add, Position::Thread, 0),
+];
+
+/// The threads of a workgroup, `(dx * dy) * dz`: the product of these positions, in order.
+pub const WORKGROUP_THREADS: [(Position, u8); 3] = [
+    (Position::WorkgroupSize, 0),
+    (Position::WorkgroupSize, 1),
+    (Position::WorkgroupSize, 2),
+];
+
 /// A thread-position query.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Position {

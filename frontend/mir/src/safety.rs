@@ -801,24 +801,18 @@ impl Analysis<'_> {
     /// Whether index `i` of shared array `s` is one of the calling thread's own slots.
     fn own_slot(&mut self, state: &State, s: Local, i: Sym) -> bool {
         let v = &mut self.values;
-        let pos = |v: &mut Values, p, d| v.intern(Expr::Position(p, d));
-        let (tx, ty, tz) = (
-            pos(v, Position::Thread, 0),
-            pos(v, Position::Thread, 1),
-            pos(v, Position::Thread, 2),
-        );
-        let (dx, dy, dz) = (
-            pos(v, Position::WorkgroupSize, 0),
-            pos(v, Position::WorkgroupSize, 1),
-            pos(v, Position::WorkgroupSize, 2),
-        );
-        let bin = |v: &mut Values, op, a, b| v.intern(Expr::Binary(op, a, b));
-        let plane = bin(v, BinOp::Mul, tz, dy);
-        let row = bin(v, BinOp::Add, plane, ty);
-        let rows = bin(v, BinOp::Mul, row, dx);
-        let rank = bin(v, BinOp::Add, rows, tx);
-        let area = bin(v, BinOp::Mul, dx, dy);
-        let threads = bin(v, BinOp::Mul, area, dz);
+        let pos = |v: &mut Values, (p, d): (Position, u8)| v.intern(Expr::Position(p, d));
+        let start = pos(v, RANK_START);
+        let rank = RANK_STEPS.into_iter().fold(start, |acc, (op, p, d)| {
+            let position = pos(v, (p, d));
+            v.intern(Expr::Binary(op, acc, position))
+        });
+        let [first, rest @ ..] = WORKGROUP_THREADS;
+        let first = pos(v, first);
+        let threads = rest.into_iter().fold(first, |acc, p| {
+            let position = pos(v, p);
+            v.intern(Expr::Binary(BinOp::Mul, acc, position))
+        });
         let len = match self.body.locals[s.index()].ty {
             Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
             _ => self.values.intern(Expr::Len(s)),

@@ -342,29 +342,13 @@ impl Builder {
     /// from wrapping onto another thread's slot.
     fn own_slot(&mut self, shared: Local, nth: Option<Operand>, span: SynSpan) -> Local {
         let usize_ = ScalarTy::Usize;
-        let pos = |b: &mut Builder, p, d| b.assign_temp(usize_, Rvalue::Position(p, d), span);
-        let bin =
-            |b: &mut Builder, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
-        let (tx, ty, tz) = (
-            pos(self, Position::Thread, 0),
-            pos(self, Position::Thread, 1),
-            pos(self, Position::Thread, 2),
-        );
-        let (dx, dy, dz) = (
-            pos(self, Position::WorkgroupSize, 0),
-            pos(self, Position::WorkgroupSize, 1),
-            pos(self, Position::WorkgroupSize, 2),
-        );
-        // rank = (tz * dy + ty) * dx + tx
-        let plane = bin(self, BinOp::Mul, tz, dy);
-        let row = bin(self, BinOp::Add, plane, ty);
-        let rows = bin(self, BinOp::Mul, row, dx);
-        let rank = bin(self, BinOp::Add, rows, tx);
+        let rank = self.rank(span);
         let Some(nth) = nth else {
             return self.checked_index(shared, rank, span);
         };
-        let area = bin(self, BinOp::Mul, dx, dy);
-        let threads = bin(self, BinOp::Mul, area, dz);
+        let bin =
+            |b: &mut Builder, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
+        let threads = self.workgroup_threads(span);
         let len = self.assign_temp(usize_, Rvalue::Len(shared), span);
         let per_thread = bin(self, BinOp::Div, len, threads);
         let nth = self.as_local(nth, usize_, span);
@@ -409,16 +393,9 @@ impl Builder {
         self.push(Place::element(scratch, slot), Rvalue::Use(part), span);
         self.barrier(span);
 
-        let pos = |b: &mut Builder, p, d| b.assign_temp(usize_, Rvalue::Position(p, d), span);
         let bin =
             |b: &mut Builder, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
-        let (dx, dy, dz) = (
-            pos(self, Position::WorkgroupSize, 0),
-            pos(self, Position::WorkgroupSize, 1),
-            pos(self, Position::WorkgroupSize, 2),
-        );
-        let area = bin(self, BinOp::Mul, dx, dy);
-        let threads = bin(self, BinOp::Mul, area, dz);
+        let threads = self.workgroup_threads(span);
         let width = self.assign_temp(usize_, Rvalue::Subgroup(SubgroupOp::Size, vec![]), span);
         let lane = self.assign_temp(usize_, Rvalue::Subgroup(SubgroupOp::Lane, vec![]), span);
         let step = bin(self, BinOp::Mul, width, width);
@@ -498,6 +475,28 @@ impl Builder {
         let target = self.new_block();
         self.terminate(TerminatorKind::Barrier { target }, span);
         self.current = Some(target);
+    }
+
+    /// The thread's linear rank in its workgroup ([`RANK_START`], [`RANK_STEPS`]).
+    fn rank(&mut self, span: SynSpan) -> Operand {
+        let usize_ = ScalarTy::Usize;
+        let (p, d) = RANK_START;
+        let start = self.assign_temp(usize_, Rvalue::Position(p, d), span);
+        RANK_STEPS.into_iter().fold(start, |acc, (op, p, d)| {
+            let position = self.assign_temp(usize_, Rvalue::Position(p, d), span);
+            self.assign_temp(usize_, Rvalue::BinaryOp(op, acc, position), span)
+        })
+    }
+
+    /// The threads of the workgroup ([`WORKGROUP_THREADS`]).
+    fn workgroup_threads(&mut self, span: SynSpan) -> Operand {
+        let usize_ = ScalarTy::Usize;
+        let [(p, d), rest @ ..] = WORKGROUP_THREADS;
+        let first = self.assign_temp(usize_, Rvalue::Position(p, d), span);
+        rest.into_iter().fold(first, |acc, (p, d)| {
+            let position = self.assign_temp(usize_, Rvalue::Position(p, d), span);
+            self.assign_temp(usize_, Rvalue::BinaryOp(BinOp::Mul, acc, position), span)
+        })
     }
 
     /// `subgroup_sum(v)` and the other subgroup functions.

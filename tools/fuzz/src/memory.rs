@@ -451,17 +451,12 @@ impl Gen<'_> {
     /// The slot `write(v)` or `write_nth(nth, v)` writes, with the checks the frontend's
     /// `own_slot` makes: `rank < Len`, or `nth < Len / threads`.
     pub fn checked_own_slot(&mut self, shared: Local, nth: Option<u64>) -> Local {
-        let (rank, [dx, dy, dz]) = self.rank();
+        let rank = self.rank();
         let Some(nth) = nth else {
             self.b.checked_index(shared, rank);
             return rank;
         };
-        let area = self
-            .b
-            .binary(ScalarTy::Usize, BinOp::Mul, copy(dx), copy(dy));
-        let threads = self
-            .b
-            .binary(ScalarTy::Usize, BinOp::Mul, copy(area), copy(dz));
+        let threads = self.workgroup_threads();
         let len = self.b.assign(ScalarTy::Usize, Rvalue::Len(shared));
         // Safe without a check: a workgroup has at least one thread.
         let per_thread = self
@@ -522,50 +517,36 @@ impl Gen<'_> {
         }
     }
 
-    /// `dx * dy * dz`.
-    fn workgroup_threads(&mut self) -> Local {
-        let dim = |g: &mut Self, d| {
-            g.b.assign(
-                ScalarTy::Usize,
-                Rvalue::Position(Position::WorkgroupSize, d),
-            )
-        };
-        let (dx, dy, dz) = (dim(self, 0), dim(self, 1), dim(self, 2));
-        let area = self
-            .b
-            .binary(ScalarTy::Usize, BinOp::Mul, copy(dx), copy(dy));
-        self.b
-            .binary(ScalarTy::Usize, BinOp::Mul, copy(area), copy(dz))
+    /// The thread's rank in its workgroup ([`RANK_START`], [`RANK_STEPS`]), as the
+    /// translator and the verifier compute it.
+    fn rank(&mut self) -> Local {
+        let pos = |g: &mut Self, (p, d)| g.b.assign(ScalarTy::Usize, Rvalue::Position(p, d));
+        let start = pos(self, RANK_START);
+        RANK_STEPS.into_iter().fold(start, |acc, (op, p, d)| {
+            let position = pos(self, (p, d));
+            self.b
+                .binary(ScalarTy::Usize, op, copy(acc), copy(position))
+        })
     }
 
-    /// The thread's rank in its workgroup as `translate/workgroup.rs` computes it,
-    /// `(tz * dy + ty) * dx + tx`, and the locals holding `dx`, `dy`, `dz`.
-    fn rank(&mut self) -> (Local, [Local; 3]) {
-        let pos = |g: &mut Self, p, d| g.b.assign(ScalarTy::Usize, Rvalue::Position(p, d));
-        let (tx, ty, tz) = (
-            pos(self, Position::Thread, 0),
-            pos(self, Position::Thread, 1),
-            pos(self, Position::Thread, 2),
-        );
-        let (dx, dy, dz) = (
-            pos(self, Position::WorkgroupSize, 0),
-            pos(self, Position::WorkgroupSize, 1),
-            pos(self, Position::WorkgroupSize, 2),
-        );
-        let bin = |g: &mut Self, op, a, b| g.b.binary(ScalarTy::Usize, op, copy(a), copy(b));
-        let plane = bin(self, BinOp::Mul, tz, dy);
-        let row = bin(self, BinOp::Add, plane, ty);
-        let rows = bin(self, BinOp::Mul, row, dx);
-        (bin(self, BinOp::Add, rows, tx), [dx, dy, dz])
+    /// The threads of the workgroup ([`WORKGROUP_THREADS`]).
+    fn workgroup_threads(&mut self) -> Local {
+        let pos = |g: &mut Self, (p, d)| g.b.assign(ScalarTy::Usize, Rvalue::Position(p, d));
+        let [first, rest @ ..] = WORKGROUP_THREADS;
+        let first = pos(self, first);
+        rest.into_iter().fold(first, |acc, p| {
+            let position = pos(self, p);
+            self.b
+                .binary(ScalarTy::Usize, BinOp::Mul, copy(acc), copy(position))
+        })
     }
 
     /// Slot `nth` (0 without) of this thread: `nth * threads + rank`, unchecked.
     pub fn own_slot(&mut self, nth: Option<u64>) -> Local {
-        let (rank, [dx, dy, dz]) = self.rank();
+        let rank = self.rank();
         let Some(nth) = nth else { return rank };
+        let threads = self.workgroup_threads();
         let bin = |g: &mut Self, op, a, b| g.b.binary(ScalarTy::Usize, op, copy(a), copy(b));
-        let area = bin(self, BinOp::Mul, dx, dy);
-        let threads = bin(self, BinOp::Mul, area, dz);
         let base = self
             .b
             .binary(ScalarTy::Usize, BinOp::Mul, usize_const(nth), copy(threads));
