@@ -7,7 +7,7 @@
 //! zero writes its site and values into words 1..4, every later one into the scratch
 //! words, so the first report is never overwritten and no thread branches on it.
 
-use crate::rewrite::{self, Builder, PassError, refuse};
+use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::{AtomicKind, ContainerType, ops, parse_container_type, predicate};
@@ -26,7 +26,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         let entry = rewrite::entry_block(func);
         // 2-D regions arrive as `memref<?x?xT>` (rows, row length) and are read and
         // written through a collapsed 1-D view made once at entry.
-        let mut flat: HashMap<usize, MlirValue> = HashMap::new();
+        let mut collapsed: HashMap<usize, MlirValue> = HashMap::new();
         let first_op = rewrite::first_operation(entry);
         for arg in rewrite::arguments(entry) {
             let text = rewrite::value_type(arg).to_string();
@@ -46,17 +46,17 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                 .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
             rewrite::set_argument_type(arg, memref);
             if two_d {
-                let b = Builder::before(context, first_op);
+                let b = Inserter::before(context, first_op);
                 let view = b.op(
                     "memref.collapse_shape",
                     &[arg],
                     &[b.ty(&format!("memref<?x{elem}>"))],
                     &[("reassociation", b.attr("[[0, 1]]"))],
                 )[0];
-                flat.insert(arg.ptr as usize, view);
+                collapsed.insert(arg.ptr as usize, view);
             }
         }
-        let flat_view = |v: MlirValue| flat.get(&(v.ptr as usize)).copied().unwrap_or(v);
+        let collapsed_view = |v: MlirValue| collapsed.get(&(v.ptr as usize)).copied().unwrap_or(v);
         let panic_ty =
             melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
         let panic_buffer = rewrite::add_argument(entry, panic_ty, func);
@@ -64,12 +64,12 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
 
         let root = OperationRef::from_raw(func);
         for op in rewrite::collect(root, ops::LEN) {
-            // The element count: a 2-D region's flat view has all its rows.
-            let b = Builder::before(context, op);
+            // The element count: a 2-D region's collapsed view has all its rows.
+            let b = Inserter::before(context, op);
             let zero = b.index_constant(0);
             let dim = b.op(
                 "memref.dim",
-                &[flat_view(rewrite::operand(op, 0)), zero],
+                &[collapsed_view(rewrite::operand(op, 0)), zero],
                 &[b.ty("index")],
                 &[],
             );
@@ -81,8 +81,8 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             let dim = rewrite::int_attribute(op, "dim")
                 .ok_or_else(|| refuse(op, "`offload.extent` needs a `dim`"))?;
             let region = rewrite::operand(op, 0);
-            let b = Builder::before(context, op);
-            let two_d = flat.contains_key(&(region.ptr as usize));
+            let b = Inserter::before(context, op);
+            let two_d = collapsed.contains_key(&(region.ptr as usize));
             let v = match (two_d, dim) {
                 (true, 0) => b.op(
                     "memref.dim",
@@ -107,24 +107,32 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             rewrite::replace(op, &[v]);
         }
         for op in rewrite::collect(root, ops::LOAD) {
-            let b = Builder::before(context, op);
+            let b = Inserter::before(context, op);
             let result_ty = rewrite::result_type(op);
             let v = b.op(
                 "memref.load",
-                &[flat_view(rewrite::operand(op, 0)), rewrite::operand(op, 1)],
+                &[
+                    collapsed_view(rewrite::operand(op, 0)),
+                    rewrite::operand(op, 1),
+                ],
                 &[result_ty],
                 &[],
             );
             rewrite::replace(op, &v);
         }
         for op in rewrite::collect(root, ops::STORE) {
-            let b = Builder::before(context, op);
+            let b = Inserter::before(context, op);
             let (value, region, index) = (
                 rewrite::operand(op, 0),
                 rewrite::operand(op, 1),
                 rewrite::operand(op, 2),
             );
-            b.op("memref.store", &[value, flat_view(region), index], &[], &[]);
+            b.op(
+                "memref.store",
+                &[value, collapsed_view(region), index],
+                &[],
+                &[],
+            );
             rewrite::replace(op, &[]);
         }
         for op in rewrite::collect(root, ops::ATOMIC_RMW) {
@@ -137,7 +145,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                     )
                 })?
                 .code();
-            let b = Builder::before(context, op);
+            let b = Inserter::before(context, op);
             let ty = rewrite::result_type(op);
             let (atomic, index, value) = (
                 rewrite::operand(op, 0),
@@ -153,7 +161,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             rewrite::replace(op, &v);
         }
         for op in rewrite::collect(root, ops::ATOMIC_CAS) {
-            let b = Builder::before(context, op);
+            let b = Inserter::before(context, op);
             let ty = rewrite::result_type(op);
             let operands = rewrite::operands(op);
             let v = b.compare_and_swap(operands[0], operands[1], operands[2], operands[3], ty);
@@ -163,7 +171,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             let site = rewrite::int_attribute(op, "site")
                 .ok_or_else(|| refuse(op, "`offload.panic` needs an integer `site`"))?;
             let values = rewrite::operands(op);
-            let b = Builder::before(context, op);
+            let b = Inserter::before(context, op);
             let (i64, index) = (b.ty("i64"), b.ty("index"));
             let zero = b.index_constant(0);
             let one = b.i64_constant(1);

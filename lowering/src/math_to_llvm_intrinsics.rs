@@ -4,7 +4,7 @@
 //! send to a libdevice call where one `fma.rn` instruction does. The transcendental ops
 //! are left to NVVM's libdevice lowering.
 
-use crate::rewrite::{self, Builder};
+use crate::rewrite::{self, Inserter};
 use melior::{Context, ir::OperationRef};
 
 pub const NAME: &str = "offload-math-to-llvm-intrinsics";
@@ -25,7 +25,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), crate::r
         for op in rewrite::collect(root, math) {
             // SAFETY: `op` was collected from the live module and is replaced once.
             unsafe {
-                let b = Builder::before(context, op);
+                let b = Inserter::before(context, op);
                 let ty = rewrite::result_type(op);
                 let attrs: Vec<(&str, melior::ir::Attribute)> =
                     flag.into_iter().map(|f| (f, b.attr("false"))).collect();

@@ -91,7 +91,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 for op in rewrite::collect(func_ref, op_name) {
                     let value = match rewrite::int_attribute(op, "dim") {
                         Some(d @ (0 | 1)) => values[d as usize],
-                        Some(2) => rewrite::Builder::before(context, op).index_constant(z),
+                        Some(2) => rewrite::Inserter::before(context, op).index_constant(z),
                         _ => {
                             return Err(refuse(
                                 op,
@@ -106,7 +106,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             workgroup_memory(context, func_ref, shared)?;
             let mut calls_barrier = false;
             for op in rewrite::collect(func_ref, ops::BARRIER) {
-                let b = rewrite::Builder::before(context, op);
+                let b = rewrite::Inserter::before(context, op);
                 b.op(
                     "func.call",
                     &[barrier],
@@ -127,7 +127,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 declared_barrier = true;
             }
             for ret in rewrite::collect(func_ref, "func.return") {
-                rewrite::Builder::before(context, ret).op("scf.yield", &[], &[], &[]);
+                rewrite::Inserter::before(context, ret).op("scf.yield", &[], &[], &[]);
                 rewrite::replace(ret, &[]);
             }
             // The body moves into `scf.execute_region`, whose entry block takes no
@@ -157,7 +157,7 @@ unsafe fn workgroup_memory(
         unsafe {
             let array = kernel_abi::SharedArray::of(op)?;
             let elem = &array.elem;
-            let b = rewrite::Builder::before(context, op);
+            let b = rewrite::Inserter::before(context, op);
             let index = b.ty("index");
             let start = b.index_constant(array.offset as i64);
             let len = match array.len {
@@ -199,7 +199,7 @@ unsafe fn one_lane_subgroups(
     unsafe {
         for (name, constant) in [(ops::SUBGROUP_SIZE, 1), (ops::SUBGROUP_LANE, 0)] {
             for op in rewrite::collect(func, name) {
-                let v = rewrite::Builder::before(context, op).index_constant(constant);
+                let v = rewrite::Inserter::before(context, op).index_constant(constant);
                 rewrite::replace(op, &[v]);
             }
         }
@@ -211,7 +211,7 @@ unsafe fn one_lane_subgroups(
             }
         }
         for op in rewrite::collect(func, ops::BALLOT) {
-            let b = rewrite::Builder::before(context, op);
+            let b = rewrite::Inserter::before(context, op);
             let v = b.op(
                 "arith.extui",
                 &[rewrite::operand(op, 0)],

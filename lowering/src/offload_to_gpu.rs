@@ -43,7 +43,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
             subgroups(context, func_ref)?;
             for op in rewrite::collect(func_ref, ops::BARRIER) {
-                rewrite::Builder::before(context, op).op("gpu.barrier", &[], &[], &[]);
+                rewrite::Inserter::before(context, op).op("gpu.barrier", &[], &[], &[]);
                 rewrite::replace(op, &[]);
             }
             for (name, gpu) in [
@@ -58,7 +58,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     let axis = ["x", "y", "z"]
                         .get(dim as usize)
                         .ok_or_else(|| refuse(op, "`dim` must be 0, 1 or 2"))?;
-                    let b = rewrite::Builder::before(context, op);
+                    let b = rewrite::Inserter::before(context, op);
                     if name == ops::WORKGROUP_COUNT && dim == 0 {
                         rewrite::replace(op, &[groups_x]);
                         continue;
@@ -72,7 +72,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 }
             }
             for ret in rewrite::collect(func_ref, "func.return") {
-                rewrite::Builder::before(context, ret).op("gpu.return", &[], &[], &[]);
+                rewrite::Inserter::before(context, ret).op("gpu.return", &[], &[], &[]);
                 rewrite::replace(ret, &[]);
             }
 
@@ -119,7 +119,7 @@ unsafe fn workgroup_memory(
         unsafe {
             let shared = kernel_abi::SharedArray::of(op)?;
             let elem = &shared.elem;
-            let b = rewrite::Builder::before(context, op);
+            let b = rewrite::Inserter::before(context, op);
             let view_ty = b.ty(&format!("memref<?x{elem}, {space}>"));
             let view = match shared.len {
                 Some(len) => {
@@ -164,11 +164,11 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
     // each op is replaced once.
     unsafe {
         for op in rewrite::collect(func, ops::SUBGROUP_SIZE) {
-            let v = rewrite::Builder::before(context, op).index_constant(WARP);
+            let v = rewrite::Inserter::before(context, op).index_constant(WARP);
             rewrite::replace(op, &[v]);
         }
         for op in rewrite::collect(func, ops::SUBGROUP_LANE) {
-            let b = rewrite::Builder::before(context, op);
+            let b = rewrite::Inserter::before(context, op);
             let v = b.op("gpu.lane_id", &[], &[b.ty("index")], &[]);
             rewrite::replace(op, &v);
         }
@@ -178,7 +178,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
                 Some(1) => "xor",
                 _ => return Err(refuse(op, "`offload.shuffle` needs `mode` 0 or 1")),
             };
-            let b = rewrite::Builder::before(context, op);
+            let b = rewrite::Inserter::before(context, op);
             let value = rewrite::operand(op, 0);
             let v = shuffle(&b, value, rewrite::operand(op, 1), mode);
             rewrite::replace(op, &[v]);
@@ -186,7 +186,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
         for op in rewrite::collect(func, ops::SUBGROUP_REDUCE) {
             let combine = rewrite::string_attribute(op, "combine")
                 .ok_or_else(|| refuse(op, "`offload.subgroup_reduce` needs a `combine` op name"))?;
-            let b = rewrite::Builder::before(context, op);
+            let b = rewrite::Inserter::before(context, op);
             let ty = rewrite::value_type(rewrite::operand(op, 0));
             let mut acc = rewrite::operand(op, 0);
             let mut offset = WARP / 2;
@@ -204,7 +204,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
             rewrite::replace(op, &[acc]);
         }
         for op in rewrite::collect(func, ops::BALLOT) {
-            let b = rewrite::Builder::before(context, op);
+            let b = rewrite::Inserter::before(context, op);
             let all_lanes = b.op(
                 "arith.constant",
                 &[],
@@ -226,7 +226,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
 
 /// `value` from the lane `lane` selects under `mode` (`idx` or `xor`); the caller's own
 /// value where that lane is outside the warp.
-fn shuffle(b: &rewrite::Builder<'_>, value: MlirValue, lane: MlirValue, mode: &str) -> MlirValue {
+fn shuffle(b: &rewrite::Inserter<'_>, value: MlirValue, lane: MlirValue, mode: &str) -> MlirValue {
     // SAFETY: `value` is a live SSA value of the kernel being converted.
     let ty = unsafe { rewrite::value_type(value) };
     let width = b.op(

@@ -11,7 +11,7 @@
 //! | `Chunked<N>` | `gid(0) * N` (the chunk's first element) | `(gid(0), 0)` |
 //! | `Linear2D`, `Stencil2D<R>` | `gid(1) * row_length + gid(0)` | `(gid(0), gid(1))` |
 
-use crate::rewrite::{self, Builder, PassError, refuse};
+use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::{Context, ir::OperationRef};
 use mlir_sys::MlirValue;
 use offload_dialect::{ContainerType, ops, parse_container_type};
@@ -35,7 +35,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 let strategy = Strategy::from_name(&strategy).ok_or_else(|| {
                     refuse(op, format!("unknown partitioning strategy `{strategy}`"))
                 })?;
-                let b = Builder::before(context, op);
+                let b = Inserter::before(context, op);
                 let value = if name == ops::REGION_INDEX {
                     element_index(&b, region, strategy)
                 } else {
@@ -60,7 +60,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
 }
 
 /// The thread's position in the whole launch along `dim`.
-fn global_id(b: &Builder<'_>, dim: i64) -> MlirValue {
+fn global_id(b: &Inserter<'_>, dim: i64) -> MlirValue {
     let index = b.ty("index");
     let d = [("dim", b.attr(&format!("{dim} : i64")))];
     let thread = b.op(ops::THREAD_ID, &[], &[index], &d)[0];
@@ -70,7 +70,7 @@ fn global_id(b: &Builder<'_>, dim: i64) -> MlirValue {
     b.op("arith.addi", &[base, thread], &[index], &[])[0]
 }
 
-fn element_index(b: &Builder<'_>, region: MlirValue, strategy: Strategy) -> MlirValue {
+fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> MlirValue {
     let index = b.ty("index");
     match strategy {
         Strategy::Linear1D => global_id(b, 0),

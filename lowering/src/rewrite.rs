@@ -32,19 +32,19 @@ pub fn collect(root: OperationRef<'_, '_>, name: &str) -> Vec<MlirOperation> {
 }
 
 /// A rewriter positioned before one anchor operation.
-pub struct Builder<'c> {
+pub struct Inserter<'c> {
     pub context: &'c Context,
     anchor: MlirOperation,
     pub location: Location<'c>,
 }
 
-impl<'c> Builder<'c> {
+impl<'c> Inserter<'c> {
     /// # Safety
     ///
     /// `anchor` must be a live operation inside a block.
     pub unsafe fn before(context: &'c Context, anchor: MlirOperation) -> Self {
         let location = unsafe { Location::from_raw(mlirOperationGetLocation(anchor)) };
-        Builder {
+        Inserter {
             context,
             anchor,
             location,

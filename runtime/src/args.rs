@@ -3,7 +3,7 @@
 
 use crate::{
     Error,
-    memory::Resident,
+    memory::BufferLocation,
     region::{
         AtomicData, IntoAtomic, IntoRegion, IntoSlice, PartitioningStrategy, Shape, SliceData,
     },
@@ -59,7 +59,7 @@ pub(crate) enum ArgKind {
         shape: Shape,
         elem: ScalarTy,
         strategy: Strategy,
-        resident: Option<Resident>,
+        resident: Option<BufferLocation>,
         /// Elements `first..last` of the region, when `data` holds only those (a share of
         /// a split launch, whose threads touch no others); `None`: `data` holds them all.
         window: Option<(usize, usize)>,
@@ -68,13 +68,13 @@ pub(crate) enum ArgKind {
         data: *const u8,
         len: usize,
         elem: ScalarTy,
-        resident: Option<Resident>,
+        resident: Option<BufferLocation>,
     },
     Atomic {
         data: *mut u8,
         len: usize,
         elem: ScalarTy,
-        resident: Option<Resident>,
+        resident: Option<BufferLocation>,
     },
     Scalar {
         bits: u64,
@@ -193,7 +193,7 @@ impl<'a> KernelArg<'a> {
 
 impl ArgKind {
     /// Where a device-resident argument lives.
-    pub(crate) fn resident(&self) -> Option<&Resident> {
+    pub(crate) fn resident(&self) -> Option<&BufferLocation> {
         match self {
             ArgKind::Region { resident, .. }
             | ArgKind::Slice { resident, .. }

@@ -15,7 +15,7 @@
 use crate::{
     AtomicData, Device, Error, IntoAtomic, IntoRegion, IntoSlice, OneDimensional,
     PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
-    memory::{Memory, Resident, SplitParts},
+    memory::{BufferLocation, Memory, SplitParts},
     scalar::Scalar,
 };
 use std::marker::PhantomData;
@@ -111,8 +111,8 @@ impl<T: Scalar> DeviceBuffer<T> {
         &self.device
     }
 
-    pub(crate) fn resident(&self) -> Resident {
-        Resident {
+    pub(crate) fn resident(&self) -> BufferLocation {
+        BufferLocation {
             device: self.device.clone(),
             len: self.len,
             address: self.memory.address(),
@@ -234,9 +234,9 @@ impl<T: Scalar> SplitBuffer<T> {
         self.parts.iter().map(|p| p.device().clone()).collect()
     }
 
-    pub(crate) fn resident(&self) -> Resident {
-        let parts: Vec<Resident> = self.parts.iter().map(DeviceBuffer::resident).collect();
-        Resident {
+    pub(crate) fn resident(&self) -> BufferLocation {
+        let parts: Vec<BufferLocation> = self.parts.iter().map(DeviceBuffer::resident).collect();
+        BufferLocation {
             split: Some(std::sync::Arc::new(SplitParts {
                 parts: parts
                     .iter()

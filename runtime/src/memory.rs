@@ -5,7 +5,7 @@ use crate::{Device, Error};
 
 /// Where a buffer's data lives, as a launch needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Resident {
+pub(crate) struct BufferLocation {
     pub device: Device,
     /// Elements in the buffer.
     pub len: usize,

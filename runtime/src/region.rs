@@ -1,7 +1,7 @@
 //! `Region<T, S>`: data a kernel works on, shared out among threads by a partitioning
 //! strategy so that no two threads can reach the same element.
 
-use crate::{Error, memory::Resident, scalar::Scalar};
+use crate::{Error, memory::BufferLocation, scalar::Scalar};
 use offload_mir::Strategy;
 use std::{marker::PhantomData, ptr::NonNull};
 
@@ -245,7 +245,7 @@ pub struct Region<'a, T, S> {
     pub(crate) data: NonNull<T>,
     pub(crate) shape: Shape,
     /// Set when the data is a device-resident buffer, which launches use in place.
-    pub(crate) resident: Option<Resident>,
+    pub(crate) resident: Option<BufferLocation>,
     _borrow: PhantomData<&'a mut [T]>,
     _strategy: PhantomData<S>,
 }
@@ -297,7 +297,7 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
 
 impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
     /// A region of `shape` over device-resident data, used where it lives.
-    pub(crate) fn resident(shape: Shape, resident: Resident) -> Self {
+    pub(crate) fn resident(shape: Shape, resident: BufferLocation) -> Self {
         Region {
             data: NonNull::dangling(),
             shape,
@@ -367,7 +367,7 @@ impl<'a, T: Scalar, S: OneDimensional, const N: usize> IntoRegion<'a, T, S> for 
 /// The data behind an atomic argument: host memory, or a device-resident buffer.
 pub struct AtomicData<'a, T> {
     pub(crate) host: &'a mut [T],
-    pub(crate) resident: Option<Resident>,
+    pub(crate) resident: Option<BufferLocation>,
 }
 
 /// What an `Atomic<T>` parameter of a launch accepts: data every thread may update with
@@ -407,7 +407,7 @@ impl<'a, T: Scalar, const N: usize> IntoAtomic<'a, T> for &'a mut [T; N] {
 /// The data behind a slice argument: host memory, or a device-resident buffer.
 pub struct SliceData<'a, T> {
     pub(crate) host: &'a [T],
-    pub(crate) resident: Option<Resident>,
+    pub(crate) resident: Option<BufferLocation>,
 }
 
 /// What a slice (`&[T]`) parameter of a launch accepts: `&[T]`, `&Vec<T>`, `&[T; N]`, or

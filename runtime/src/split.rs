@@ -19,7 +19,7 @@ use crate::{
     Device, Error,
     args::{ArgKind, KernelArg},
     kernel::KernelDescriptor,
-    memory::Resident,
+    memory::BufferLocation,
     plan::LaunchPlan as Launch,
 };
 use offload_mir::{Body, Strategy};
@@ -39,7 +39,7 @@ pub(crate) fn run(
     }
     let devices = share_devices();
     for arg in args.iter() {
-        let split = |r: &Option<Resident>| r.as_ref().and_then(|r| r.split.clone());
+        let split = |r: &Option<BufferLocation>| r.as_ref().and_then(|r| r.split.clone());
         let splittable = match &arg.kind {
             ArgKind::Region {
                 strategy, resident, ..
@@ -244,7 +244,7 @@ fn share_ranges(
     for arg in args {
         let ArgKind::Region {
             strategy,
-            resident: Some(Resident {
+            resident: Some(BufferLocation {
                 split: Some(split), ..
             }),
             ..

@@ -2,12 +2,12 @@
 //! name to region, integer and float methods and intrinsics), atomics and the panic and
 //! assertion macros.
 
-use super::{Binding, Builder, Result, TranslateError, Value, error, starts_type_path};
+use super::{Binding, Result, TranslateError, Translator, Value, error, starts_type_path};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
 
-impl Builder {
+impl Translator {
     /// `f(args)` of an `#[offload_device]` function. The callee's signature is not known
     /// here, so the result takes the type the context expects; linking checks it against
     /// the callee's (and rustc has checked the same call in the kernel's Rust body).
@@ -625,7 +625,7 @@ pub(super) fn expression_text(e: &syn::Expr) -> String {
     out.replace("! (", "!(")
 }
 
-impl Builder {
+impl Translator {
     /// `f32::max(a, b)`, `T::sqrt(x)`: a method of a scalar type called by its path, as
     /// the method call `(a as f32).max(b)` (the type written names the receiver's type,
     /// so a literal receiver takes it). `None` for a call of anything but a type's

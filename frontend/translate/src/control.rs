@@ -3,13 +3,13 @@
 
 use super::expr::strip_parens;
 use super::types::scalar_type;
-use super::{Binding, Builder, LoopTarget, Result, Value, error, position};
+use super::{Binding, LoopTarget, Result, Translator, Value, error, position};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 
-impl Builder {
+impl Translator {
     /// Translates a block; `expected` types its tail expression, if it has one.
     pub(super) fn block(
         &mut self,

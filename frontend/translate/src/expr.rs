@@ -3,12 +3,12 @@
 //! `&&`/`||`, and casts.
 
 use super::types::{binop, literal_suffix_type, scalar_type};
-use super::{Builder, Result, TranslateError, Value, error};
+use super::{Result, TranslateError, Translator, Value, error};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
 
-impl Builder {
+impl Translator {
     /// Constants of the primitive types by path: `f32::consts::PI`, `f64::EPSILON`,
     /// `i32::MAX`, `u32::BITS`, with or without a `std::`/`core::` prefix. A single name
     /// that is a local is not a constant.

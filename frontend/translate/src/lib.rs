@@ -28,7 +28,7 @@ impl std::fmt::Display for TranslateError {
 
 impl std::error::Error for TranslateError {}
 
-// The translator is one `Builder`, defined here with its block-building helpers; each
+// The translator is one `Translator`, defined here with its block-building helpers; each
 // child module adds the methods for one kind of syntax.
 mod calls;
 mod control;
@@ -444,7 +444,7 @@ fn translate_body(
     // and translate again with those types, until nothing new is learned.
     let mut hints = HashMap::new();
     for _ in 0..4 {
-        let mut b = Builder::new(name.clone(), file.to_string());
+        let mut b = Translator::new(name.clone(), file.to_string());
         b.body.kind = kind;
         b.body.locals[0].ty = ret;
         b.function = sig.ident.to_string();
@@ -468,7 +468,7 @@ fn translate_body(
     )
 }
 
-impl Builder {
+impl Translator {
     fn kernel(&mut self, item: &syn::ItemFn) -> Result<Body> {
         let b = self;
         for input in &item.sig.inputs {
@@ -555,7 +555,7 @@ enum Binding {
         index: Local,
     },
     /// A read-only array (`let c = [0.25f32, 0.5];`, `const C: [f32; 2] = ...;`): the
-    /// index of its elements in `Builder::arrays`.
+    /// index of its elements in `Translator::arrays`.
     Array(usize),
 }
 
@@ -571,7 +571,7 @@ struct LoopTarget {
     continue_to: BasicBlock,
 }
 
-struct Builder {
+struct Translator {
     body: Body,
     /// Terminators of the blocks under construction; `None` while a block is open.
     terminators: Vec<Option<Terminator>>,
@@ -610,9 +610,9 @@ struct Builder {
 /// A translated expression: its operand and scalar type, or nothing for `()`.
 type Value = Option<(Operand, ScalarTy)>;
 
-impl Builder {
-    fn new(name: String, file: String) -> Builder {
-        let mut b = Builder {
+impl Translator {
+    fn new(name: String, file: String) -> Translator {
+        let mut b = Translator {
             body: Body {
                 kind: BodyKind::Kernel,
                 name,

@@ -3,12 +3,12 @@
 
 use super::calls::expression_text;
 use super::expr::strip_parens;
-use super::{Binding, Builder, Result, error};
+use super::{Binding, Result, Translator, error};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
 
-impl Builder {
+impl Translator {
     /// `if let Some(v) = region.get_mut()`: the thread owns an element iff its index is
     /// below the region's length. Returns the block where the `then` branch goes on.
     pub(super) fn region_get_mut(
@@ -503,7 +503,7 @@ impl Builder {
     }
 }
 
-impl Builder {
+impl Translator {
     /// `let taps = [a, b, c];` or `const TAPS: [f32; 3] = [..];` in a kernel: a read-only
     /// array, each element evaluated once, in order, into its own local.
     pub(super) fn array_binding(

@@ -2,10 +2,10 @@
 //! substitution), the syntactic type guess that types literals, and what a pass learns
 //! for the next one about locals typed only by a literal's default.
 
-use super::{Binding, Builder, Result, Substitution, TokenString, error};
+use super::{Binding, Result, Substitution, TokenString, Translator, error};
 use offload_mir::*;
 
-impl Builder {
+impl Translator {
     /// A syntactic type guess used to type literals: the type an expression has if it can
     /// be told without translating it.
     pub(super) fn infer(&self, e: &syn::Expr) -> Option<ScalarTy> {

@@ -1,17 +1,17 @@
 //! Translation of what threads of a workgroup share: `Shared`/`DynShared` arrays,
-//! `sync_threads()` (in `Builder::call`) and the subgroup operations.
+//! `sync_threads()` (in `Translator::call`) and the subgroup operations.
 //!
 //! Safe shared-memory writes go to the thread's own slots only: slot `k * T + rank` for
 //! its `k`-th slot, where `T` is the number of threads per workgroup and `rank` the
 //! thread's linear index in it. Reads may touch any slot. The race check in
 //! [`offload_mir::convergence`] then proves a barrier separates writes from reads.
 
-use super::{Binding, Builder, Result, Value, error, span_of};
+use super::{Binding, Result, Translator, Value, error, span_of};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
 
-impl Builder {
+impl Translator {
     /// `let tile = Shared::<T, N>::new();` or `let cache = DynShared::<T>::new();`, with
     /// the generic arguments on the constructor or on a `let` annotation. Returns whether
     /// `local` was such a declaration.
@@ -347,7 +347,7 @@ impl Builder {
             return self.checked_index(shared, rank, span);
         };
         let bin =
-            |b: &mut Builder, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
+            |b: &mut Translator, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
         let threads = self.workgroup_threads(span);
         let len = self.assign_temp(usize_, Rvalue::Len(shared), span);
         let per_thread = bin(self, BinOp::Div, len, threads);
@@ -394,7 +394,7 @@ impl Builder {
         self.barrier(span);
 
         let bin =
-            |b: &mut Builder, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
+            |b: &mut Translator, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
         let threads = self.workgroup_threads(span);
         let width = self.assign_temp(usize_, Rvalue::Subgroup(SubgroupOp::Size, vec![]), span);
         let lane = self.assign_temp(usize_, Rvalue::Subgroup(SubgroupOp::Lane, vec![]), span);
