@@ -514,6 +514,13 @@ fn main() -> Result<()> {
         .transpose()?
         .unwrap_or(1 << 28);
     let reps: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(50);
+    saxpy_suite(n, reps)
+}
+
+/// `offload-bench saxpy N REPS`: saxpy through `offload!` against the host, split over
+/// every GPU, on device buffers; then the kernel's time against a device-to-device copy
+/// and the launch overhead against raw `cuLaunchKernel`.
+fn saxpy_suite(n: usize, reps: usize) -> Result<()> {
     println!(
         "devices: {}",
         offload::devices()
@@ -522,20 +529,50 @@ fn main() -> Result<()> {
             .collect::<Vec<_>>()
             .join(", ")
     );
-
-    // 1. Correctness through the public API, against a host loop.
     let x: Vec<f32> = (0..n)
         .map(|i| ((i * 7919) % 10007) as f32 * 0.25 - 1000.0)
         .collect();
     let y0: Vec<f32> = (0..n).map(|i| ((i * 104729) % 9973) as f32 * 0.5).collect();
     let a = 1.5f32;
-    let mut y = y0.clone();
-    let t = std::time::Instant::now();
-    try_offload! { kernel = saxpy, args = (&mut y, &x, a) }?;
+    let cached = saxpy_end_to_end(&x, &y0, a)?;
+    saxpy_split(&x, &y0, a, cached)?;
+    saxpy_split_on_device_data(&x, &y0, a)?;
+    let Some(chip) = first_gpu_chip() else {
+        println!("no CUDA device: kernel timing skipped");
+        return Ok(());
+    };
+    let gpu = RawSaxpy::load(&chip)?;
+    let kernel_ms = gpu.time("offload saxpy kernel", n, reps, &x, &y0, a)?;
+    let copy_ms = gpu.time_copy(n, reps)?;
+    println!(
+        "ratio: offload saxpy kernel / d2d copy of the same bytes = {:.3}",
+        kernel_ms / copy_ms
+    );
+    gpu.launch_overhead()
+}
+
+/// The chip of the first device, if it is a CUDA GPU (`sm_90`).
+fn first_gpu_chip() -> Option<String> {
+    match offload::devices().first() {
+        Some(offload::Device::Cuda {
+            compute_capability: (major, minor),
+            ..
+        }) => Some(format!("sm_{major}{minor}")),
+        _ => None,
+    }
+}
+
+/// Correctness through the public API against a host loop, and the first and cached
+/// end-to-end launch times; returns the cached one.
+fn saxpy_end_to_end(x: &[f32], y0: &[f32], a: f32) -> Result<std::time::Duration> {
+    let n = x.len();
+    let mut y = y0.to_vec();
+    let t = Instant::now();
+    try_offload! { kernel = saxpy, args = (&mut y, x, a) }?;
     let first = t.elapsed();
-    let mut y2 = y0.clone();
-    let t = std::time::Instant::now();
-    try_offload! { kernel = saxpy, args = (&mut y2, &x, a) }?;
+    let mut y2 = y0.to_vec();
+    let t = Instant::now();
+    try_offload! { kernel = saxpy, args = (&mut y2, x, a) }?;
     let second = t.elapsed();
     let wrong = (0..n).filter(|&i| y[i] != a * x[i] + y0[i]).count();
     println!(
@@ -551,11 +588,16 @@ fn main() -> Result<()> {
     if wrong != 0 {
         bail!("saxpy result differs from the host reference");
     }
-    // The same launch split across every GPU (`device = all`), end to end.
-    let mut y3 = y0.clone();
-    try_offload! { kernel = saxpy, args = (&mut y3, &x, a), device = all }?;
-    let t = std::time::Instant::now();
-    try_offload! { kernel = saxpy, args = (&mut y3, &x, a), device = all }?;
+    Ok(second)
+}
+
+/// The same launch split across every GPU (`device = all`), end to end.
+fn saxpy_split(x: &[f32], y0: &[f32], a: f32, single: std::time::Duration) -> Result<()> {
+    let n = x.len();
+    let mut y3 = y0.to_vec();
+    try_offload! { kernel = saxpy, args = (&mut y3, x, a), device = all }?;
+    let t = Instant::now();
+    try_offload! { kernel = saxpy, args = (&mut y3, x, a), device = all }?;
     let split = t.elapsed();
     let wrong = (0..n)
         .filter(|&i| y3[i] != a * x[i] + (a * x[i] + y0[i]))
@@ -570,25 +612,29 @@ fn main() -> Result<()> {
     println!(
         "split: offload! saxpy n={n} with device = all over {gpus} GPU(s): {:.1} ms end to end (single device, cached: {:.1} ms)",
         split.as_secs_f64() * 1e3,
-        second.as_secs_f64() * 1e3
+        single.as_secs_f64() * 1e3
     );
+    Ok(())
+}
 
-    // Device-resident data: `device = all` over split buffers against one GPU's buffers,
-    // ten launches each, synchronised at the end.
+/// Device-resident data: `device = all` over split buffers against one GPU's buffers,
+/// ten launches each, synchronised at the end.
+fn saxpy_split_on_device_data(x: &[f32], y0: &[f32], a: f32) -> Result<()> {
+    let n = x.len();
     let launches = 10;
-    let sx = offload::SplitBuffer::replicate(&x)?;
-    let mut sy = offload::SplitBuffer::scatter(&y0, BLOCK as usize)?;
+    let sx = offload::SplitBuffer::replicate(x)?;
+    let mut sy = offload::SplitBuffer::scatter(y0, BLOCK as usize)?;
     try_offload! { kernel = saxpy, args = (&mut sy, &sx, a), device = all }?;
     offload::synchronize()?;
-    let t = std::time::Instant::now();
+    let t = Instant::now();
     for _ in 0..launches {
         try_offload! { kernel = saxpy, args = (&mut sy, &sx, a), device = all }?;
     }
     offload::synchronize()?;
     let split_ms = t.elapsed().as_secs_f64() * 1e3 / launches as f64;
-    let mut want = y0.clone();
+    let mut want = y0.to_vec();
     for _ in 0..=launches {
-        want.iter_mut().zip(&x).for_each(|(y, x)| *y += a * x);
+        want.iter_mut().zip(x).for_each(|(y, x)| *y += a * x);
     }
     let wrong = sy
         .to_vec()?
@@ -600,11 +646,11 @@ fn main() -> Result<()> {
         bail!("split saxpy on device data differs from the host in {wrong} elements");
     }
     let device = offload::default_device()?;
-    let dx = offload::DeviceBuffer::from_slice(&device, &x)?;
-    let mut dy = offload::DeviceBuffer::from_slice(&device, &y0)?;
+    let dx = offload::DeviceBuffer::from_slice(&device, x)?;
+    let mut dy = offload::DeviceBuffer::from_slice(&device, y0)?;
     try_offload! { kernel = saxpy, args = (&mut dy, &dx, a) }?;
     offload::synchronize()?;
-    let t = std::time::Instant::now();
+    let t = Instant::now();
     for _ in 0..launches {
         try_offload! { kernel = saxpy, args = (&mut dy, &dx, a) }?;
     }
@@ -615,85 +661,105 @@ fn main() -> Result<()> {
         sy.devices().len(),
         one_ms / split_ms
     );
+    Ok(())
+}
 
-    // 2. Kernel time with device-resident data.
-    let chip = match offload::devices().first() {
-        Some(offload::Device::Cuda {
-            compute_capability: (major, minor),
-            ..
-        }) => format!("sm_{major}{minor}"),
-        _ => {
-            println!("no CUDA device: kernel timing skipped");
-            return Ok(());
+/// The saxpy kernel our compiler generates, loaded straight into a CUDA context and
+/// launched with the kernel ABI's words, as the runtime would.
+struct RawSaxpy {
+    ctx: std::sync::Arc<CudaContext>,
+    stream: std::sync::Arc<cudarc::driver::CudaStream>,
+    func: cudarc::driver::CudaFunction,
+    /// The panic buffer every launch reports into.
+    panic: CudaSlice<i64>,
+}
+
+impl RawSaxpy {
+    /// Compiles saxpy for `chip` (timed) and loads it (timed).
+    fn load(chip: &str) -> Result<RawSaxpy> {
+        let body = __OFFLOAD_KERNEL_saxpy.body()?;
+        let t = Instant::now();
+        let target = offload_lowering::GpuTarget {
+            chip: chip.to_string(),
+            ..Default::default()
+        };
+        let ptx = offload_lowering::compile_ptx(body, &target)?;
+        let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+        println!("compile: MIR -> PTX ({chip}) in {compile_ms:.1} ms");
+        let ctx = CudaContext::new(0)?;
+        let stream = ctx.default_stream();
+        let t = Instant::now();
+        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx.ptx.as_str()))?;
+        let func = module.load_function(&ptx.entry)?;
+        println!(
+            "load: PTX -> module (driver JIT) in {:.1} ms",
+            t.elapsed().as_secs_f64() * 1e3
+        );
+        let panic = stream.alloc_zeros(offload_mir::abi::PANIC_BUFFER_WORDS)?;
+        Ok(RawSaxpy {
+            ctx,
+            stream,
+            func,
+            panic,
+        })
+    }
+
+    fn address<T>(&self, s: &CudaSlice<T>) -> u64 {
+        cudarc::driver::DevicePtr::device_ptr(s, &self.stream).0
+    }
+
+    /// The kernel ABI's words for `y = a * x + y` over `n` elements at `y` and `x`, in
+    /// `workgroups` workgroups.
+    fn words(&self, y: u64, x: u64, n: usize, a: f32, workgroups: u32) -> Vec<u64> {
+        use offload_mir::abi::{PANIC_BUFFER_WORDS, gpu_hidden_words, memref_1d};
+        let mut words = Vec::new();
+        words.extend(memref_1d(y, n as u64));
+        words.extend(memref_1d(x, n as u64));
+        words.push(a.to_bits() as u64);
+        words.extend(memref_1d(
+            self.address(&self.panic),
+            PANIC_BUFFER_WORDS as u64,
+        ));
+        words.extend(gpu_hidden_words(0, 0, workgroups as u64));
+        words
+    }
+
+    /// Launches the kernel with `words` over `workgroups` workgroups of [`BLOCK`].
+    fn launch(&self, words: &[u64], workgroups: u32) -> Result<()> {
+        let cfg = LaunchConfig {
+            grid_dim: (workgroups, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut b = self.stream.launch_builder(&self.func);
+        for w in words {
+            b.arg(w);
         }
-    };
-    let body = __OFFLOAD_KERNEL_saxpy.body()?;
-    let t = std::time::Instant::now();
-    let target = offload_lowering::GpuTarget {
-        chip: chip.clone(),
-        ..Default::default()
-    };
-    let ptx = offload_lowering::compile_ptx(body, &target)?;
-    let compile_ms = t.elapsed().as_secs_f64() * 1e3;
-    println!("compile: MIR -> PTX ({chip}) in {compile_ms:.1} ms");
+        // SAFETY: the words are the kernel's ABI over buffers that outlive the launch.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
 
-    let ctx = CudaContext::new(0)?;
-    let stream = ctx.default_stream();
-    let t = std::time::Instant::now();
-    let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx.ptx.as_str()))?;
-    let func = module.load_function(&ptx.entry)?;
-    println!(
-        "load: PTX -> module (driver JIT) in {:.1} ms",
-        t.elapsed().as_secs_f64() * 1e3
-    );
-    let dx = stream.clone_htod(&x)?;
-    let dy = stream.clone_htod(&y0)?;
-    let panic: CudaSlice<i64> = stream.alloc_zeros(7)?;
-    let addr = |s: &CudaSlice<f32>| cudarc::driver::DevicePtr::device_ptr(s, &stream).0;
-    let (px, py) = (addr(&dx), addr(&dy));
-    let pp = cudarc::driver::DevicePtr::device_ptr(&panic, &stream).0;
-    let a_bits = a.to_bits() as u64;
-    let grid = (n as u32).div_ceil(BLOCK);
-    // The kernel ABI: two memrefs, the scalar, the panic buffer, the workgroup base, the
-    // dynamic shared memory size, the workgroups in x.
-    let words: [u64; 19] = [
-        py,
-        py,
-        0,
-        n as u64,
-        1,
-        px,
-        px,
-        0,
-        n as u64,
-        1,
-        a_bits,
-        pp,
-        pp,
-        0,
-        7,
-        1,
-        0,
-        0,
-        grid as u64,
-    ];
-    let cfg = LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let run = |label: &str, launch: &dyn Fn() -> Result<()>| -> Result<f64> {
+    /// The median of `reps` timed runs of `launch` (after three warm-up runs), printed
+    /// with the bandwidth of saxpy's 12 bytes per element.
+    fn median_ms(
+        &self,
+        label: &str,
+        n: usize,
+        reps: usize,
+        launch: &dyn Fn() -> Result<()>,
+    ) -> Result<f64> {
+        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
         for _ in 0..3 {
             launch()?;
         }
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
-            let start =
-                ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
-            let end = ctx.new_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))?;
-            start.record(&stream)?;
+            let start = self.ctx.new_event(Some(CU_EVENT_DEFAULT))?;
+            let end = self.ctx.new_event(Some(CU_EVENT_DEFAULT))?;
+            start.record(&self.stream)?;
             launch()?;
-            end.record(&stream)?;
+            end.record(&self.stream)?;
             end.synchronize()?;
             times.push(start.elapsed_ms(&end)? as f64);
         }
@@ -707,96 +773,78 @@ fn main() -> Result<()> {
             reps
         );
         Ok(median)
-    };
-    let kernel_ms = run("offload saxpy kernel", &|| {
-        let mut b = stream.launch_builder(&func);
-        for w in &words {
-            b.arg(w);
-        }
-        unsafe { b.launch(cfg) }?;
-        Ok(())
-    })?;
-    let mut panic_words = [0i64; 7];
-    stream.memcpy_dtoh(&panic, &mut panic_words[..])?;
-    if panic_words[0] != 0 {
-        bail!("the benchmark kernel reported a panic: {panic_words:?}");
     }
-    // Copying 6n bytes reads 6n and writes 6n: the same 12n bytes of traffic saxpy has
-    // (read x, read y, write y), so the two GB/s figures compare directly.
-    let dst: std::cell::RefCell<CudaSlice<u8>> =
-        std::cell::RefCell::new(stream.alloc_zeros(6 * n)?);
-    let src: CudaSlice<u8> = stream.alloc_zeros(6 * n)?;
-    let copy_ms = run("device-to-device copy", &|| {
-        stream.memcpy_dtod(&src, &mut *dst.borrow_mut())?;
-        Ok(())
-    })?;
-    println!(
-        "ratio: offload saxpy kernel / d2d copy of the same bytes = {:.3}",
-        kernel_ms / copy_ms
-    );
 
-    // Launch overhead with device-resident data: many small launches through `offload!`
-    // (asynchronous on device buffers) against raw launches of the same PTX.
-    let small = 1024usize;
-    let device = offload::default_device()?;
-    let sx = offload::DeviceBuffer::from_slice(&device, &vec![1.0f32; small])?;
-    let mut sy = offload::DeviceBuffer::from_slice(&device, &vec![0.0f32; small])?;
-    let launches = 5000;
-    try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
-    offload::synchronize()?;
-    let t = std::time::Instant::now();
-    for _ in 0..launches {
-        try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
-    }
-    offload::synchronize()?;
-    let ours = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
-    let rx = stream.clone_htod(&vec![1.0f32; small])?;
-    let ry = stream.clone_htod(&vec![0.0f32; small])?;
-    let (rxp, ryp) = (addr(&rx), addr(&ry));
-    let small_words: [u64; 19] = [
-        ryp,
-        ryp,
-        0,
-        small as u64,
-        1,
-        rxp,
-        rxp,
-        0,
-        small as u64,
-        1,
-        1f32.to_bits() as u64,
-        pp,
-        pp,
-        0,
-        7,
-        1,
-        0,
-        0,
-        (small as u64).div_ceil(BLOCK as u64),
-    ];
-    let small_cfg = LaunchConfig {
-        grid_dim: ((small as u32).div_ceil(BLOCK), 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    stream.synchronize()?;
-    let t = std::time::Instant::now();
-    for _ in 0..launches {
-        let mut b = stream.launch_builder(&func);
-        for w in &small_words {
-            b.arg(w);
+    /// The kernel's time on device-resident `x` and `y0`.
+    fn time(
+        &self,
+        label: &str,
+        n: usize,
+        reps: usize,
+        x: &[f32],
+        y0: &[f32],
+        a: f32,
+    ) -> Result<f64> {
+        let dx = self.stream.clone_htod(x)?;
+        let dy = self.stream.clone_htod(y0)?;
+        let workgroups = (n as u32).div_ceil(BLOCK);
+        let words = self.words(self.address(&dy), self.address(&dx), n, a, workgroups);
+        let ms = self.median_ms(label, n, reps, &|| self.launch(&words, workgroups))?;
+        let mut panic = [0i64; offload_mir::abi::PANIC_BUFFER_WORDS];
+        self.stream.memcpy_dtoh(&self.panic, &mut panic[..])?;
+        if panic[0] != 0 {
+            bail!("the benchmark kernel reported a panic: {panic:?}");
         }
-        unsafe { b.launch(small_cfg) }?;
+        Ok(ms)
     }
-    stream.synchronize()?;
-    let raw = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
-    let values = sy.to_vec()?;
-    if values.iter().any(|&v| v != (launches + 1) as f32) {
-        bail!("the small launches did not all run: {}", values[0]);
+
+    /// A device-to-device copy of saxpy's traffic: copying 6n bytes reads 6n and writes
+    /// 6n, the 12n bytes saxpy moves (read x, read y, write y), so the GB/s compare.
+    fn time_copy(&self, n: usize, reps: usize) -> Result<f64> {
+        let dst: std::cell::RefCell<CudaSlice<u8>> =
+            std::cell::RefCell::new(self.stream.alloc_zeros(6 * n)?);
+        let src: CudaSlice<u8> = self.stream.alloc_zeros(6 * n)?;
+        self.median_ms("device-to-device copy", n, reps, &|| {
+            self.stream.memcpy_dtod(&src, &mut *dst.borrow_mut())?;
+            Ok(())
+        })
     }
-    println!(
-        "launch overhead: offload! on device buffers {ours:.2} us per launch, raw cuLaunchKernel {raw:.2} us, ratio {:.2} ({launches} launches of n={small})",
-        ours / raw
-    );
-    Ok(())
+
+    /// Launch overhead with device-resident data: many small launches through `offload!`
+    /// (asynchronous on device buffers) against raw launches of the same PTX.
+    fn launch_overhead(&self) -> Result<()> {
+        let small = 1024usize;
+        let launches = 5000;
+        let device = offload::default_device()?;
+        let sx = offload::DeviceBuffer::from_slice(&device, &vec![1.0f32; small])?;
+        let mut sy = offload::DeviceBuffer::from_slice(&device, &vec![0.0f32; small])?;
+        try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
+        offload::synchronize()?;
+        let t = Instant::now();
+        for _ in 0..launches {
+            try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
+        }
+        offload::synchronize()?;
+        let ours = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
+        let rx = self.stream.clone_htod(&vec![1.0f32; small])?;
+        let ry = self.stream.clone_htod(&vec![0.0f32; small])?;
+        let workgroups = (small as u32).div_ceil(BLOCK);
+        let words = self.words(self.address(&ry), self.address(&rx), small, 1.0, workgroups);
+        self.stream.synchronize()?;
+        let t = Instant::now();
+        for _ in 0..launches {
+            self.launch(&words, workgroups)?;
+        }
+        self.stream.synchronize()?;
+        let raw = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
+        let values = sy.to_vec()?;
+        if values.iter().any(|&v| v != (launches + 1) as f32) {
+            bail!("the small launches did not all run: {}", values[0]);
+        }
+        println!(
+            "launch overhead: offload! on device buffers {ours:.2} us per launch, raw cuLaunchKernel {raw:.2} us, ratio {:.2} ({launches} launches of n={small})",
+            ours / raw
+        );
+        Ok(())
+    }
 }
