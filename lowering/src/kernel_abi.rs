@@ -15,8 +15,8 @@ use std::collections::HashMap;
 
 pub use offload_mir::abi::PANIC_BUFFER_WORDS;
 
-/// Rewrites one kernel function's signature and memory operations. Returns the hidden
-/// panic-buffer argument.
+/// Rewrites one kernel function's signature and memory operations, one pattern per
+/// `offload` op. Returns the hidden panic-buffer argument.
 ///
 /// # Safety
 ///
@@ -24,8 +24,50 @@ pub use offload_mir::abi::PANIC_BUFFER_WORDS;
 pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue, PassError> {
     unsafe {
         let entry = rewrite::entry_block(func);
-        // 2-D regions arrive as `memref<?x?xT>` (rows, row length) and are read and
-        // written through a collapsed 1-D view made once at entry.
+        let collapsed = retype_arguments(context, func, entry)?;
+        let panic_ty =
+            melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
+        let panic_buffer = rewrite::add_argument(entry, panic_ty, func);
+        rewrite::set_function_type(context, func, entry);
+
+        let root = OperationRef::from_raw(func);
+        lower_lengths(context, root, &collapsed);
+        lower_extents(context, root, &collapsed)?;
+        lower_loads_and_stores(context, root, &collapsed);
+        lower_atomics(context, root)?;
+        lower_panics(context, root, panic_buffer)?;
+        Ok(panic_buffer)
+    }
+}
+
+/// The 1-D view of each 2-D region argument, by the argument's handle.
+struct Collapsed(HashMap<usize, MlirValue>);
+
+impl Collapsed {
+    /// The view to address `v`'s elements through: its collapsed view if it is a 2-D
+    /// region, else itself.
+    fn view(&self, v: MlirValue) -> MlirValue {
+        self.0.get(&(v.ptr as usize)).copied().unwrap_or(v)
+    }
+
+    fn is_2d(&self, v: MlirValue) -> bool {
+        self.0.contains_key(&(v.ptr as usize))
+    }
+}
+
+/// Region, slice and atomic arguments become memrefs. 2-D regions arrive as
+/// `memref<?x?xT>` (rows, row length) and are read and written through a collapsed 1-D
+/// view made once at entry.
+///
+/// # Safety
+///
+/// `func` must be a live function whose entry block is `entry`.
+unsafe fn retype_arguments(
+    context: &Context,
+    func: MlirOperation,
+    entry: MlirBlock,
+) -> Result<Collapsed, PassError> {
+    unsafe {
         let mut collapsed: HashMap<usize, MlirValue> = HashMap::new();
         let first_op = rewrite::first_operation(entry);
         for arg in rewrite::arguments(entry) {
@@ -56,25 +98,43 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                 collapsed.insert(arg.ptr as usize, view);
             }
         }
-        let collapsed_view = |v: MlirValue| collapsed.get(&(v.ptr as usize)).copied().unwrap_or(v);
-        let panic_ty =
-            melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
-        let panic_buffer = rewrite::add_argument(entry, panic_ty, func);
-        rewrite::set_function_type(context, func, entry);
+        Ok(Collapsed(collapsed))
+    }
+}
 
-        let root = OperationRef::from_raw(func);
+/// `offload.len` → the element count; a 2-D region's collapsed view has all its rows.
+///
+/// # Safety
+///
+/// `root` and everything under it must be live.
+unsafe fn lower_lengths(context: &Context, root: OperationRef<'_, '_>, collapsed: &Collapsed) {
+    unsafe {
         for op in rewrite::collect(root, ops::LEN) {
-            // The element count: a 2-D region's collapsed view has all its rows.
             let b = Inserter::before(context, op);
             let zero = b.index_constant(0);
             let dim = b.op(
                 "memref.dim",
-                &[collapsed_view(rewrite::operand(op, 0)), zero],
+                &[collapsed.view(rewrite::operand(op, 0)), zero],
                 &[b.ty("index")],
                 &[],
             );
             rewrite::replace(op, &dim);
         }
+    }
+}
+
+/// `offload.extent` → a memref dimension: row length is dimension 1 of a 2-D region, row
+/// count dimension 0; a 1-D region is one row.
+///
+/// # Safety
+///
+/// `root` and everything under it must be live.
+unsafe fn lower_extents(
+    context: &Context,
+    root: OperationRef<'_, '_>,
+    collapsed: &Collapsed,
+) -> Result<(), PassError> {
+    unsafe {
         for op in rewrite::collect(root, ops::EXTENT) {
             // Row length is the memref's dimension 1, row count its dimension 0; a 1-D
             // region is one row.
@@ -82,7 +142,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
                 .ok_or_else(|| refuse(op, "`offload.extent` needs a `dim`"))?;
             let region = rewrite::operand(op, 0);
             let b = Inserter::before(context, op);
-            let two_d = collapsed.contains_key(&(region.ptr as usize));
+            let two_d = collapsed.is_2d(region);
             let v = match (two_d, dim) {
                 (true, 0) => b.op(
                     "memref.dim",
@@ -106,13 +166,28 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             };
             rewrite::replace(op, &[v]);
         }
+        Ok(())
+    }
+}
+
+/// `offload.load` and `offload.store` → `memref.load` and `memref.store`.
+///
+/// # Safety
+///
+/// `root` and everything under it must be live.
+unsafe fn lower_loads_and_stores(
+    context: &Context,
+    root: OperationRef<'_, '_>,
+    collapsed: &Collapsed,
+) {
+    unsafe {
         for op in rewrite::collect(root, ops::LOAD) {
             let b = Inserter::before(context, op);
             let result_ty = rewrite::result_type(op);
             let v = b.op(
                 "memref.load",
                 &[
-                    collapsed_view(rewrite::operand(op, 0)),
+                    collapsed.view(rewrite::operand(op, 0)),
                     rewrite::operand(op, 1),
                 ],
                 &[result_ty],
@@ -129,12 +204,23 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             );
             b.op(
                 "memref.store",
-                &[value, collapsed_view(region), index],
+                &[value, collapsed.view(region), index],
                 &[],
                 &[],
             );
             rewrite::replace(op, &[]);
         }
+    }
+}
+
+/// `offload.atomic_rmw` → `memref.atomic_rmw` of the same kind; `offload.atomic_cas` →
+/// a compare-and-swap loop.
+///
+/// # Safety
+///
+/// `root` and everything under it must be live.
+unsafe fn lower_atomics(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
+    unsafe {
         for op in rewrite::collect(root, ops::ATOMIC_RMW) {
             let kind = rewrite::int_attribute(op, "kind")
                 .and_then(offload_dialect::AtomicKind::from_code)
@@ -167,6 +253,21 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             let v = b.compare_and_swap(operands[0], operands[1], operands[2], operands[3], ty);
             rewrite::replace(op, &[v]);
         }
+        Ok(())
+    }
+}
+
+/// `offload.panic` → the report into the panic buffer (see the module docs).
+///
+/// # Safety
+///
+/// `root` and everything under it must be live; `panic_buffer` is the kernel's.
+unsafe fn lower_panics(
+    context: &Context,
+    root: OperationRef<'_, '_>,
+    panic_buffer: MlirValue,
+) -> Result<(), PassError> {
+    unsafe {
         for op in rewrite::collect(root, ops::PANIC) {
             let site = rewrite::int_attribute(op, "site")
                 .ok_or_else(|| refuse(op, "`offload.panic` needs an integer `site`"))?;
@@ -201,7 +302,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
             }
             rewrite::replace(op, &[]);
         }
-        Ok(panic_buffer)
+        Ok(())
     }
 }
 

@@ -81,75 +81,14 @@ pub(crate) fn run(
             (0, workgroups[0]),
         );
     }
-    let parts = devices.len() as u32;
     let groups = workgroups[0];
-    let threads_per_group = workgroup_size[0] as usize;
-    // `check_launch` has bounded every region's elements by the address space; the
-    // arithmetic saturates all the same, so a window can never wrap.
-    let elements_per_group = |strategy: &Strategy| {
-        threads_per_group.saturating_mul(match strategy {
-            Strategy::Chunked(n) => *n as usize,
-            _ => 1,
-        })
+    let windows = Windows {
+        threads_per_group: workgroup_size[0] as usize,
     };
-    let ranges = share_ranges(args, groups, parts, &elements_per_group)?;
-    // The elements of a region the threads of workgroups `start..end` own.
-    let window = |strategy: &Strategy, len: usize, (start, end): (u32, u32)| {
-        let at = |group: u32| {
-            (group as usize)
-                .saturating_mul(elements_per_group(strategy))
-                .min(len)
-        };
-        let first = at(start);
-        (first, at(end).max(first))
-    };
-
-    // Per share: copies of its window of each writable region, and arguments pointing
-    // at them.
-    let mut shares: Vec<Vec<KernelArg<'_>>> = Vec::new();
-    let mut scratch: Vec<Vec<Vec<u8>>> = Vec::new();
-    for &range in &ranges {
-        let mut copies = Vec::new();
-        let mut share_args = Vec::new();
-        let share = shares.len();
-        for arg in args.iter() {
-            let mut kind = arg.kind.clone();
-            // A split buffer takes part with this share's part, in place.
-            if let ArgKind::Region { resident, .. } | ArgKind::Slice { resident, .. } = &mut kind
-                && let Some(r) = resident
-                && let Some(split) = r.split.take()
-            {
-                (r.device, r.address) = split.parts[share].clone();
-            }
-            if let ArgKind::Region {
-                data,
-                shape,
-                elem,
-                strategy,
-                window: own,
-                resident: None,
-                ..
-            } = &mut kind
-                && strategy.is_writable()
-            {
-                let (first, last) = window(strategy, shape.len, range);
-                let size = elem.size_bytes();
-                // SAFETY: `data` is the region's borrowed slice of `shape.len` elements,
-                // and `first..last` lies in it.
-                let mut copy = unsafe {
-                    std::slice::from_raw_parts(data.add(first * size), (last - first) * size)
-                }
-                .to_vec();
-                *data = copy.as_mut_ptr();
-                *own = Some((first, last));
-                copies.push(copy);
-            }
-            share_args.push(KernelArg::with_kind(kind));
-        }
-        scratch.push(copies);
-        shares.push(share_args);
-    }
-
+    let ranges = share_ranges(args, groups, devices.len() as u32, &|s| {
+        windows.elements_per_group(s)
+    })?;
+    let (mut shares, scratch) = share_arguments(args, &ranges, &windows);
     let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
         let handles: Vec<_> = shares
             .iter_mut()
@@ -189,9 +128,101 @@ pub(crate) fn run(
     for result in results {
         result?;
     }
+    copy_back(args, &scratch, &ranges, &windows);
+    Ok(())
+}
 
-    // Every share succeeded: copy each share's window of host data back where it came
-    // from.
+/// Which elements of a region the threads of a share's workgroups own.
+struct Windows {
+    threads_per_group: usize,
+}
+
+impl Windows {
+    /// Elements of a region one workgroup's threads own. `check_launch` has bounded every
+    /// region's elements by the address space; the arithmetic saturates all the same, so
+    /// a window can never wrap.
+    fn elements_per_group(&self, strategy: &Strategy) -> usize {
+        self.threads_per_group.saturating_mul(match strategy {
+            Strategy::Chunked(n) => *n as usize,
+            _ => 1,
+        })
+    }
+
+    /// The elements `first..last` of a region of `len` the threads of workgroups
+    /// `start..end` own.
+    fn window(&self, strategy: &Strategy, len: usize, (start, end): (u32, u32)) -> (usize, usize) {
+        let at = |group: u32| {
+            (group as usize)
+                .saturating_mul(self.elements_per_group(strategy))
+                .min(len)
+        };
+        let first = at(start);
+        (first, at(end).max(first))
+    }
+}
+
+/// Per share: its arguments, each writable region over host data pointing at a copy of
+/// the share's window of it (returned alongside, in argument order), each split buffer
+/// at the share's part.
+fn share_arguments<'a>(
+    args: &[KernelArg<'a>],
+    ranges: &[(u32, u32)],
+    windows: &Windows,
+) -> (Vec<Vec<KernelArg<'a>>>, Vec<Vec<Vec<u8>>>) {
+    let mut shares: Vec<Vec<KernelArg<'_>>> = Vec::new();
+    let mut scratch: Vec<Vec<Vec<u8>>> = Vec::new();
+    for &range in ranges {
+        let mut copies = Vec::new();
+        let mut share_args = Vec::new();
+        let share = shares.len();
+        for arg in args.iter() {
+            let mut kind = arg.kind.clone();
+            // A split buffer takes part with this share's part, in place.
+            if let ArgKind::Region { resident, .. } | ArgKind::Slice { resident, .. } = &mut kind
+                && let Some(r) = resident
+                && let Some(split) = r.split.take()
+            {
+                (r.device, r.address) = split.parts[share].clone();
+            }
+            if let ArgKind::Region {
+                data,
+                shape,
+                elem,
+                strategy,
+                window: own,
+                resident: None,
+                ..
+            } = &mut kind
+                && strategy.is_writable()
+            {
+                let (first, last) = windows.window(strategy, shape.len, range);
+                let size = elem.size_bytes();
+                // SAFETY: `data` is the region's borrowed slice of `shape.len` elements,
+                // and `first..last` lies in it.
+                let mut copy = unsafe {
+                    std::slice::from_raw_parts(data.add(first * size), (last - first) * size)
+                }
+                .to_vec();
+                *data = copy.as_mut_ptr();
+                *own = Some((first, last));
+                copies.push(copy);
+            }
+            share_args.push(KernelArg::with_kind(kind));
+        }
+        scratch.push(copies);
+        shares.push(share_args);
+    }
+    (shares, scratch)
+}
+
+/// Every share succeeded: copies each share's window of host data back where it came
+/// from.
+fn copy_back(
+    args: &[KernelArg<'_>],
+    scratch: &[Vec<Vec<u8>>],
+    ranges: &[(u32, u32)],
+    windows: &Windows,
+) {
     let host_regions = args.iter().filter_map(|a| match &a.kind {
         ArgKind::Region {
             data,
@@ -205,8 +236,8 @@ pub(crate) fn run(
     });
     for (w, (data, shape, elem, strategy)) in host_regions.enumerate() {
         let size = elem.size_bytes();
-        for (copies, &range) in scratch.iter().zip(&ranges) {
-            let (first, _) = window(strategy, shape.len, range);
+        for (copies, &range) in scratch.iter().zip(ranges) {
+            let (first, _) = windows.window(strategy, shape.len, range);
             let part = &copies[w];
             // SAFETY: `data` is the region's exclusively borrowed slice; the window is in
             // it.
@@ -215,7 +246,6 @@ pub(crate) fn run(
             };
         }
     }
-    Ok(())
 }
 
 /// The devices a `device = all` launch splits over: every GPU, or two CPU shares when
