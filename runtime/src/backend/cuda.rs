@@ -223,31 +223,7 @@ fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         .map_err(driver_error("allowing the requested dynamic shared memory (`dyn_cache`)"))?;
     }
     let stream = ctx.default_stream();
-
-    let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
-    let words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
-        // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
-        let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
-        let (offset, full) = kind.placement().expect("arguments with data are placed");
-        // A zero-length allocation is refused by the driver; one byte stands in.
-        let buffer = if full == bytes && bytes > 0 {
-            stream.clone_htod(host)
-        } else {
-            stream
-                .alloc_zeros::<u8>(full.max(1))
-                .and_then(|mut buffer| {
-                    if bytes > 0 {
-                        let mut window = buffer.slice_mut(offset..offset + bytes);
-                        stream.memcpy_htod(host, &mut window)?;
-                    }
-                    Ok(buffer)
-                })
-        }
-        .map_err(driver_error("copying an argument to the device"))?;
-        let address = device_address(&buffer, &stream);
-        buffers.push(buffer);
-        Ok(address)
-    })?;
+    let (words, buffers) = upload(&launch, &stream)?;
     let writes_host = launch
         .args
         .iter()
@@ -269,35 +245,94 @@ fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     // on, and a panic surfaces at its issuer's next `to_vec` or `offload::synchronize` on
     // this device (see `Pending`).
     if writes_device && !writes_host {
-        let entry = pending_entry(issuer, ordinal);
-        // Held until the launch is enqueued, so that a synchronisation that takes these
-        // launches finds every one of them enqueued, and waits for it.
-        let mut pending = lock(&entry);
-        let slot = pending.kernels.len() % SLOTS;
-        if slot == 0 {
-            let slab = slab(ordinal, &stream)?;
-            pending.slabs.push(slab);
-        }
-        let slab = pending
-            .slabs
-            .last()
-            .expect("the launch's slab was just ensured");
-        let report = slab.address + (slot * PANIC_BUFFER_WORDS * std::mem::size_of::<i64>()) as u64;
-        // Recorded before the launch: if it fails, its slot just stays zero.
-        pending.kernels.push(launch.descriptor);
-        pending.inputs.extend(buffers);
-        // SAFETY: the slot and the copies of host inputs live in `pending` until a
-        // synchronisation after the kernel has finished.
-        return unsafe { enqueue(&func, &launch, words, report, &stream) };
+        return launch_async(&func, &launch, words, buffers, issuer, ordinal, &stream);
     }
+    launch_sync(&func, &launch, words, buffers, issuer, ordinal, &stream)
+}
 
+/// Copies each argument with host data to the device; the kernel ABI's words, and the
+/// device buffers, one per argument with data, in order.
+fn upload(
+    launch: &Launch<'_, '_>,
+    stream: &Arc<cudarc::driver::CudaStream>,
+) -> Result<(Vec<u64>, Vec<CudaSlice<u8>>), Error> {
+    let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
+    let words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
+        // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
+        let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
+        let (offset, full) = kind.placement().expect("arguments with data are placed");
+        // A zero-length allocation is refused by the driver; one byte stands in.
+        let buffer = if full == bytes && bytes > 0 {
+            stream.clone_htod(host)
+        } else {
+            stream
+                .alloc_zeros::<u8>(full.max(1))
+                .and_then(|mut buffer| {
+                    if bytes > 0 {
+                        let mut window = buffer.slice_mut(offset..offset + bytes);
+                        stream.memcpy_htod(host, &mut window)?;
+                    }
+                    Ok(buffer)
+                })
+        }
+        .map_err(driver_error("copying an argument to the device"))?;
+        let address = device_address(&buffer, stream);
+        buffers.push(buffer);
+        Ok(address)
+    })?;
+    Ok((words, buffers))
+}
+
+/// A launch that writes device buffers and no host data: enqueued, not waited for.
+fn launch_async(
+    func: &CudaFunction,
+    launch: &Launch<'_, '_>,
+    words: Vec<u64>,
+    buffers: Vec<CudaSlice<u8>>,
+    issuer: Issuer,
+    ordinal: usize,
+    stream: &Arc<cudarc::driver::CudaStream>,
+) -> Result<(), Error> {
+    let entry = pending_entry(issuer, ordinal);
+    // Held until the launch is enqueued, so that a synchronisation that takes these
+    // launches finds every one of them enqueued, and waits for it.
+    let mut pending = lock(&entry);
+    let slot = pending.kernels.len() % SLOTS;
+    if slot == 0 {
+        let slab = slab(ordinal, stream)?;
+        pending.slabs.push(slab);
+    }
+    let slab = pending
+        .slabs
+        .last()
+        .expect("the launch's slab was just ensured");
+    let report = slab.address + (slot * PANIC_BUFFER_WORDS * std::mem::size_of::<i64>()) as u64;
+    // Recorded before the launch: if it fails, its slot just stays zero.
+    pending.kernels.push(launch.descriptor);
+    pending.inputs.extend(buffers);
+    // SAFETY: the slot and the copies of host inputs live in `pending` until a
+    // synchronisation after the kernel has finished.
+    unsafe { enqueue(func, launch, words, report, stream) }
+}
+
+/// A launch that writes host data (or nothing): run to its end, its panic read, the
+/// regions it wrote copied back.
+fn launch_sync(
+    func: &CudaFunction,
+    launch: &Launch<'_, '_>,
+    words: Vec<u64>,
+    buffers: Vec<CudaSlice<u8>>,
+    issuer: Issuer,
+    ordinal: usize,
+    stream: &Arc<cudarc::driver::CudaStream>,
+) -> Result<(), Error> {
     // A synchronous launch: its own panic buffer (slot 0 of a slab), read right away. It
     // reports only its own panic; the issuer's earlier asynchronous launches stay pending
     // for its next `to_vec` or `offload::synchronize`, but the copies of their host inputs
     // are freed once the wait below has covered them.
-    let slab = slab(ordinal, &stream)?;
+    let slab = slab(ordinal, stream)?;
     // SAFETY: `slab` and `buffers` live until the stream is synchronised below.
-    unsafe { enqueue(&func, &launch, words, slab.address, &stream) }?;
+    unsafe { enqueue(func, launch, words, slab.address, stream) }?;
     let entry = registry().get(&(issuer, ordinal)).cloned();
     let finished_inputs = entry.map(|entry| std::mem::take(&mut lock(&entry).inputs));
     stream
