@@ -60,57 +60,9 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     let mut descriptors = Vec::new();
     let mut arms = Vec::new();
     for subst in &instances {
-        let body = translate_instance_with(item, &file, subst, &probe(PROBE_A)).map_err(to_syn)?;
-        // The translator should only produce valid MIR; if it did not, say so at the kernel.
-        offload_mir::validate(&body).map_err(|e| {
-            syn::Error::new(
-                name.span(),
-                format!("internal error: the kernel's MIR is invalid: {e}"),
-            )
-        })?;
-        let mir = if consts.is_empty() {
-            let mir = body.to_string();
-            quote! { #mir }
-        } else {
-            let other =
-                translate_instance_with(item, &file, subst, &probe(PROBE_B)).map_err(to_syn)?;
-            const_mir(&body.to_string(), &other.to_string(), &consts).ok_or_else(|| {
-                syn::Error::new(
-                    name.span(),
-                    "internal error: a `const` strategy argument did not translate to a constant",
-                )
-            })?
-        };
-        let ident = format_ident!("__OFFLOAD_KERNEL_{}", instance_name(&name_str, subst));
-        let display = if subst.is_empty() {
-            name_str.clone()
-        } else {
-            let types: Vec<&str> = subst.iter().map(|(_, t)| t.name()).collect();
-            format!("{name_str}::<{}>", types.join(", "))
-        };
-        let calls = device_calls(&item.block);
-        // A kernel with raw operations came from `unsafe` blocks in its body, so its
-        // crate already admits `unsafe` code.
-        let raw = body
-            .blocks
-            .iter()
-            .any(|b| b.statements.iter().any(|s| s.raw));
-        let descriptor = if raw {
-            quote! {
-                // SAFETY: the raw operations are the kernel's own `unsafe` blocks.
-                unsafe { ::offload::KernelDescriptor::new_unsafe(#display, #mir, &[#(#calls),*]) }
-            }
-        } else {
-            quote! { ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*]) }
-        };
-        descriptors.push(quote! {
-            #[allow(non_upper_case_globals)]
-            static #ident: ::offload::KernelDescriptor = #descriptor;
-        });
-        let variants = subst
-            .iter()
-            .map(|(_, t)| format_ident!("{}", format!("{t:?}")));
-        arms.push(quote! { [#(::offload::ScalarTy::#variants),*] => &#ident, });
+        let (descriptor, arm) = instance_descriptor(item, &file, subst, &consts, &probe)?;
+        descriptors.push(descriptor);
+        arms.push(arm);
     }
     let params: Vec<&syn::Ident> = item.sig.generics.type_params().map(|p| &p.ident).collect();
     let select = if params.is_empty() {
@@ -131,12 +83,49 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     let generic_params = &item.sig.generics.params;
     let where_clause = &item.sig.generics.where_clause;
 
+    // Parameter kinds do not depend on the instance; read them with the first one.
+    let params = parameters(item, &instances[0], &probe(PROBE_A))?;
+    let (check_params, host_params, args) = (&params.check, &params.host, &params.args);
+    let block = &item.block;
+    Ok(quote! {
+        #[allow(dead_code, unused_mut, unused_variables, unused_assignments, non_snake_case, clippy::all)]
+        fn #check<#generic_params>(#(#check_params),*) #where_clause #block
+
+        #(#descriptors)*
+
+        #(#docs)*
+        /// Launches this kernel; prefer `offload!`/`try_offload!`.
+        #[allow(clippy::too_many_arguments)]
+        #vis fn #name<'__offload, #generic_params>(
+            __offload_options: ::offload::LaunchOptions,
+            #(#host_params),*
+        ) -> ::core::result::Result<(), ::offload::Error> #where_clause {
+            let __offload_descriptor: &'static ::offload::KernelDescriptor = #select;
+            ::offload::launch(__offload_descriptor, __offload_options, &mut [#(#args),*])
+        }
+    })
+}
+
+/// A kernel's parameters three ways: in the type-checked copy of its body (regions as
+/// `kernel_view` types), in the launch function (what a launch may pass), and as the
+/// launch's `KernelArg`s.
+struct Parameters {
+    check: Vec<TokenStream2>,
+    host: Vec<TokenStream2>,
+    args: Vec<TokenStream2>,
+}
+
+/// The [`Parameters`] of `item`, their kinds read with the instance `first` and the
+/// strategy `const` values `consts`.
+fn parameters(
+    item: &ItemFn,
+    first: &[(String, offload_mir::ScalarTy)],
+    consts: &[(String, u32)],
+) -> syn::Result<Parameters> {
+    let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
     let mut check_params = Vec::new();
     let mut host_params = Vec::new();
     let mut args = Vec::new();
-    // Parameter kinds do not depend on the instance; read them with the first one.
-    let first = &instances[0];
-    let first_consts = probe(PROBE_A);
     for input in &item.sig.inputs {
         let syn::FnArg::Typed(arg) = input else {
             unreachable!("the translator rejects `self` parameters");
@@ -147,7 +136,7 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
         let ident = &pat.ident;
         let mutability = &pat.mutability;
         let ty = &arg.ty;
-        match param_kind(ty, first, &first_consts).map_err(to_syn)? {
+        match param_kind(ty, first, consts).map_err(to_syn)? {
             ParamKind::Region(..) => {
                 let (elem, strategy) = region_args(ty);
                 check_params.push(quote_spanned! {ty.span()=> #mutability #ident: ::offload::kernel_view::Region<#elem, #strategy> });
@@ -180,24 +169,76 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
             }
         }
     }
-    let block = &item.block;
-    Ok(quote! {
-        #[allow(dead_code, unused_mut, unused_variables, unused_assignments, non_snake_case, clippy::all)]
-        fn #check<#generic_params>(#(#check_params),*) #where_clause #block
-
-        #(#descriptors)*
-
-        #(#docs)*
-        /// Launches this kernel; prefer `offload!`/`try_offload!`.
-        #[allow(clippy::too_many_arguments)]
-        #vis fn #name<'__offload, #generic_params>(
-            __offload_options: ::offload::LaunchOptions,
-            #(#host_params),*
-        ) -> ::core::result::Result<(), ::offload::Error> #where_clause {
-            let __offload_descriptor: &'static ::offload::KernelDescriptor = #select;
-            ::offload::launch(__offload_descriptor, __offload_options, &mut [#(#args),*])
-        }
+    Ok(Parameters {
+        check: check_params,
+        host: host_params,
+        args,
     })
+}
+
+/// The `KernelDescriptor` static of one instance of a kernel (`subst` giving its type
+/// arguments), and its arm in the launch function's choice of instance.
+fn instance_descriptor(
+    item: &ItemFn,
+    file: &str,
+    subst: &[(String, offload_mir::ScalarTy)],
+    consts: &[String],
+    probe: &dyn Fn(u32) -> Vec<(String, u32)>,
+) -> syn::Result<(TokenStream2, TokenStream2)> {
+    let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
+    let name = &item.sig.ident;
+    let name_str = name.to_string();
+    let body = translate_instance_with(item, file, subst, &probe(PROBE_A)).map_err(to_syn)?;
+    // The translator should only produce valid MIR; if it did not, say so at the kernel.
+    offload_mir::validate(&body).map_err(|e| {
+        syn::Error::new(
+            name.span(),
+            format!("internal error: the kernel's MIR is invalid: {e}"),
+        )
+    })?;
+    let mir = if consts.is_empty() {
+        let mir = body.to_string();
+        quote! { #mir }
+    } else {
+        let other = translate_instance_with(item, file, subst, &probe(PROBE_B)).map_err(to_syn)?;
+        const_mir(&body.to_string(), &other.to_string(), consts).ok_or_else(|| {
+            syn::Error::new(
+                name.span(),
+                "internal error: a `const` strategy argument did not translate to a constant",
+            )
+        })?
+    };
+    let ident = format_ident!("__OFFLOAD_KERNEL_{}", instance_name(&name_str, subst));
+    let display = if subst.is_empty() {
+        name_str.clone()
+    } else {
+        let types: Vec<&str> = subst.iter().map(|(_, t)| t.name()).collect();
+        format!("{name_str}::<{}>", types.join(", "))
+    };
+    let calls = device_calls(&item.block);
+    // A kernel with raw operations came from `unsafe` blocks in its body, so its
+    // crate already admits `unsafe` code.
+    let raw = body
+        .blocks
+        .iter()
+        .any(|b| b.statements.iter().any(|s| s.raw));
+    let descriptor = if raw {
+        quote! {
+            // SAFETY: the raw operations are the kernel's own `unsafe` blocks.
+            unsafe { ::offload::KernelDescriptor::new_unsafe(#display, #mir, &[#(#calls),*]) }
+        }
+    } else {
+        quote! { ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*]) }
+    };
+    let descriptor = quote! {
+        #[allow(non_upper_case_globals)]
+        static #ident: ::offload::KernelDescriptor = #descriptor;
+    };
+    let variants = subst
+        .iter()
+        .map(|(_, t)| format_ident!("{}", format!("{t:?}")));
+    let arm = quote! { [#(::offload::ScalarTy::#variants),*] => &#ident, };
+    Ok((descriptor, arm))
 }
 
 /// The values a kernel's `const` strategy arguments are translated with, twice: the
