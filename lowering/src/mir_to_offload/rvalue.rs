@@ -8,51 +8,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
     pub(super) fn rvalue(&mut self, rv: &Rvalue, span: Span) -> (Value<'c, 'a>, ScalarTy) {
         match rv {
             Rvalue::Use(op) => self.operand(op, span),
-            Rvalue::AtomicRmw(op, place, value) => {
-                let (value, ty) = self.operand(value, span);
-                use offload_dialect::AtomicKind;
-                let kind = match (op, ty.is_float(), ty.is_signed()) {
-                    (AtomicOp::Add, true, _) => AtomicKind::AddF,
-                    (AtomicOp::Add, false, _) => AtomicKind::AddI,
-                    (AtomicOp::And, ..) => AtomicKind::AndI,
-                    (AtomicOp::Exchange, ..) => AtomicKind::Assign,
-                    (AtomicOp::Max, _, true) => AtomicKind::MaxS,
-                    (AtomicOp::Max, _, false) => AtomicKind::MaxU,
-                    (AtomicOp::Min, _, true) => AtomicKind::MinS,
-                    (AtomicOp::Min, _, false) => AtomicKind::MinU,
-                    (AtomicOp::Or, ..) => AtomicKind::OrI,
-                    (AtomicOp::Xor, ..) => AtomicKind::XorI,
-                };
-                let index = self.index_value(
-                    place.index.expect("validated: atomic places are indexed"),
-                    span,
-                );
-                let atomic = self.container(place.local);
-                let v = self.op(
-                    ops::ATOMIC_RMW,
-                    &[atomic, index, value],
-                    Some(self.scalar(ty)),
-                    &[("kind", self.i64_attr(kind.code()))],
-                    span,
-                );
-                (v.expect("a result was asked for"), ty)
-            }
-            Rvalue::AtomicCas(place, current, new) => {
-                let (current, ty) = self.operand(current, span);
-                let (new, _) = self.operand(new, span);
-                let index = self.index_value(
-                    place.index.expect("validated: atomic places are indexed"),
-                    span,
-                );
-                let atomic = self.container(place.local);
-                let v = self.value(
-                    ops::ATOMIC_CAS,
-                    &[atomic, index, current, new],
-                    self.scalar(ty),
-                    span,
-                );
-                (v, ty)
-            }
+            Rvalue::AtomicRmw(op, place, value) => self.atomic_rmw(*op, *place, value, span),
+            Rvalue::AtomicCas(place, current, new) => self.atomic_cas(*place, current, new, span),
             Rvalue::Position(p, d) => {
                 let op = match p {
                     Position::Thread => ops::THREAD_ID,
@@ -120,6 +77,68 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 self.index_query(ops::REGION_INDEX, &[self.container(*l)], &[], span)
             }
         }
+    }
+
+    /// An atomic read-modify-write of `place`'s element: the `offload.atomic_rmw` of the
+    /// kind Rust's operation and the element type select.
+    fn atomic_rmw(
+        &mut self,
+        op: AtomicOp,
+        place: Place,
+        value: &Operand,
+        span: Span,
+    ) -> (Value<'c, 'a>, ScalarTy) {
+        let (value, ty) = self.operand(value, span);
+        use offload_dialect::AtomicKind;
+        let kind = match (op, ty.is_float(), ty.is_signed()) {
+            (AtomicOp::Add, true, _) => AtomicKind::AddF,
+            (AtomicOp::Add, false, _) => AtomicKind::AddI,
+            (AtomicOp::And, ..) => AtomicKind::AndI,
+            (AtomicOp::Exchange, ..) => AtomicKind::Assign,
+            (AtomicOp::Max, _, true) => AtomicKind::MaxS,
+            (AtomicOp::Max, _, false) => AtomicKind::MaxU,
+            (AtomicOp::Min, _, true) => AtomicKind::MinS,
+            (AtomicOp::Min, _, false) => AtomicKind::MinU,
+            (AtomicOp::Or, ..) => AtomicKind::OrI,
+            (AtomicOp::Xor, ..) => AtomicKind::XorI,
+        };
+        let index = self.index_value(
+            place.index.expect("validated: atomic places are indexed"),
+            span,
+        );
+        let atomic = self.container(place.local);
+        let v = self.op(
+            ops::ATOMIC_RMW,
+            &[atomic, index, value],
+            Some(self.scalar(ty)),
+            &[("kind", self.i64_attr(kind.code()))],
+            span,
+        );
+        (v.expect("a result was asked for"), ty)
+    }
+
+    /// An atomic compare-and-swap of `place`'s element.
+    fn atomic_cas(
+        &mut self,
+        place: Place,
+        current: &Operand,
+        new: &Operand,
+        span: Span,
+    ) -> (Value<'c, 'a>, ScalarTy) {
+        let (current, ty) = self.operand(current, span);
+        let (new, _) = self.operand(new, span);
+        let index = self.index_value(
+            place.index.expect("validated: atomic places are indexed"),
+            span,
+        );
+        let atomic = self.container(place.local);
+        let v = self.value(
+            ops::ATOMIC_CAS,
+            &[atomic, index, current, new],
+            self.scalar(ty),
+            span,
+        );
+        (v, ty)
     }
 
     /// An `arith.cmpi` or `arith.cmpf`.
