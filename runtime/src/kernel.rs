@@ -54,11 +54,20 @@ impl KernelDescriptor {
         mir: &'static str,
         device_functions: &'static [&'static DeviceFn],
     ) -> Self {
+        Self::with_raw(name, mir, device_functions, false)
+    }
+
+    const fn with_raw(
+        name: &'static str,
+        mir: &'static str,
+        device_functions: &'static [&'static DeviceFn],
+        allows_raw: bool,
+    ) -> Self {
         KernelDescriptor {
             name,
             mir,
             device_functions,
-            allows_raw: false,
+            allows_raw,
             body: OnceLock::new(),
             aot: OnceLock::new(),
         }
@@ -77,14 +86,7 @@ impl KernelDescriptor {
         mir: &'static str,
         device_functions: &'static [&'static DeviceFn],
     ) -> Self {
-        KernelDescriptor {
-            name,
-            mir,
-            device_functions,
-            allows_raw: true,
-            body: OnceLock::new(),
-            aot: OnceLock::new(),
-        }
+        Self::with_raw(name, mir, device_functions, true)
     }
 
     /// The code built ahead of time for this kernel as linked here.

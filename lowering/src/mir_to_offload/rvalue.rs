@@ -141,7 +141,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         (v, ty)
     }
 
-    /// An `arith.cmpi` or `arith.cmpf`.
+    /// An `arith.cmpi`.
     fn compare_ints(
         &self,
         predicate: CmpiPredicate,
@@ -149,13 +149,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
         b: Value<'c, 'a>,
         span: Span,
     ) -> Value<'c, 'a> {
-        let operation = self.append(cmpi(self.context, predicate, a, b, self.location(span)));
-        operation
-            .result(0)
-            .expect("a comparison has one result")
-            .into()
+        self.result(cmpi(self.context, predicate, a, b, self.location(span)))
     }
 
+    /// An `arith.cmpf`.
     fn compare_floats(
         &self,
         predicate: CmpfPredicate,
@@ -163,10 +160,14 @@ impl<'c, 'a> Emitter<'c, 'a> {
         b: Value<'c, 'a>,
         span: Span,
     ) -> Value<'c, 'a> {
-        let operation = self.append(cmpf(self.context, predicate, a, b, self.location(span)));
-        operation
+        self.result(cmpf(self.context, predicate, a, b, self.location(span)))
+    }
+
+    /// Appends `operation`, which has one result, and returns that result.
+    fn result(&self, operation: Operation<'c>) -> Value<'c, 'a> {
+        self.append(operation)
             .result(0)
-            .expect("a comparison has one result")
+            .expect("the operation has one result")
             .into()
     }
 
