@@ -31,78 +31,10 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
         // Nothing needs uniform control flow.
         return Ok(());
     }
-    let n = body.blocks.len();
     let doomed = doomed(body);
     let quiet = quiet(body, &doomed);
     let pdom = post_dominators(body, &doomed, &quiet);
-    let mut varying = vec![false; body.locals.len()];
-    // The branch each divergent block depends on, for the message.
-    let mut divergent: Vec<Option<Span>> = vec![None; n];
-    loop {
-        let mut changed = false;
-        for (i, block) in body.blocks.iter().enumerate() {
-            for s in &block.statements {
-                let v = divergent[i].is_some() || rvalue_varies(body, &s.rvalue, &varying);
-                if v && s.place.index.is_none() && !varying[s.place.local.index()] {
-                    varying[s.place.local.index()] = true;
-                    changed = true;
-                }
-            }
-            if let TerminatorKind::Call { args, dest, .. } = &block.terminator.kind {
-                let v = divergent[i].is_some()
-                    || args.iter().any(|a| operand_varies(body, a, &varying));
-                if v && !varying[dest.index()] {
-                    varying[dest.index()] = true;
-                    changed = true;
-                }
-            }
-        }
-        for (a, block) in body.blocks.iter().enumerate() {
-            let TerminatorKind::SwitchInt { discr, .. } = &block.terminator.kind else {
-                continue;
-            };
-            if !operand_varies(body, discr, &varying) {
-                continue;
-            }
-            // Between a varying branch and the block where its paths join again (its
-            // nearest post-dominator), every block runs for some threads and not others,
-            // `a` itself too when a path leads back to it (a loop whose trip count varies).
-            // A path that ends in a panic for sure is no path for the threads that go on
-            // (a barrier waits only for threads that have not stopped), so the join is
-            // found without it, but the blocks on it run for some threads only.
-            let mut seen = vec![false; n];
-            let mut stack: Vec<usize> = block
-                .terminator
-                .kind
-                .successors()
-                .iter()
-                .map(|s| s.index())
-                .collect();
-            while let Some(b) = stack.pop() {
-                if seen[b] || (b != a && pdom[a].contains(b)) {
-                    continue;
-                }
-                seen[b] = true;
-                if divergent[b].is_none() {
-                    divergent[b] = Some(block.terminator.span);
-                    changed = true;
-                }
-                if b != a {
-                    stack.extend(
-                        body.blocks[b]
-                            .terminator
-                            .kind
-                            .successors()
-                            .iter()
-                            .map(|x| x.index()),
-                    );
-                }
-            }
-        }
-        if !changed {
-            break;
-        }
-    }
+    let divergent = divergent_blocks(body, &pdom);
     for (i, block) in body.blocks.iter().enumerate() {
         let Some(branch) = divergent[i] else { continue };
         let because = format!(
@@ -132,6 +64,100 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
         }
     }
     Ok(())
+}
+
+/// For each block, the varying branch it is control-dependent on, if any: locals
+/// assigned a varying value, or in a divergent block, are varying, and blocks depending
+/// on a branch over a varying value are divergent, to a fixpoint.
+fn divergent_blocks(body: &Body, pdom: &[FixedBitSet]) -> Vec<Option<Span>> {
+    let mut varying = vec![false; body.locals.len()];
+    // The branch each divergent block depends on, for the message.
+    let mut divergent: Vec<Option<Span>> = vec![None; body.blocks.len()];
+    loop {
+        let mut changed = mark_varying(body, &divergent, &mut varying);
+        changed |= mark_divergent(body, pdom, &varying, &mut divergent);
+        if !changed {
+            break;
+        }
+    }
+    divergent
+}
+
+/// Marks the locals assigned a varying value, or assigned in a divergent block, as
+/// varying. Returns whether any was not already.
+fn mark_varying(body: &Body, divergent: &[Option<Span>], varying: &mut [bool]) -> bool {
+    let mut changed = false;
+    for (i, block) in body.blocks.iter().enumerate() {
+        for s in &block.statements {
+            let v = divergent[i].is_some() || rvalue_varies(body, &s.rvalue, varying);
+            if v && s.place.index.is_none() && !varying[s.place.local.index()] {
+                varying[s.place.local.index()] = true;
+                changed = true;
+            }
+        }
+        if let TerminatorKind::Call { args, dest, .. } = &block.terminator.kind {
+            let v = divergent[i].is_some() || args.iter().any(|a| operand_varies(body, a, varying));
+            if v && !varying[dest.index()] {
+                varying[dest.index()] = true;
+                changed = true;
+            }
+        }
+    }
+    changed
+}
+
+/// Marks the blocks that depend on a branch over a varying value as divergent, with
+/// that branch. Returns whether any was not already.
+fn mark_divergent(
+    body: &Body,
+    pdom: &[FixedBitSet],
+    varying: &[bool],
+    divergent: &mut [Option<Span>],
+) -> bool {
+    let mut changed = false;
+    for (a, block) in body.blocks.iter().enumerate() {
+        let TerminatorKind::SwitchInt { discr, .. } = &block.terminator.kind else {
+            continue;
+        };
+        if !operand_varies(body, discr, varying) {
+            continue;
+        }
+        // Between a varying branch and the block where its paths join again (its
+        // nearest post-dominator), every block runs for some threads and not others,
+        // `a` itself too when a path leads back to it (a loop whose trip count varies).
+        // A path that ends in a panic for sure is no path for the threads that go on
+        // (a barrier waits only for threads that have not stopped), so the join is
+        // found without it, but the blocks on it run for some threads only.
+        let mut seen = vec![false; body.blocks.len()];
+        let mut stack: Vec<usize> = block
+            .terminator
+            .kind
+            .successors()
+            .iter()
+            .map(|s| s.index())
+            .collect();
+        while let Some(b) = stack.pop() {
+            if seen[b] || (b != a && pdom[a].contains(b)) {
+                continue;
+            }
+            seen[b] = true;
+            if divergent[b].is_none() {
+                divergent[b] = Some(block.terminator.span);
+                changed = true;
+            }
+            if b != a {
+                stack.extend(
+                    body.blocks[b]
+                        .terminator
+                        .kind
+                        .successors()
+                        .iter()
+                        .map(|x| x.index()),
+                );
+            }
+        }
+    }
+    changed
 }
 
 /// Whether a value computed by `rv` may differ between the threads of a workgroup.
@@ -284,6 +310,37 @@ enum Access {
 /// checked as one array, and views of different element sizes are refused: a thread's own
 /// slot in one would overlap other threads' slots in the other.
 pub fn check_shared_races(body: &Body) -> Result<(), ConvergenceError> {
+    let memories = shared_memories(body)?;
+    if memories.is_empty() {
+        return Ok(());
+    }
+    let n = body.blocks.len();
+    let mut ins: Vec<RaceState> = vec![vec![(false, false); memories.len()]; n];
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for bb in 0..n {
+            let out = race_transfer(body, &memories, bb, ins[bb].clone(), false)?;
+            for succ in body.blocks[bb].terminator.kind.successors() {
+                for (t, o) in ins[succ.index()].iter_mut().zip(&out) {
+                    let joined = (t.0 || o.0, t.1 || o.1);
+                    if joined != *t {
+                        *t = joined;
+                        changed = true;
+                    }
+                }
+            }
+        }
+    }
+    for (bb, state) in ins.into_iter().enumerate() {
+        race_transfer(body, &memories, bb, state, true)?;
+    }
+    Ok(())
+}
+
+/// The distinct shared memories of a kernel, each as the locals that view it; views of
+/// the dynamic memory must have elements of one size.
+fn shared_memories(body: &Body) -> Result<Vec<Vec<Local>>, ConvergenceError> {
     // One entry per distinct memory: each static array, and all dynamic views together.
     let mut memories: Vec<Vec<Local>> = Vec::new();
     let mut dynamic: Option<(usize, ScalarTy)> = None;
@@ -310,91 +367,79 @@ pub fn check_shared_races(body: &Body) -> Result<(), ConvergenceError> {
             _ => {}
         }
     }
-    if memories.is_empty() {
-        return Ok(());
+    Ok(memories)
+}
+
+/// State per array: (written, read) since the last barrier on some path.
+type RaceState = Vec<(bool, bool)>;
+
+/// The accesses statement `s` makes to the shared `memories`, each with the memory's
+/// position, how it touched it and through which local; none for a raw statement.
+fn shared_accesses(memories: &[Vec<Local>], s: &Statement) -> Vec<(usize, Access, Local)> {
+    if s.raw {
+        return Vec::new();
     }
     let slot = |l: Local| memories.iter().position(|m| m.contains(&l));
-    // Per statement, the accesses it makes.
-    let accesses = |s: &Statement| -> Vec<(usize, Access, Local)> {
-        if s.raw {
-            return Vec::new();
-        }
-        let mut out = Vec::new();
-        if s.place.index.is_some()
-            && let Some(k) = slot(s.place.local)
+    let mut out = Vec::new();
+    if s.place.index.is_some()
+        && let Some(k) = slot(s.place.local)
+    {
+        out.push((k, Access::Write, s.place.local));
+    }
+    for op in rvalue_operands(&s.rvalue) {
+        if let Operand::Copy(p) | Operand::Move(p) = op
+            && p.index.is_some()
+            && let Some(k) = slot(p.local)
         {
-            out.push((k, Access::Write, s.place.local));
+            out.push((k, Access::Read, p.local));
         }
-        for op in rvalue_operands(&s.rvalue) {
-            if let Operand::Copy(p) | Operand::Move(p) = op
-                && p.index.is_some()
-                && let Some(k) = slot(p.local)
-            {
-                out.push((k, Access::Read, p.local));
-            }
-        }
-        out
-    };
-    // State per array: (written, read) since the last barrier on some path.
-    type State = Vec<(bool, bool)>;
-    let n = body.blocks.len();
-    let mut ins: Vec<State> = vec![vec![(false, false); memories.len()]; n];
-    let transfer = |bb: usize, mut state: State, report: bool| -> Result<State, ConvergenceError> {
-        let block = &body.blocks[bb];
-        for s in &block.statements {
-            for (k, access, local) in accesses(s) {
-                let name = body.locals[local.index()]
-                    .debug
-                    .as_ref()
-                    .map_or(local.to_string(), |d| d.0.clone());
-                let (written, read) = &mut state[k];
-                match access {
-                    Access::Read if *written && report => {
-                        return Err(ConvergenceError {
-                            span: s.span,
-                            message: format!(
-                                "`{name}` is read here after threads wrote it, with no `sync_threads()` between: another thread's write may not have happened yet"
-                            ),
-                        });
-                    }
-                    Access::Write if *read && report => {
-                        return Err(ConvergenceError {
-                            span: s.span,
-                            message: format!(
-                                "`{name}` is written here after threads read it, with no `sync_threads()` between: another thread may still be reading this slot"
-                            ),
-                        });
-                    }
-                    Access::Read => *read = true,
-                    Access::Write => *written = true,
+    }
+    out
+}
+
+/// The race state after block `bb`, from `state` before it; with `report`, an access
+/// that races with another thread's is an error.
+fn race_transfer(
+    body: &Body,
+    memories: &[Vec<Local>],
+    bb: usize,
+    mut state: RaceState,
+    report: bool,
+) -> Result<RaceState, ConvergenceError> {
+    let block = &body.blocks[bb];
+    for s in &block.statements {
+        for (k, access, local) in shared_accesses(memories, s) {
+            let name = body.locals[local.index()]
+                .debug
+                .as_ref()
+                .map_or(local.to_string(), |d| d.0.clone());
+            let (written, read) = &mut state[k];
+            match access {
+                Access::Read if *written && report => {
+                    return Err(ConvergenceError {
+                        span: s.span,
+                        message: format!(
+                            "`{name}` is read here after threads wrote it, with no `sync_threads()` between: another thread's write may not have happened yet"
+                        ),
+                    });
                 }
-            }
-        }
-        if let TerminatorKind::Barrier { .. } = block.terminator.kind {
-            state.iter_mut().for_each(|s| *s = (false, false));
-        }
-        Ok(state)
-    };
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for bb in 0..n {
-            let out = transfer(bb, ins[bb].clone(), false)?;
-            for succ in body.blocks[bb].terminator.kind.successors() {
-                for (t, o) in ins[succ.index()].iter_mut().zip(&out) {
-                    let joined = (t.0 || o.0, t.1 || o.1);
-                    if joined != *t {
-                        *t = joined;
-                        changed = true;
-                    }
+                Access::Write if *read && report => {
+                    return Err(ConvergenceError {
+                        span: s.span,
+                        message: format!(
+                            "`{name}` is written here after threads read it, with no `sync_threads()` between: another thread may still be reading this slot"
+                        ),
+                    });
                 }
+                Access::Read => *read = true,
+                Access::Write => *written = true,
             }
         }
     }
-    for (bb, state) in ins.into_iter().enumerate() {
-        transfer(bb, state, true)?;
+    if let TerminatorKind::Barrier { .. } = block.terminator.kind {
+        state.iter_mut().for_each(|s| *s = (false, false));
     }
-    Ok(())
+    Ok(state)
 }
 
 fn rvalue_operands(rv: &Rvalue) -> Vec<&Operand> {

@@ -101,6 +101,8 @@ fn operand_ty(body: &Body, op: &Operand) -> Option<ScalarTy> {
     }
 }
 
+/// Inlines the call that ends `block`: the callee's instance for the call's argument
+/// types is appended to `body`, renumbered, and the call becomes a jump into it.
 fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result<(), InlineError> {
     let call = body.blocks[block].terminator.clone();
     let TerminatorKind::Call {
@@ -112,34 +114,7 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
     else {
         unreachable!("the caller found a call here")
     };
-    let arg_types: Vec<Option<ScalarTy>> = args.iter().map(|a| operand_ty(body, a)).collect();
-    let shown: Vec<String> = arg_types
-        .iter()
-        .map(|t| t.map_or("?".to_string(), |t| t.to_string()))
-        .collect();
-    let Some(instances) = device.get(func.as_str()) else {
-        return Err(InlineError::UnknownFunction(func.clone()));
-    };
-    let callee = instances
-        .iter()
-        .find(|c| {
-            c.arg_count == args.len()
-                && c.args()
-                    .zip(&arg_types)
-                    .all(|((_, d), t)| d.ty.scalar() == *t)
-        })
-        .ok_or_else(|| InlineError::NoInstance {
-            func: func.clone(),
-            args: shown.clone(),
-        })?;
-    let dest_ty = body.locals[dest.index()].ty;
-    if callee.locals[0].ty != dest_ty {
-        return Err(InlineError::ReturnType {
-            func: func.clone(),
-            returns: callee.locals[0].ty,
-            used_as: dest_ty,
-        });
-    }
+    let callee = instance(body, &func, &args, dest, device)?;
 
     let local_base = body.locals.len() as u32;
     let block_base = body.blocks.len() as u32;
@@ -169,46 +144,22 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
                 raw: s.raw,
             })
             .collect();
-        let kind = match &data.terminator.kind {
-            TerminatorKind::Return => {
-                statements.push(Statement {
-                    place: Place::local(dest),
-                    rvalue: Rvalue::Use(Operand::Copy(Place::local(local(Local::RETURN)))),
-                    span: here,
-                    raw: false,
-                });
-                TerminatorKind::Goto(target)
-            }
-            TerminatorKind::Goto(b) => TerminatorKind::Goto(bb(*b)),
-            TerminatorKind::Unreachable => TerminatorKind::Unreachable,
-            TerminatorKind::Barrier { target } => TerminatorKind::Barrier {
-                target: bb(*target),
-            },
-            TerminatorKind::SwitchInt {
-                discr,
-                targets,
-                otherwise,
-            } => TerminatorKind::SwitchInt {
-                discr: remap_operand(discr, &local),
-                targets: targets.iter().map(|(v, b)| (*v, bb(*b))).collect(),
-                otherwise: bb(*otherwise),
-            },
+        // A `return` assigns the call's destination, then goes on after the call.
+        if let TerminatorKind::Return = data.terminator.kind {
+            statements.push(Statement {
+                place: Place::local(dest),
+                rvalue: Rvalue::Use(Operand::Copy(Place::local(local(Local::RETURN)))),
+                span: here,
+                raw: false,
+            });
+        }
+        let kind = match remap_terminator(&data.terminator.kind, &local, &bb, target) {
             TerminatorKind::Assert { cond, msg, target } => TerminatorKind::Assert {
-                cond: remap_operand(cond, &local),
-                msg: remap_message(&located(msg, data.terminator.span), &local),
-                target: bb(*target),
-            },
-            TerminatorKind::Call {
-                func,
-                args,
-                dest,
+                cond,
+                msg: located(&msg, data.terminator.span),
                 target,
-            } => TerminatorKind::Call {
-                func: func.clone(),
-                args: args.iter().map(|a| remap_operand(a, &local)).collect(),
-                dest: local(*dest),
-                target: bb(*target),
             },
+            other => other,
         };
         body.blocks.push(BlockData {
             statements,
@@ -230,6 +181,90 @@ fn splice(body: &mut Body, block: usize, device: &DeviceFunctions<'_>) -> Result
         span: here,
     };
     Ok(())
+}
+
+/// The instance of device function `func` that a call with `args` into `dest` in `body`
+/// picks: the one whose parameters have the arguments' types and whose return type is
+/// the destination's.
+fn instance<'a>(
+    body: &Body,
+    func: &str,
+    args: &[Operand],
+    dest: Local,
+    device: &DeviceFunctions<'a>,
+) -> Result<&'a Body, InlineError> {
+    let arg_types: Vec<Option<ScalarTy>> = args.iter().map(|a| operand_ty(body, a)).collect();
+    let shown: Vec<String> = arg_types
+        .iter()
+        .map(|t| t.map_or("?".to_string(), |t| t.to_string()))
+        .collect();
+    let Some(instances) = device.get(func) else {
+        return Err(InlineError::UnknownFunction(func.to_string()));
+    };
+    let callee = instances
+        .iter()
+        .find(|c| {
+            c.arg_count == args.len()
+                && c.args()
+                    .zip(&arg_types)
+                    .all(|((_, d), t)| d.ty.scalar() == *t)
+        })
+        .ok_or_else(|| InlineError::NoInstance {
+            func: func.to_string(),
+            args: shown,
+        })?;
+    let dest_ty = body.locals[dest.index()].ty;
+    if callee.locals[0].ty != dest_ty {
+        return Err(InlineError::ReturnType {
+            func: func.to_string(),
+            returns: callee.locals[0].ty,
+            used_as: dest_ty,
+        });
+    }
+    Ok(callee)
+}
+
+/// A callee's terminator with its locals and blocks renumbered, a `return` becoming a
+/// jump to `returns_to`.
+fn remap_terminator(
+    kind: &TerminatorKind,
+    local: &impl Fn(Local) -> Local,
+    bb: &impl Fn(BasicBlock) -> BasicBlock,
+    returns_to: BasicBlock,
+) -> TerminatorKind {
+    match kind {
+        TerminatorKind::Return => TerminatorKind::Goto(returns_to),
+        TerminatorKind::Goto(b) => TerminatorKind::Goto(bb(*b)),
+        TerminatorKind::Unreachable => TerminatorKind::Unreachable,
+        TerminatorKind::Barrier { target } => TerminatorKind::Barrier {
+            target: bb(*target),
+        },
+        TerminatorKind::SwitchInt {
+            discr,
+            targets,
+            otherwise,
+        } => TerminatorKind::SwitchInt {
+            discr: remap_operand(discr, local),
+            targets: targets.iter().map(|(v, b)| (*v, bb(*b))).collect(),
+            otherwise: bb(*otherwise),
+        },
+        TerminatorKind::Assert { cond, msg, target } => TerminatorKind::Assert {
+            cond: remap_operand(cond, local),
+            msg: remap_message(msg, local),
+            target: bb(*target),
+        },
+        TerminatorKind::Call {
+            func,
+            args,
+            dest,
+            target,
+        } => TerminatorKind::Call {
+            func: func.clone(),
+            args: args.iter().map(|a| remap_operand(a, local)).collect(),
+            dest: local(*dest),
+            target: bb(*target),
+        },
+    }
 }
 
 fn remap_place(p: Place, local: &impl Fn(Local) -> Local) -> Place {

@@ -86,45 +86,7 @@ fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
             continue;
         }
         if c == '"' {
-            let mut s = String::new();
-            let mut j = i + 1;
-            loop {
-                match chars.get(j) {
-                    None => return Err(err(tl, tc, "unterminated string".into())),
-                    Some('"') => break,
-                    Some('\\') => {
-                        let e = chars.get(j + 1).copied();
-                        j += 2;
-                        match e {
-                            Some('n') => s.push('\n'),
-                            Some('t') => s.push('\t'),
-                            Some('r') => s.push('\r'),
-                            Some('0') => s.push('\0'),
-                            Some('\\') => s.push('\\'),
-                            Some('"') => s.push('"'),
-                            Some('\'') => s.push('\''),
-                            Some('u') if chars.get(j) == Some(&'{') => {
-                                let close = (j..chars.len()).find(|&k| chars[k] == '}');
-                                let Some(close) = close else {
-                                    return Err(err(tl, tc, "bad unicode escape".into()));
-                                };
-                                let hex: String = chars[j + 1..close].iter().collect();
-                                let ch = u32::from_str_radix(&hex, 16)
-                                    .ok()
-                                    .and_then(char::from_u32)
-                                    .ok_or_else(|| err(tl, tc, "bad unicode escape".into()))?;
-                                s.push(ch);
-                                j = close + 1;
-                            }
-                            _ => return Err(err(tl, tc, "unknown string escape".into())),
-                        }
-                    }
-                    Some(&ch) => {
-                        s.push(ch);
-                        j += 1;
-                    }
-                }
-            }
+            let (s, j) = string_literal(&chars, i).map_err(|m| err(tl, tc, m.into()))?;
             advance(j + 1 - i, &mut i, &mut line, &mut col);
             out.push(Token {
                 tok: Tok::Str(s),
@@ -133,26 +95,13 @@ fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
             });
             continue;
         }
-        let is_word = |ch: char| ch.is_alphanumeric() || ch == '_' || ch == '.';
         let starts_number = |k: usize| {
             chars
                 .get(k)
                 .is_some_and(|ch| ch.is_ascii_digit() || *ch == 'i')
         };
         if is_word(c) || (c == '-' && starts_number(i + 1)) {
-            let mut j = i + 1;
-            while j < chars.len() {
-                let ch = chars[j];
-                // An exponent sign inside a float literal such as `1e-7f32`.
-                let exponent_sign = (ch == '-' || ch == '+')
-                    && chars[j - 1] == 'e'
-                    && chars[i..j].iter().any(|d| d.is_ascii_digit());
-                if is_word(ch) || exponent_sign {
-                    j += 1;
-                } else {
-                    break;
-                }
-            }
+            let j = word_end(&chars, i);
             let text: String = chars[i..j].iter().collect();
             advance(j - i, &mut i, &mut line, &mut col);
             out.push(Token {
@@ -179,6 +128,73 @@ fn lex(src: &str) -> Result<Vec<Token>, ParseError> {
         column: col,
     });
     Ok(out)
+}
+
+/// Reads the string literal whose opening quote is at `chars[start]`: its value, with
+/// escapes resolved, and the index of its closing quote.
+fn string_literal(chars: &[char], start: usize) -> Result<(String, usize), &'static str> {
+    let mut s = String::new();
+    let mut j = start + 1;
+    loop {
+        match chars.get(j) {
+            None => return Err("unterminated string"),
+            Some('"') => return Ok((s, j)),
+            Some('\\') => {
+                let e = chars.get(j + 1).copied();
+                j += 2;
+                match e {
+                    Some('n') => s.push('\n'),
+                    Some('t') => s.push('\t'),
+                    Some('r') => s.push('\r'),
+                    Some('0') => s.push('\0'),
+                    Some('\\') => s.push('\\'),
+                    Some('"') => s.push('"'),
+                    Some('\'') => s.push('\''),
+                    Some('u') if chars.get(j) == Some(&'{') => {
+                        let close = (j..chars.len()).find(|&k| chars[k] == '}');
+                        let Some(close) = close else {
+                            return Err("bad unicode escape");
+                        };
+                        let hex: String = chars[j + 1..close].iter().collect();
+                        let ch = u32::from_str_radix(&hex, 16)
+                            .ok()
+                            .and_then(char::from_u32)
+                            .ok_or("bad unicode escape")?;
+                        s.push(ch);
+                        j = close + 1;
+                    }
+                    _ => return Err("unknown string escape"),
+                }
+            }
+            Some(&ch) => {
+                s.push(ch);
+                j += 1;
+            }
+        }
+    }
+}
+
+/// Whether `ch` belongs to a word: a name, keyword or number (`1.5f32`).
+fn is_word(ch: char) -> bool {
+    ch.is_alphanumeric() || ch == '_' || ch == '.'
+}
+
+/// The end of the word that starts at `chars[start]`.
+fn word_end(chars: &[char], start: usize) -> usize {
+    let mut j = start + 1;
+    while j < chars.len() {
+        let ch = chars[j];
+        // An exponent sign inside a float literal such as `1e-7f32`.
+        let exponent_sign = (ch == '-' || ch == '+')
+            && chars[j - 1] == 'e'
+            && chars[start..j].iter().any(|d| d.is_ascii_digit());
+        if is_word(ch) || exponent_sign {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    j
 }
 
 struct Parser {
@@ -430,30 +446,7 @@ impl Parser {
         };
         let name = self.word("a name")?;
         self.expect("(")?;
-        let mut locals: Vec<Option<LocalDecl>> = vec![None];
-        let mut arg_count = 0;
-        while !self.eat(")") {
-            if arg_count > 0 {
-                self.expect(",")?;
-            }
-            let mutable = self.eat_word("mut");
-            let local = self.local()?;
-            if local.index() != arg_count + 1 {
-                return Err(self.error(format!(
-                    "argument {} must be `_{}`",
-                    arg_count + 1,
-                    arg_count + 1
-                )));
-            }
-            self.expect(":")?;
-            let ty = self.ty()?;
-            locals.push(Some(LocalDecl {
-                ty,
-                mutable,
-                debug: None,
-            }));
-            arg_count += 1;
-        }
+        let (mut locals, arg_count) = self.arguments()?;
         let ret = match kind {
             BodyKind::Kernel => Ty::Unit,
             BodyKind::Device => {
@@ -465,24 +458,7 @@ impl Parser {
         self.expect_word("file")?;
         let file = self.string()?;
         self.expect(";")?;
-        while self.eat_word("let") {
-            let mutable = self.eat_word("mut");
-            let local = self.local()?;
-            if local.index() < locals.len() && locals[local.index()].is_some() {
-                return Err(self.error(format!("`{local}` is declared twice")));
-            }
-            self.expect(":")?;
-            let ty = self.ty()?;
-            self.expect(";")?;
-            if locals.len() <= local.index() {
-                locals.resize(local.index() + 1, None);
-            }
-            locals[local.index()] = Some(LocalDecl {
-                ty,
-                mutable,
-                debug: None,
-            });
-        }
+        self.let_declarations(&mut locals)?;
         let mut locals: Vec<LocalDecl> = locals
             .into_iter()
             .enumerate()
@@ -521,6 +497,59 @@ impl Parser {
             arg_count,
             blocks,
         })
+    }
+
+    /// The arguments `_1: T, ..` of a body up to the closing `)`: the locals they declare
+    /// (`_0`, the return place, still undeclared) and their number.
+    fn arguments(&mut self) -> Result<(Vec<Option<LocalDecl>>, usize), ParseError> {
+        let mut locals: Vec<Option<LocalDecl>> = vec![None];
+        let mut arg_count = 0;
+        while !self.eat(")") {
+            if arg_count > 0 {
+                self.expect(",")?;
+            }
+            let mutable = self.eat_word("mut");
+            let local = self.local()?;
+            if local.index() != arg_count + 1 {
+                return Err(self.error(format!(
+                    "argument {} must be `_{}`",
+                    arg_count + 1,
+                    arg_count + 1
+                )));
+            }
+            self.expect(":")?;
+            let ty = self.ty()?;
+            locals.push(Some(LocalDecl {
+                ty,
+                mutable,
+                debug: None,
+            }));
+            arg_count += 1;
+        }
+        Ok((locals, arg_count))
+    }
+
+    /// The `let _n: T;` declarations of a body, each added to `locals` at its index.
+    fn let_declarations(&mut self, locals: &mut Vec<Option<LocalDecl>>) -> Result<(), ParseError> {
+        while self.eat_word("let") {
+            let mutable = self.eat_word("mut");
+            let local = self.local()?;
+            if local.index() < locals.len() && locals[local.index()].is_some() {
+                return Err(self.error(format!("`{local}` is declared twice")));
+            }
+            self.expect(":")?;
+            let ty = self.ty()?;
+            self.expect(";")?;
+            if locals.len() <= local.index() {
+                locals.resize(local.index() + 1, None);
+            }
+            locals[local.index()] = Some(LocalDecl {
+                ty,
+                mutable,
+                debug: None,
+            });
+        }
+        Ok(())
     }
 
     fn block(&mut self) -> Result<BlockData, ParseError> {
@@ -745,54 +774,7 @@ impl Parser {
                     }
                     return Ok(Rvalue::Subgroup(op, args));
                 }
-                if w == "AtomicRmw" {
-                    self.pos += 2;
-                    let save = self.pos;
-                    let name = self.word("an atomic operation")?;
-                    let Some(op) = AtomicOp::ALL.into_iter().find(|o| o.name() == name) else {
-                        self.pos = save;
-                        return Err(self.error(format!("unknown atomic operation `{name}`")));
-                    };
-                    self.expect(",")?;
-                    let place = self.place()?;
-                    self.expect(",")?;
-                    let value = self.operand()?;
-                    self.expect(")")?;
-                    return Ok(Rvalue::AtomicRmw(op, place, value));
-                }
-                if w == "AtomicCas" {
-                    self.pos += 2;
-                    let place = self.place()?;
-                    self.expect(",")?;
-                    let current = self.operand()?;
-                    self.expect(",")?;
-                    let new = self.operand()?;
-                    self.expect(")")?;
-                    return Ok(Rvalue::AtomicCas(place, current, new));
-                }
-                if w == "RegionCoord" || w == "RegionExtent" {
-                    self.pos += 2;
-                    let l = self.local()?;
-                    self.expect(",")?;
-                    let d: u8 = self.number("a dimension (0 or 1)")?;
-                    self.expect(")")?;
-                    return Ok(if w == "RegionCoord" {
-                        Rvalue::RegionCoord(l, d)
-                    } else {
-                        Rvalue::RegionExtent(l, d)
-                    });
-                }
-                if w == "Len" || w == "RegionIndex" {
-                    self.pos += 2;
-                    let l = self.local()?;
-                    self.expect(")")?;
-                    return Ok(if w == "Len" {
-                        Rvalue::Len(l)
-                    } else {
-                        Rvalue::RegionIndex(l)
-                    });
-                }
-                return Err(self.error(format!("unknown rvalue `{w}`")));
+                return self.access_rvalue(&w);
             }
         }
         let op = self.operand()?;
@@ -800,5 +782,58 @@ impl Parser {
             return Ok(Rvalue::Cast(op, self.scalar_ty()?));
         }
         Ok(Rvalue::Use(op))
+    }
+
+    /// The rvalues `w(..)` over places and locals, the current token being `w`: atomic
+    /// operations and region and length queries; any other `w` is an unknown rvalue.
+    fn access_rvalue(&mut self, w: &str) -> Result<Rvalue, ParseError> {
+        if w == "AtomicRmw" {
+            self.pos += 2;
+            let save = self.pos;
+            let name = self.word("an atomic operation")?;
+            let Some(op) = AtomicOp::ALL.into_iter().find(|o| o.name() == name) else {
+                self.pos = save;
+                return Err(self.error(format!("unknown atomic operation `{name}`")));
+            };
+            self.expect(",")?;
+            let place = self.place()?;
+            self.expect(",")?;
+            let value = self.operand()?;
+            self.expect(")")?;
+            return Ok(Rvalue::AtomicRmw(op, place, value));
+        }
+        if w == "AtomicCas" {
+            self.pos += 2;
+            let place = self.place()?;
+            self.expect(",")?;
+            let current = self.operand()?;
+            self.expect(",")?;
+            let new = self.operand()?;
+            self.expect(")")?;
+            return Ok(Rvalue::AtomicCas(place, current, new));
+        }
+        if w == "RegionCoord" || w == "RegionExtent" {
+            self.pos += 2;
+            let l = self.local()?;
+            self.expect(",")?;
+            let d: u8 = self.number("a dimension (0 or 1)")?;
+            self.expect(")")?;
+            return Ok(if w == "RegionCoord" {
+                Rvalue::RegionCoord(l, d)
+            } else {
+                Rvalue::RegionExtent(l, d)
+            });
+        }
+        if w == "Len" || w == "RegionIndex" {
+            self.pos += 2;
+            let l = self.local()?;
+            self.expect(")")?;
+            return Ok(if w == "Len" {
+                Rvalue::Len(l)
+            } else {
+                Rvalue::RegionIndex(l)
+            });
+        }
+        Err(self.error(format!("unknown rvalue `{w}`")))
     }
 }

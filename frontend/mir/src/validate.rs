@@ -253,70 +253,11 @@ impl Validator<'_> {
     ) -> Result<ScalarTy, ValidationError> {
         match rv {
             Rvalue::Use(op) => self.operand_ty(bb, span, op),
-            Rvalue::AtomicRmw(op, place, value) => {
-                let elem = self.atomic_element(bb, span, *place)?;
-                if !op.supports(elem) {
-                    return self.err(
-                        Some(bb),
-                        span,
-                        format!("atomic `{}` is not defined on `{elem}`", op.name()),
-                    );
-                }
-                let vt = self.operand_ty(bb, span, value)?;
-                if vt != elem {
-                    return self.err(
-                        Some(bb),
-                        span,
-                        format!("atomic operand has type `{vt}`, the element `{elem}`"),
-                    );
-                }
-                Ok(elem)
-            }
+            Rvalue::AtomicRmw(op, place, value) => self.atomic_rmw_ty(bb, span, *op, *place, value),
             Rvalue::AtomicCas(place, current, new) => {
-                let elem = self.atomic_element(bb, span, *place)?;
-                if !AtomicOp::Exchange.supports(elem) {
-                    return self.err(
-                        Some(bb),
-                        span,
-                        format!("atomic compare-and-swap is not defined on `{elem}`"),
-                    );
-                }
-                for op in [current, new] {
-                    let t = self.operand_ty(bb, span, op)?;
-                    if t != elem {
-                        return self.err(
-                            Some(bb),
-                            span,
-                            format!("atomic operand has type `{t}`, the element `{elem}`"),
-                        );
-                    }
-                }
-                Ok(elem)
+                self.atomic_cas_ty(bb, span, *place, current, new)
             }
-            Rvalue::Subgroup(op, args) => {
-                if args.len() != op.arity() {
-                    return self.err(
-                        Some(bb),
-                        span,
-                        format!("`{}` takes {} operands", op.name(), op.arity()),
-                    );
-                }
-                let types = args
-                    .iter()
-                    .map(|a| self.operand_ty(bb, span, a))
-                    .collect::<Result<Vec<_>, _>>()?;
-                if matches!(op, SubgroupOp::Shuffle | SubgroupOp::ShuffleXor)
-                    && types[1] != ScalarTy::Usize
-                {
-                    return self.err(
-                        Some(bb),
-                        span,
-                        format!("`{}` takes a `usize` lane, found `{}`", op.name(), types[1]),
-                    );
-                }
-                op.result_type(types.first().copied())
-                    .or_else(|e| self.err(Some(bb), span, e))
-            }
+            Rvalue::Subgroup(op, args) => self.subgroup_ty(bb, span, *op, args),
             Rvalue::Position(_, d) if *d <= 2 => Ok(ScalarTy::Usize),
             Rvalue::Position(p, d) => self.err(
                 Some(bb),
@@ -333,54 +274,8 @@ impl Validator<'_> {
                     Err(message) => self.err(Some(bb), span, message),
                 }
             }
-            Rvalue::BinaryOp(op, a, b) => {
-                let (ta, tb) = (self.operand_ty(bb, span, a)?, self.operand_ty(bb, span, b)?);
-                let name = op.name();
-                if op.is_shift() {
-                    if !ta.is_integer() || !tb.is_integer() {
-                        return self.err(
-                            Some(bb),
-                            span,
-                            format!("`{name}` needs integer operands, found `{ta}` and `{tb}`"),
-                        );
-                    }
-                    return Ok(ta);
-                }
-                if ta != tb {
-                    return self.err(
-                        Some(bb),
-                        span,
-                        format!("`{name}` operands differ in type: `{ta}` and `{tb}`"),
-                    );
-                }
-                if op.is_comparison() {
-                    return Ok(ScalarTy::Bool);
-                }
-                let ok = if op.is_bitwise() {
-                    !ta.is_float()
-                } else {
-                    ta != ScalarTy::Bool
-                };
-                if !ok {
-                    return self.err(Some(bb), span, format!("`{name}` is not defined on `{ta}`"));
-                }
-                Ok(ta)
-            }
-            Rvalue::UnaryOp(op, a) => {
-                let t = self.operand_ty(bb, span, a)?;
-                let ok = match op {
-                    UnOp::Neg => t.is_float() || t.is_signed(),
-                    UnOp::Not => !t.is_float(),
-                };
-                if !ok {
-                    return self.err(
-                        Some(bb),
-                        span,
-                        format!("`{}` is not defined on `{t}`", op.name()),
-                    );
-                }
-                Ok(t)
-            }
+            Rvalue::BinaryOp(op, a, b) => self.binary_op_ty(bb, span, *op, a, b),
+            Rvalue::UnaryOp(op, a) => self.unary_op_ty(bb, span, *op, a),
             Rvalue::Cast(a, to) => {
                 let from = self.operand_ty(bb, span, a)?;
                 if *to == ScalarTy::Bool && from != ScalarTy::Bool {
@@ -422,6 +317,165 @@ impl Validator<'_> {
                 ),
             },
         }
+    }
+
+    /// The type of `AtomicRmw(op, place, value)`: the atomic's element, which `op` must
+    /// be defined on and `value` must have.
+    fn atomic_rmw_ty(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        op: AtomicOp,
+        place: Place,
+        value: &Operand,
+    ) -> Result<ScalarTy, ValidationError> {
+        let elem = self.atomic_element(bb, span, place)?;
+        if !op.supports(elem) {
+            return self.err(
+                Some(bb),
+                span,
+                format!("atomic `{}` is not defined on `{elem}`", op.name()),
+            );
+        }
+        let vt = self.operand_ty(bb, span, value)?;
+        if vt != elem {
+            return self.err(
+                Some(bb),
+                span,
+                format!("atomic operand has type `{vt}`, the element `{elem}`"),
+            );
+        }
+        Ok(elem)
+    }
+
+    /// The type of `AtomicCas(place, current, new)`: the atomic's element, which both
+    /// operands must have.
+    fn atomic_cas_ty(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        place: Place,
+        current: &Operand,
+        new: &Operand,
+    ) -> Result<ScalarTy, ValidationError> {
+        let elem = self.atomic_element(bb, span, place)?;
+        if !AtomicOp::Exchange.supports(elem) {
+            return self.err(
+                Some(bb),
+                span,
+                format!("atomic compare-and-swap is not defined on `{elem}`"),
+            );
+        }
+        for op in [current, new] {
+            let t = self.operand_ty(bb, span, op)?;
+            if t != elem {
+                return self.err(
+                    Some(bb),
+                    span,
+                    format!("atomic operand has type `{t}`, the element `{elem}`"),
+                );
+            }
+        }
+        Ok(elem)
+    }
+
+    /// The type of a subgroup operation on `args`, checking their number and the lane
+    /// of a shuffle.
+    fn subgroup_ty(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        op: SubgroupOp,
+        args: &[Operand],
+    ) -> Result<ScalarTy, ValidationError> {
+        if args.len() != op.arity() {
+            return self.err(
+                Some(bb),
+                span,
+                format!("`{}` takes {} operands", op.name(), op.arity()),
+            );
+        }
+        let types = args
+            .iter()
+            .map(|a| self.operand_ty(bb, span, a))
+            .collect::<Result<Vec<_>, _>>()?;
+        if matches!(op, SubgroupOp::Shuffle | SubgroupOp::ShuffleXor) && types[1] != ScalarTy::Usize
+        {
+            return self.err(
+                Some(bb),
+                span,
+                format!("`{}` takes a `usize` lane, found `{}`", op.name(), types[1]),
+            );
+        }
+        op.result_type(types.first().copied())
+            .or_else(|e| self.err(Some(bb), span, e))
+    }
+
+    /// The type of a binary operation: shifts take any integers, the others operands of
+    /// one type that the operator is defined on; comparisons give a `bool`.
+    fn binary_op_ty(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        op: BinOp,
+        a: &Operand,
+        b: &Operand,
+    ) -> Result<ScalarTy, ValidationError> {
+        let (ta, tb) = (self.operand_ty(bb, span, a)?, self.operand_ty(bb, span, b)?);
+        let name = op.name();
+        if op.is_shift() {
+            if !ta.is_integer() || !tb.is_integer() {
+                return self.err(
+                    Some(bb),
+                    span,
+                    format!("`{name}` needs integer operands, found `{ta}` and `{tb}`"),
+                );
+            }
+            return Ok(ta);
+        }
+        if ta != tb {
+            return self.err(
+                Some(bb),
+                span,
+                format!("`{name}` operands differ in type: `{ta}` and `{tb}`"),
+            );
+        }
+        if op.is_comparison() {
+            return Ok(ScalarTy::Bool);
+        }
+        let ok = if op.is_bitwise() {
+            !ta.is_float()
+        } else {
+            ta != ScalarTy::Bool
+        };
+        if !ok {
+            return self.err(Some(bb), span, format!("`{name}` is not defined on `{ta}`"));
+        }
+        Ok(ta)
+    }
+
+    /// The type of a unary operation: its operand's, which the operator must be
+    /// defined on.
+    fn unary_op_ty(
+        &self,
+        bb: BasicBlock,
+        span: Span,
+        op: UnOp,
+        a: &Operand,
+    ) -> Result<ScalarTy, ValidationError> {
+        let t = self.operand_ty(bb, span, a)?;
+        let ok = match op {
+            UnOp::Neg => t.is_float() || t.is_signed(),
+            UnOp::Not => !t.is_float(),
+        };
+        if !ok {
+            return self.err(
+                Some(bb),
+                span,
+                format!("`{}` is not defined on `{t}`", op.name()),
+            );
+        }
+        Ok(t)
     }
 
     fn statement(&self, bb: BasicBlock, s: &Statement) -> Result<(), ValidationError> {
@@ -569,6 +623,16 @@ impl Validator<'_> {
     /// Checks that every scalar local is assigned on every path before it is read, with a
     /// forward must-be-initialised dataflow over the blocks.
     fn definite_init(&self) -> Result<(), ValidationError> {
+        let ins = self.initialised_on_entry();
+        for (i, block) in self.body.blocks.iter().enumerate() {
+            self.check_block_reads(BasicBlock(i as u32), block, ins[i].clone())?;
+        }
+        Ok(())
+    }
+
+    /// The dataflow of [`Validator::definite_init`]: for each block, the locals assigned
+    /// on every path into it.
+    fn initialised_on_entry(&self) -> Vec<FixedBitSet> {
         let b = self.body;
         let n = b.locals.len();
         let mut all = FixedBitSet::with_capacity(n);
@@ -606,93 +670,118 @@ impl Validator<'_> {
                 }
             }
         }
-        for (i, block) in b.blocks.iter().enumerate() {
-            let bb = BasicBlock(i as u32);
-            let mut state = ins[i].clone();
-            let check =
-                |state: &FixedBitSet, op: &Operand, span: Span| -> Result<(), ValidationError> {
-                    let read = |l: Local| -> Result<(), ValidationError> {
-                        let is_scalar = matches!(b.locals[l.index()].ty, Ty::Scalar(_));
-                        if is_scalar && !state.contains(l.index()) {
-                            return self.err(
-                                Some(bb),
-                                span,
-                                format!("`{l}` is read before it is assigned on every path"),
-                            );
-                        }
-                        Ok(())
-                    };
-                    if let Operand::Copy(p) | Operand::Move(p) = op {
-                        read(p.local)?;
-                        if let Some(index) = p.index {
-                            read(index)?;
-                        }
-                    }
-                    Ok(())
-                };
-            for s in &block.statements {
-                if let Some(index) = s.place.index {
-                    check(&state, &Operand::Copy(Place::local(index)), s.span)?;
-                }
-                match &s.rvalue {
-                    Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => {
-                        check(&state, a, s.span)?
-                    }
-                    Rvalue::BinaryOp(_, a, c) => {
-                        check(&state, a, s.span)?;
-                        check(&state, c, s.span)?;
-                    }
-                    Rvalue::Intrinsic(_, args) | Rvalue::Subgroup(_, args) => {
-                        for a in args {
-                            check(&state, a, s.span)?;
-                        }
-                    }
-                    Rvalue::AtomicRmw(_, place, value) => {
-                        check(
-                            &state,
-                            &Operand::Copy(Place::local(place.index.expect("validated"))),
-                            s.span,
-                        )?;
-                        check(&state, value, s.span)?;
-                    }
-                    Rvalue::AtomicCas(place, current, new) => {
-                        check(
-                            &state,
-                            &Operand::Copy(Place::local(place.index.expect("validated"))),
-                            s.span,
-                        )?;
-                        check(&state, current, s.span)?;
-                        check(&state, new, s.span)?;
-                    }
-                    Rvalue::Len(_)
-                    | Rvalue::RegionIndex(_)
-                    | Rvalue::RegionCoord(..)
-                    | Rvalue::RegionExtent(..)
-                    | Rvalue::Position(..) => {}
-                }
-                if s.place.index.is_none() {
-                    state.insert(s.place.local.index());
+        ins
+    }
+
+    /// Checks that `block` reads only scalar locals assigned before, `state` being those
+    /// assigned on every path into it.
+    fn check_block_reads(
+        &self,
+        bb: BasicBlock,
+        block: &BlockData,
+        mut state: FixedBitSet,
+    ) -> Result<(), ValidationError> {
+        for s in &block.statements {
+            if let Some(index) = s.place.index {
+                self.check_assigned(bb, &state, &Operand::Copy(Place::local(index)), s.span)?;
+            }
+            self.check_rvalue_reads(bb, &state, &s.rvalue, s.span)?;
+            if s.place.index.is_none() {
+                state.insert(s.place.local.index());
+            }
+        }
+        let t = &block.terminator;
+        match &t.kind {
+            TerminatorKind::SwitchInt { discr, .. } => {
+                self.check_assigned(bb, &state, discr, t.span)?
+            }
+            TerminatorKind::Call { args, .. } => {
+                for a in args {
+                    self.check_assigned(bb, &state, a, t.span)?;
                 }
             }
-            let t = &block.terminator;
-            match &t.kind {
-                TerminatorKind::SwitchInt { discr, .. } => check(&state, discr, t.span)?,
-                TerminatorKind::Call { args, .. } => {
-                    for a in args {
-                        check(&state, a, t.span)?;
-                    }
+            TerminatorKind::Return if self.body.kind == BodyKind::Device => {
+                let ret = Operand::Copy(Place::local(Local::RETURN));
+                self.check_assigned(bb, &state, &ret, t.span)?;
+            }
+            TerminatorKind::Assert { cond, msg, .. } => {
+                self.check_assigned(bb, &state, cond, t.span)?;
+                if let AssertMessage::BoundsCheck { len, index } = msg {
+                    self.check_assigned(bb, &state, len, t.span)?;
+                    self.check_assigned(bb, &state, index, t.span)?;
                 }
-                TerminatorKind::Return if b.kind == BodyKind::Device => {
-                    check(&state, &Operand::Copy(Place::local(Local::RETURN)), t.span)?;
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    /// Checks that the operands `rv` reads are assigned in `state`.
+    fn check_rvalue_reads(
+        &self,
+        bb: BasicBlock,
+        state: &FixedBitSet,
+        rv: &Rvalue,
+        span: Span,
+    ) -> Result<(), ValidationError> {
+        let check = |op: &Operand| self.check_assigned(bb, state, op, span);
+        match rv {
+            Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => check(a)?,
+            Rvalue::BinaryOp(_, a, c) => {
+                check(a)?;
+                check(c)?;
+            }
+            Rvalue::Intrinsic(_, args) | Rvalue::Subgroup(_, args) => {
+                for a in args {
+                    check(a)?;
                 }
-                TerminatorKind::Assert { cond, msg, .. } => {
-                    check(&state, cond, t.span)?;
-                    if let AssertMessage::BoundsCheck { len, index } = msg {
-                        check(&state, len, t.span)?;
-                        check(&state, index, t.span)?;
-                    }
-                }
-                _ => {}
+            }
+            Rvalue::AtomicRmw(_, place, value) => {
+                check(&Operand::Copy(Place::local(
+                    place.index.expect("validated"),
+                )))?;
+                check(value)?;
+            }
+            Rvalue::AtomicCas(place, current, new) => {
+                check(&Operand::Copy(Place::local(
+                    place.index.expect("validated"),
+                )))?;
+                check(current)?;
+                check(new)?;
+            }
+            Rvalue::Len(_)
+            | Rvalue::RegionIndex(_)
+            | Rvalue::RegionCoord(..)
+            | Rvalue::RegionExtent(..)
+            | Rvalue::Position(..) => {}
+        }
+        Ok(())
+    }
+
+    /// Checks that the locals `op` reads, its place's and its index's, are assigned in
+    /// `state` where they are scalars.
+    fn check_assigned(
+        &self,
+        bb: BasicBlock,
+        state: &FixedBitSet,
+        op: &Operand,
+        span: Span,
+    ) -> Result<(), ValidationError> {
+        let read = |l: Local| -> Result<(), ValidationError> {
+            let is_scalar = matches!(self.body.locals[l.index()].ty, Ty::Scalar(_));
+            if is_scalar && !state.contains(l.index()) {
+                return self.err(
+                    Some(bb),
+                    span,
+                    format!("`{l}` is read before it is assigned on every path"),
+                );
+            }
+            Ok(())
+        };
+        if let Operand::Copy(p) | Operand::Move(p) = op {
+            read(p.local)?;
+            if let Some(index) = p.index {
+                read(index)?;
             }
         }
         Ok(())

@@ -30,19 +30,7 @@ impl Translator {
         }
         let in_device = self.body.kind == BodyKind::Device;
         if func == "sync_threads" {
-            if in_device {
-                return error(
-                    c,
-                    "only kernels can call `sync_threads()`, not device functions",
-                );
-            }
-            if !c.args.is_empty() {
-                return error(c, "`sync_threads()` takes no arguments");
-            }
-            let target = self.new_block();
-            self.terminate(TerminatorKind::Barrier { target }, c.span());
-            self.current = Some(target);
-            return Ok(None);
+            return self.sync_threads(c, in_device);
         }
         if let Some(&(name, op)) = super::WORKGROUP_REDUCTIONS.iter().find(|(n, _)| *n == func) {
             return self.workgroup_reduce(c, name, op, expected);
@@ -61,21 +49,62 @@ impl Translator {
             return self.subgroup_call(c, op, expected);
         }
         if let Some(position) = Position::ALL.into_iter().find(|p| p.name() == func) {
-            let dim = match c.args.first() {
-                Some(syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Int(i),
-                    ..
-                })) if c.args.len() == 1 => i.base10_parse::<u8>().ok().filter(|d| *d <= 2),
-                _ => None,
-            };
-            let Some(dim) = dim else {
-                return error(c, format!("`{func}` takes a constant dimension: 0, 1 or 2"));
-            };
-            return Ok(Some((
-                self.assign_temp(ScalarTy::Usize, Rvalue::Position(position, dim), c.span()),
-                ScalarTy::Usize,
-            )));
+            return self.position_call(c, position, &func);
         }
+        self.device_function_call(c, p, func, expected)
+    }
+
+    /// `sync_threads()`: a workgroup barrier, which only kernels may wait at.
+    fn sync_threads(&mut self, c: &syn::ExprCall, in_device: bool) -> Result<Value> {
+        if in_device {
+            return error(
+                c,
+                "only kernels can call `sync_threads()`, not device functions",
+            );
+        }
+        if !c.args.is_empty() {
+            return error(c, "`sync_threads()` takes no arguments");
+        }
+        let target = self.new_block();
+        self.terminate(TerminatorKind::Barrier { target }, c.span());
+        self.current = Some(target);
+        Ok(None)
+    }
+
+    /// `thread_idx(d)` and the other thread-position queries, along a constant dimension
+    /// `d` (0, 1 or 2).
+    fn position_call(
+        &mut self,
+        c: &syn::ExprCall,
+        position: Position,
+        func: &str,
+    ) -> Result<Value> {
+        let dim = match c.args.first() {
+            Some(syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            })) if c.args.len() == 1 => i.base10_parse::<u8>().ok().filter(|d| *d <= 2),
+            _ => None,
+        };
+        let Some(dim) = dim else {
+            return error(c, format!("`{func}` takes a constant dimension: 0, 1 or 2"));
+        };
+        Ok(Some((
+            self.assign_temp(ScalarTy::Usize, Rvalue::Position(position, dim), c.span()),
+            ScalarTy::Usize,
+        )))
+    }
+
+    /// `f(args)` of an `#[offload_device]` function `func`: a `call` terminator into a
+    /// temporary of the type the context expects. Anything of a type (`Vec::new()`,
+    /// `Some(x)`) and direct recursion are refused.
+    fn device_function_call(
+        &mut self,
+        c: &syn::ExprCall,
+        p: &syn::ExprPath,
+        func: String,
+        expected: Option<ScalarTy>,
+    ) -> Result<Value> {
         let segments = p.path.segments.len();
         let of_a_type = p
             .path
@@ -135,6 +164,8 @@ impl Translator {
         Ok(Some((Operand::Copy(Place::local(dest)), ty)))
     }
 
+    /// `receiver.method(args)`: the methods of atomics, shared arrays, regions and slices,
+    /// and those of integers and floats (most of them [`Intrinsic`]s), resolved by name.
     pub(super) fn method_call(&mut self, m: &syn::ExprMethodCall) -> Result<Value> {
         let span = m.method.span();
         let name = m.method.to_string();
@@ -155,89 +186,14 @@ impl Translator {
                     ScalarTy::Usize,
                 )))
             }
-            "len" if m.args.is_empty() => {
-                let local = match &*m.receiver {
-                    syn::Expr::Path(p) => p.path.get_ident().and_then(|id| self.lookup(id)),
-                    _ => None,
-                };
-                match local {
-                    Some(Binding::RegionChunk { len, .. }) => {
-                        Ok(Some((Operand::Copy(Place::local(len)), ScalarTy::Usize)))
-                    }
-                    Some(Binding::Array(a)) => {
-                        let len = self.arrays[a].elems.len() as i128;
-                        Ok(Some((
-                            Operand::Const(Const::Int(len, ScalarTy::Usize)),
-                            ScalarTy::Usize,
-                        )))
-                    }
-                    Some(Binding::Local(l))
-                        if self.body.locals[l.index()].ty.element().is_some() =>
-                    {
-                        Ok(Some((
-                            self.assign_temp(ScalarTy::Usize, Rvalue::Len(l), span),
-                            ScalarTy::Usize,
-                        )))
-                    }
-                    _ => error(
-                        &m.receiver,
-                        "`len()` is supported on `Region` and slice parameters",
-                    ),
-                }
-            }
-            "get_unchecked" if m.args.len() == 1 => {
-                // The caller's `unsafe` block vouches for the index: no bounds check. The
-                // read is marked raw, which the safety verifier exempts, and a kernel
-                // with raw operations is linked only from the descriptor the macro makes
-                // for code with `unsafe` blocks.
-                let slice = match &*m.receiver {
-                    syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
-                        Some(Binding::Local(l))
-                            if matches!(self.body.locals[l.index()].ty, Ty::Slice(_)) =>
-                        {
-                            Some(l)
-                        }
-                        _ => None,
-                    },
-                    _ => None,
-                };
-                let Some(slice) = slice else {
-                    return error(&m.receiver, "`get_unchecked` reads slice parameters");
-                };
-                let elem = self.body.locals[slice.index()]
-                    .ty
-                    .element()
-                    .expect("slices have elements");
-                let (index, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::Usize))?;
-                let index = self.as_local(index, ScalarTy::Usize, span);
-                let t = self.temp(elem);
-                self.push(
-                    Place::local(t),
-                    Rvalue::Use(Operand::Copy(Place::element(slice, index))),
-                    span,
-                );
-                self.mark_raw();
-                Ok(Some((Operand::Copy(Place::local(t)), elem)))
-            }
+            "len" if m.args.is_empty() => self.len_call(m, span),
+            "get_unchecked" if m.args.len() == 1 => self.get_unchecked_call(m, span),
             "get_mut" => error(
                 m,
                 "use `get_mut()` as `if let Some(v) = region.get_mut() { ... }`",
             ),
             "row" | "col" | "width" | "height" if m.args.is_empty() => {
-                let region = self.region_receiver(&m.receiver)?;
-                if !self.strategy_of(region).is_2d() {
-                    return error(
-                        &m.method,
-                        format!("`{name}()` is defined on `Linear2D` and `Stencil2D` regions"),
-                    );
-                }
-                let v = match name.as_str() {
-                    "col" => self.coord(region, 0, span),
-                    "row" => self.coord(region, 1, span),
-                    "width" => self.extent(region, 0, span),
-                    _ => self.extent(region, 1, span),
-                };
-                Ok(Some((v, ScalarTy::Usize)))
+                self.region_geometry_call(m, &name, span)
             }
             "get_clamped" if m.args.len() == 2 => {
                 let (region, index, _) = self.stencil_neighbour(m, true)?;
@@ -250,85 +206,199 @@ impl Translator {
                 Ok(Some((Operand::Copy(Place::element(region, index)), elem)))
             }
             "wrapping_add" | "wrapping_sub" | "wrapping_mul" if m.args.len() == 1 => {
-                // Kernel integer arithmetic already wraps.
-                let op = match name.as_str() {
-                    "wrapping_add" => BinOp::Add,
-                    "wrapping_sub" => BinOp::Sub,
-                    _ => BinOp::Mul,
-                };
-                let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
-                let (a, t) = self.scalar_expr(&m.receiver, ty)?;
-                let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
-                if !t.is_integer() {
-                    return error(
-                        &m.method,
-                        format!("`{name}` is defined on integers, not `{t}`"),
-                    );
-                }
+                self.wrapping_call(m, &name, span)
+            }
+            "clamp" if m.args.len() == 2 => self.clamp_call(m, span),
+            "pow" if m.args.len() == 1 => self.pow_call(m, span),
+            _ => self.intrinsic_call(m, &name, span),
+        }
+    }
+
+    /// `x.len()` of a `Chunked<N>` chunk, a read-only array or a slice parameter.
+    fn len_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
+        let local = match &*m.receiver {
+            syn::Expr::Path(p) => p.path.get_ident().and_then(|id| self.lookup(id)),
+            _ => None,
+        };
+        match local {
+            Some(Binding::RegionChunk { len, .. }) => {
+                Ok(Some((Operand::Copy(Place::local(len)), ScalarTy::Usize)))
+            }
+            Some(Binding::Array(a)) => {
+                let len = self.arrays[a].elems.len() as i128;
                 Ok(Some((
-                    self.assign_temp(t, Rvalue::BinaryOp(op, a, b), span),
-                    t,
+                    Operand::Const(Const::Int(len, ScalarTy::Usize)),
+                    ScalarTy::Usize,
                 )))
             }
-            "clamp" if m.args.len() == 2 => {
-                // `x.clamp(lo, hi)` is `max(lo)` then `min(hi)`; Rust panics when
-                // `lo > hi` (or either is NaN), and so do kernels.
-                let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
-                let (x, t) = self.scalar_expr(&m.receiver, ty)?;
-                let (lo, _) = self.scalar_expr(&m.args[0], Some(t))?;
-                let (hi, _) = self.scalar_expr(&m.args[1], Some(t))?;
-                let ordered =
-                    self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Le, lo, hi), span);
-                let message = if t.is_float() {
-                    "min > max, or either was NaN"
-                } else {
-                    "assertion failed: min <= max"
-                };
-                self.assert(ordered, message, span);
-                let raised = self.intrinsic(Intrinsic::Max, vec![x, lo], span)?;
-                let v = self.intrinsic(Intrinsic::Min, vec![raised, hi], span)?;
-                Ok(Some((v, t)))
+            Some(Binding::Local(l)) if self.body.locals[l.index()].ty.element().is_some() => {
+                Ok(Some((
+                    self.assign_temp(ScalarTy::Usize, Rvalue::Len(l), span),
+                    ScalarTy::Usize,
+                )))
             }
-            "pow" if m.args.len() == 1 => {
-                let ty = self.infer(&m.receiver);
-                let (base, t) = self.scalar_expr(&m.receiver, ty)?;
-                if !t.is_integer() {
-                    return error(
-                        &m.method,
-                        format!("`pow` is defined on integers, not `{t}`; use `powi` or `powf`"),
-                    );
+            _ => error(
+                &m.receiver,
+                "`len()` is supported on `Region` and slice parameters",
+            ),
+        }
+    }
+
+    /// `s.get_unchecked(i)` of a slice parameter, inside an `unsafe` block.
+    fn get_unchecked_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
+        // The caller's `unsafe` block vouches for the index: no bounds check. The
+        // read is marked raw, which the safety verifier exempts, and a kernel
+        // with raw operations is linked only from the descriptor the macro makes
+        // for code with `unsafe` blocks.
+        let slice = match &*m.receiver {
+            syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
+                Some(Binding::Local(l))
+                    if matches!(self.body.locals[l.index()].ty, Ty::Slice(_)) =>
+                {
+                    Some(l)
                 }
-                let (exp, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::U32))?;
-                Ok(Some((self.int_pow(base, exp, t, span), t)))
-            }
-            _ => match Intrinsic::from_name(&name) {
-                Some(intrinsic) if m.args.len() + 1 == intrinsic.arity() => {
-                    let ty = self.infer(&m.receiver);
-                    let (receiver, t) = self.scalar_expr(&m.receiver, ty)?;
-                    let mut args = vec![receiver];
-                    for (i, arg) in m.args.iter().enumerate() {
-                        let _ = i;
-                        let expected = if intrinsic == Intrinsic::Powi {
-                            ScalarTy::I32
-                        } else {
-                            t
-                        };
-                        args.push(self.scalar_expr(arg, Some(expected))?.0);
-                    }
-                    let result = self.intrinsic(intrinsic, args, span)?;
-                    let result_ty = self.operand_type(&result);
-                    Ok(Some((result, result_ty)))
-                }
-                _ => error(
-                    &m.method,
-                    format!(
-                        "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
-                         `len`, the float methods `sqrt exp exp2 ln log2 log10 sin cos tan tanh floor ceil round trunc abs \
-                         min max powf powi mul_add clamp`, and the integer methods `min max abs pow clamp wrapping_add \
-                         wrapping_sub wrapping_mul leading_zeros trailing_zeros count_ones`"
-                    ),
-                ),
+                _ => None,
             },
+            _ => None,
+        };
+        let Some(slice) = slice else {
+            return error(&m.receiver, "`get_unchecked` reads slice parameters");
+        };
+        let elem = self.body.locals[slice.index()]
+            .ty
+            .element()
+            .expect("slices have elements");
+        let (index, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::Usize))?;
+        let index = self.as_local(index, ScalarTy::Usize, span);
+        let t = self.temp(elem);
+        self.push(
+            Place::local(t),
+            Rvalue::Use(Operand::Copy(Place::element(slice, index))),
+            span,
+        );
+        self.mark_raw();
+        Ok(Some((Operand::Copy(Place::local(t)), elem)))
+    }
+
+    /// `region.row()`, `col()`, `width()` and `height()` of a two-dimensional region.
+    fn region_geometry_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        span: SynSpan,
+    ) -> Result<Value> {
+        let region = self.region_receiver(&m.receiver)?;
+        if !self.strategy_of(region).is_2d() {
+            return error(
+                &m.method,
+                format!("`{name}()` is defined on `Linear2D` and `Stencil2D` regions"),
+            );
+        }
+        let v = match name {
+            "col" => self.coord(region, 0, span),
+            "row" => self.coord(region, 1, span),
+            "width" => self.extent(region, 0, span),
+            _ => self.extent(region, 1, span),
+        };
+        Ok(Some((v, ScalarTy::Usize)))
+    }
+
+    /// `x.wrapping_add(y)`, `wrapping_sub` and `wrapping_mul` of integers.
+    fn wrapping_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        span: SynSpan,
+    ) -> Result<Value> {
+        // Kernel integer arithmetic already wraps.
+        let op = match name {
+            "wrapping_add" => BinOp::Add,
+            "wrapping_sub" => BinOp::Sub,
+            _ => BinOp::Mul,
+        };
+        let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
+        let (a, t) = self.scalar_expr(&m.receiver, ty)?;
+        let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
+        if !t.is_integer() {
+            return error(
+                &m.method,
+                format!("`{name}` is defined on integers, not `{t}`"),
+            );
+        }
+        Ok(Some((
+            self.assign_temp(t, Rvalue::BinaryOp(op, a, b), span),
+            t,
+        )))
+    }
+
+    /// `x.clamp(lo, hi)` of integers and floats, checking `lo <= hi`.
+    fn clamp_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
+        // `x.clamp(lo, hi)` is `max(lo)` then `min(hi)`; Rust panics when
+        // `lo > hi` (or either is NaN), and so do kernels.
+        let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
+        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
+        let (lo, _) = self.scalar_expr(&m.args[0], Some(t))?;
+        let (hi, _) = self.scalar_expr(&m.args[1], Some(t))?;
+        let ordered = self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Le, lo, hi), span);
+        let message = if t.is_float() {
+            "min > max, or either was NaN"
+        } else {
+            "assertion failed: min <= max"
+        };
+        self.assert(ordered, message, span);
+        let raised = self.intrinsic(Intrinsic::Max, vec![x, lo], span)?;
+        let v = self.intrinsic(Intrinsic::Min, vec![raised, hi], span)?;
+        Ok(Some((v, t)))
+    }
+
+    /// `base.pow(exp)` of an integer, with a `u32` exponent.
+    fn pow_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
+        let ty = self.infer(&m.receiver);
+        let (base, t) = self.scalar_expr(&m.receiver, ty)?;
+        if !t.is_integer() {
+            return error(
+                &m.method,
+                format!("`pow` is defined on integers, not `{t}`; use `powi` or `powf`"),
+            );
+        }
+        let (exp, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::U32))?;
+        Ok(Some((self.int_pow(base, exp, t, span), t)))
+    }
+
+    /// `x.sqrt()`, `x.min(y)` and the other methods that are [`Intrinsic`]s, named as
+    /// the Rust method; any other method is not supported.
+    fn intrinsic_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        span: SynSpan,
+    ) -> Result<Value> {
+        match Intrinsic::from_name(name) {
+            Some(intrinsic) if m.args.len() + 1 == intrinsic.arity() => {
+                let ty = self.infer(&m.receiver);
+                let (receiver, t) = self.scalar_expr(&m.receiver, ty)?;
+                let mut args = vec![receiver];
+                for arg in &m.args {
+                    let expected = if intrinsic == Intrinsic::Powi {
+                        ScalarTy::I32
+                    } else {
+                        t
+                    };
+                    args.push(self.scalar_expr(arg, Some(expected))?.0);
+                }
+                let result = self.intrinsic(intrinsic, args, span)?;
+                let result_ty = self.operand_type(&result);
+                Ok(Some((result, result_ty)))
+            }
+            _ => error(
+                &m.method,
+                format!(
+                    "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
+                     `len`, the float methods `sqrt exp exp2 ln log2 log10 sin cos tan tanh floor ceil round trunc abs \
+                     min max powf powi mul_add clamp`, and the integer methods `min max abs pow clamp wrapping_add \
+                     wrapping_sub wrapping_mul leading_zeros trailing_zeros count_ones`"
+                ),
+            ),
         }
     }
 

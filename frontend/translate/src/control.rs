@@ -296,23 +296,17 @@ impl Translator {
         }
         let unsigned = unsigned_of(ty);
         let step = match step {
-            Some(s) => {
-                let (s, sty) = self.scalar_expr(s, Some(ScalarTy::Usize))?;
-                let nonzero = self.assign_temp(
-                    ScalarTy::Bool,
-                    Rvalue::BinaryOp(BinOp::Ne, s, Operand::Const(Const::Int(0, sty))),
-                    span,
-                );
-                self.assert(nonzero, "assertion failed: step != 0", span);
-                let step = self.cast_operand(s, sty, unsigned, span);
-                // A step wider than the counter's range ends the loop after one pass.
-                Some(step)
-            }
+            Some(s) => Some(self.for_step(s, unsigned, span)?),
             None => None,
         };
-        let counter = self.temp(ty);
-        self.push(Place::local(counter), Rvalue::Use(start), span);
-        let end_local = self.as_local(end, ty, span);
+        let local = self.temp(ty);
+        self.push(Place::local(local), Rvalue::Use(start), span);
+        let counter = RangeCounter {
+            local,
+            ty,
+            end: self.as_local(end, ty, span),
+            inclusive,
+        };
         let (head, body, latch, exit) = (
             self.new_block(),
             self.new_block(),
@@ -326,8 +320,8 @@ impl Translator {
             ScalarTy::Bool,
             Rvalue::BinaryOp(
                 cmp,
-                Operand::Copy(Place::local(counter)),
-                Operand::Copy(Place::local(end_local)),
+                Operand::Copy(Place::local(counter.local)),
+                Operand::Copy(Place::local(counter.end)),
             ),
             span,
         );
@@ -335,49 +329,98 @@ impl Translator {
 
         self.current = Some(body);
         self.scopes.push(HashMap::new());
-        match &*f.pat {
+        let flexible = key.filter(|_| flexible);
+        let values = constant_range(start, end, inclusive);
+        self.bind_for_pattern(&f.pat, counter, flexible, values)?;
+        self.loop_body(f.label.as_ref(), &f.body, exit, latch, span)?;
+        self.scopes.pop();
+
+        self.current = Some(latch);
+        self.for_latch(counter, step, head, exit, span);
+        self.current = Some(exit);
+        Ok(None)
+    }
+
+    /// The step `s` of a `for` loop's `.step_by(s)`, asserted nonzero, as the counter's
+    /// unsigned type.
+    fn for_step(&mut self, s: &syn::Expr, unsigned: ScalarTy, span: SynSpan) -> Result<Operand> {
+        let (s, sty) = self.scalar_expr(s, Some(ScalarTy::Usize))?;
+        let nonzero = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Ne, s, Operand::Const(Const::Int(0, sty))),
+            span,
+        );
+        self.assert(nonzero, "assertion failed: step != 0", span);
+        let step = self.cast_operand(s, sty, unsigned, span);
+        // A step wider than the counter's range ends the loop after one pass.
+        Ok(step)
+    }
+
+    /// Binds a `for` loop's pattern at the start of its body: a name gets its own local,
+    /// a copy of the counter (`flexible` keys it when literals alone typed it, `values`
+    /// are the counter's values when both bounds are constant); `_` binds nothing.
+    fn bind_for_pattern(
+        &mut self,
+        pat: &syn::Pat,
+        counter: RangeCounter,
+        flexible: Option<(usize, usize)>,
+        values: Option<(i128, i128)>,
+    ) -> Result<()> {
+        match pat {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
                 let l = self.declare(
-                    Ty::Scalar(ty),
+                    Ty::Scalar(counter.ty),
                     id.mutability.is_some(),
                     Some((&id.ident, id.ident.span())),
                 );
                 self.push(
                     Place::local(l),
-                    Rvalue::Use(Operand::Copy(Place::local(counter))),
+                    Rvalue::Use(Operand::Copy(Place::local(counter.local))),
                     id.ident.span(),
                 );
                 self.bind(&id.ident, Binding::Local(l));
-                if flexible && let Some(key) = key {
+                if let Some(key) = flexible {
                     self.flexible.insert(l, key);
                 }
                 // An immutable counter over constant bounds takes only values between
                 // them: what a stencil offset check can see at compile time.
                 if id.mutability.is_none()
-                    && let (Operand::Const(Const::Int(lo, _)), Operand::Const(Const::Int(hi, _))) =
-                        (start, end)
+                    && let Some(values) = values
                 {
-                    let hi = if inclusive { hi } else { hi - 1 };
-                    if lo <= hi {
-                        self.known_ranges.insert(l, (lo, hi));
-                    }
+                    self.known_ranges.insert(l, values);
                 }
+                Ok(())
             }
-            syn::Pat::Wild(_) => {}
-            other => return error(other, "`for` loops bind a plain name or `_`"),
+            syn::Pat::Wild(_) => Ok(()),
+            other => error(other, "`for` loops bind a plain name or `_`"),
         }
-        self.loop_body(f.label.as_ref(), &f.body, exit, latch, span)?;
-        self.scopes.pop();
+    }
 
+    /// The latch of a `for` loop, which leaves for `exit` or advances the counter by the
+    /// step (1 without one) and goes back to `head`.
+    fn for_latch(
+        &mut self,
+        counter: RangeCounter,
+        step: Option<Operand>,
+        head: BasicBlock,
+        exit: BasicBlock,
+        span: SynSpan,
+    ) {
+        let RangeCounter {
+            local,
+            ty,
+            end,
+            inclusive,
+        } = counter;
+        let unsigned = unsigned_of(ty);
         // latch: left = end - counter (as unsigned); stop if the step would reach or pass
         // the end, else advance.
-        self.current = Some(latch);
         let diff = self.assign_temp(
             ty,
             Rvalue::BinaryOp(
                 BinOp::Sub,
-                Operand::Copy(Place::local(end_local)),
-                Operand::Copy(Place::local(counter)),
+                Operand::Copy(Place::local(end)),
+                Operand::Copy(Place::local(local)),
             ),
             span,
         );
@@ -394,13 +437,11 @@ impl Translator {
         self.current = Some(advance);
         let step_in_ty = self.cast_operand(step_op, unsigned, ty, span);
         self.push(
-            Place::local(counter),
-            Rvalue::BinaryOp(BinOp::Add, Operand::Copy(Place::local(counter)), step_in_ty),
+            Place::local(local),
+            Rvalue::BinaryOp(BinOp::Add, Operand::Copy(Place::local(local)), step_in_ty),
             span,
         );
         self.goto(head, span);
-        self.current = Some(exit);
-        Ok(None)
     }
 
     /// `match` on an integer (or `bool`) with literal, range, `|` and `_` patterns, and
@@ -541,6 +582,29 @@ impl Translator {
             ),
         }
     }
+}
+
+/// The counter of a `for` loop over a range.
+#[derive(Copy, Clone)]
+struct RangeCounter {
+    /// The local that counts, of the range's type `ty`.
+    local: Local,
+    ty: ScalarTy,
+    /// The range's end, evaluated once before the loop.
+    end: Local,
+    /// Whether the range includes its end (`a..=b`).
+    inclusive: bool,
+}
+
+/// The values a counter over `start..end` (or `start..=end`) takes when both bounds are
+/// constants and the range is not empty.
+fn constant_range(start: Operand, end: Operand, inclusive: bool) -> Option<(i128, i128)> {
+    let (Operand::Const(Const::Int(lo, _)), Operand::Const(Const::Int(hi, _))) = (start, end)
+    else {
+        return None;
+    };
+    let hi = if inclusive { hi } else { hi - 1 };
+    (lo <= hi).then_some((lo, hi))
 }
 
 /// The unsigned integer type of the same width.

@@ -132,63 +132,9 @@ impl Translator {
                 let (place, ty) = self.place(e)?;
                 Ok(Some((Operand::Copy(place), ty)))
             }
-            syn::Expr::Unary(u) => match u.op {
-                // `*x.get_unchecked(i)`: the element itself.
-                syn::UnOp::Deref(_) if matches!(&*u.expr, syn::Expr::MethodCall(m) if m.method == "get_unchecked") => {
-                    self.expr(&u.expr, expected)
-                }
-                syn::UnOp::Deref(_) => {
-                    let (place, ty) = self.place(e)?;
-                    Ok(Some((Operand::Copy(place), ty)))
-                }
-                syn::UnOp::Neg(_) => {
-                    if let syn::Expr::Lit(l) = &*u.expr {
-                        let (op, ty) = self.literal(&l.lit, expected)?;
-                        if let Operand::Const(c) = op {
-                            let negated = match c {
-                                Const::Int(v, t) if t.is_signed() => Const::Int(-v, t),
-                                Const::Float(v, t) => Const::Float(-v, t),
-                                _ => return error(e, format!("cannot negate a `{ty}`")),
-                            };
-                            return Ok(Some((Operand::Const(negated), ty)));
-                        }
-                    }
-                    let (op, ty) = self.scalar_expr(&u.expr, expected)?;
-                    if !(ty.is_float() || ty.is_signed()) {
-                        return error(e, format!("cannot negate a `{ty}`"));
-                    }
-                    Ok(Some((
-                        self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Neg, op), span),
-                        ty,
-                    )))
-                }
-                syn::UnOp::Not(_) => {
-                    let (op, ty) = self.scalar_expr(&u.expr, expected)?;
-                    if ty.is_float() {
-                        return error(e, format!("cannot apply `!` to a `{ty}`"));
-                    }
-                    Ok(Some((
-                        self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Not, op), span),
-                        ty,
-                    )))
-                }
-                _ => error(e, "this unary operator is not supported in kernels"),
-            },
+            syn::Expr::Unary(u) => self.unary(e, u, expected),
             syn::Expr::Binary(b) => self.binary(b, expected),
-            syn::Expr::Cast(c) => {
-                let to = scalar_type(&c.ty, &self.subst)?;
-                let (op, from) = self.scalar_expr(&c.expr, None)?;
-                if from == to {
-                    return Ok(Some((op, to)));
-                }
-                if to == ScalarTy::Bool {
-                    return error(
-                        e,
-                        format!("cannot cast `{from}` as `bool`; compare with zero instead"),
-                    );
-                }
-                Ok(Some((self.assign_temp(to, Rvalue::Cast(op, to), span), to)))
-            }
+            syn::Expr::Cast(c) => self.cast(e, c),
             syn::Expr::Assign(a) => {
                 let (place, ty) = self.assignable_place(&a.left)?;
                 if let Some(rty) = self.infer(&a.right) {
@@ -226,27 +172,7 @@ impl Translator {
                 self.goto(target.1, span);
                 Ok(None)
             }
-            syn::Expr::Return(r) => {
-                match (&r.expr, self.body.kind) {
-                    (Some(v), BodyKind::Kernel) => {
-                        return error(v, "kernels return nothing; write results into a `Region`");
-                    }
-                    (Some(v), BodyKind::Device) => {
-                        let ret = self.body.locals[0]
-                            .ty
-                            .scalar()
-                            .expect("device functions return scalars");
-                        let (op, _) = self.scalar_expr(v, Some(ret))?;
-                        self.push(Place::local(Local::RETURN), Rvalue::Use(op), span);
-                    }
-                    (None, BodyKind::Device) => {
-                        return error(e, "a device function must return a value");
-                    }
-                    (None, BodyKind::Kernel) => {}
-                }
-                self.terminate(TerminatorKind::Return, span);
-                Ok(None)
-            }
+            syn::Expr::Return(r) => self.return_expr(e, r),
             syn::Expr::MethodCall(m) => self.method_call(m),
             syn::Expr::Macro(m) => self.macro_call(&m.mac),
             syn::Expr::Closure(_) => error(
@@ -264,6 +190,102 @@ impl Translator {
             ),
             _ => error(e, "this expression is not supported in kernels"),
         }
+    }
+
+    /// `*v`, `-x` and `!x`; a negated literal is a constant.
+    fn unary(
+        &mut self,
+        e: &syn::Expr,
+        u: &syn::ExprUnary,
+        expected: Option<ScalarTy>,
+    ) -> Result<Value> {
+        let span = e.span();
+        match u.op {
+            // `*x.get_unchecked(i)`: the element itself.
+            syn::UnOp::Deref(_) if matches!(&*u.expr, syn::Expr::MethodCall(m) if m.method == "get_unchecked") => {
+                self.expr(&u.expr, expected)
+            }
+            syn::UnOp::Deref(_) => {
+                let (place, ty) = self.place(e)?;
+                Ok(Some((Operand::Copy(place), ty)))
+            }
+            syn::UnOp::Neg(_) => {
+                if let syn::Expr::Lit(l) = &*u.expr {
+                    let (op, ty) = self.literal(&l.lit, expected)?;
+                    if let Operand::Const(c) = op {
+                        let negated = match c {
+                            Const::Int(v, t) if t.is_signed() => Const::Int(-v, t),
+                            Const::Float(v, t) => Const::Float(-v, t),
+                            _ => return error(e, format!("cannot negate a `{ty}`")),
+                        };
+                        return Ok(Some((Operand::Const(negated), ty)));
+                    }
+                }
+                let (op, ty) = self.scalar_expr(&u.expr, expected)?;
+                if !(ty.is_float() || ty.is_signed()) {
+                    return error(e, format!("cannot negate a `{ty}`"));
+                }
+                Ok(Some((
+                    self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Neg, op), span),
+                    ty,
+                )))
+            }
+            syn::UnOp::Not(_) => {
+                let (op, ty) = self.scalar_expr(&u.expr, expected)?;
+                if ty.is_float() {
+                    return error(e, format!("cannot apply `!` to a `{ty}`"));
+                }
+                Ok(Some((
+                    self.assign_temp(ty, Rvalue::UnaryOp(UnOp::Not, op), span),
+                    ty,
+                )))
+            }
+            _ => error(e, "this unary operator is not supported in kernels"),
+        }
+    }
+
+    /// `x as T` between scalar types, except to `bool`.
+    fn cast(&mut self, e: &syn::Expr, c: &syn::ExprCast) -> Result<Value> {
+        let to = scalar_type(&c.ty, &self.subst)?;
+        let (op, from) = self.scalar_expr(&c.expr, None)?;
+        if from == to {
+            return Ok(Some((op, to)));
+        }
+        if to == ScalarTy::Bool {
+            return error(
+                e,
+                format!("cannot cast `{from}` as `bool`; compare with zero instead"),
+            );
+        }
+        Ok(Some((
+            self.assign_temp(to, Rvalue::Cast(op, to), e.span()),
+            to,
+        )))
+    }
+
+    /// `return`, with a value in device functions (assigned to the return place) and
+    /// without one in kernels.
+    fn return_expr(&mut self, e: &syn::Expr, r: &syn::ExprReturn) -> Result<Value> {
+        let span = e.span();
+        match (&r.expr, self.body.kind) {
+            (Some(v), BodyKind::Kernel) => {
+                return error(v, "kernels return nothing; write results into a `Region`");
+            }
+            (Some(v), BodyKind::Device) => {
+                let ret = self.body.locals[0]
+                    .ty
+                    .scalar()
+                    .expect("device functions return scalars");
+                let (op, _) = self.scalar_expr(v, Some(ret))?;
+                self.push(Place::local(Local::RETURN), Rvalue::Use(op), span);
+            }
+            (None, BodyKind::Device) => {
+                return error(e, "a device function must return a value");
+            }
+            (None, BodyKind::Kernel) => {}
+        }
+        self.terminate(TerminatorKind::Return, span);
+        Ok(None)
     }
 
     fn literal(

@@ -134,134 +134,13 @@ impl Translator {
         };
         let mut offsets = Vec::new();
         for arg in &m.args {
-            // A constant offset, or a name whose values are known (a `const`, a `for`
-            // counter over constant bounds): checked here, at the source.
-            let known = match strip_parens(arg) {
-                syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
-                    Some(Binding::Local(l)) => self.known_ranges.get(&l).copied(),
-                    _ => None,
-                },
-                _ => None,
-            };
-            let constant = match strip_parens(arg) {
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Int(i),
-                    ..
-                }) => i.base10_parse::<i64>().ok(),
-                syn::Expr::Unary(syn::ExprUnary {
-                    op: syn::UnOp::Neg(_),
-                    expr,
-                    ..
-                }) => match &**expr {
-                    syn::Expr::Lit(syn::ExprLit {
-                        lit: syn::Lit::Int(i),
-                        ..
-                    }) => i.base10_parse::<i64>().ok().map(|v| -v),
-                    _ => None,
-                },
-                _ => None,
-            };
-            // A radius from a `const` item is known only to rustc: the check is then
-            // made at run time, where simplification folds it for constant offsets.
-            let radius_known = self.consts.is_empty();
-            if let Some(c) = constant
-                && radius_known
-                && c.unsigned_abs() > radius as u64
-            {
-                return error(
-                    arg,
-                    format!("offset {c} is outside the stencil's radius {radius}"),
-                );
-            }
-            if let Some((lo, hi)) = known
-                && radius_known
-                && let Some(far) = [lo, hi]
-                    .into_iter()
-                    .find(|v| v.unsigned_abs() > radius as u128)
-            {
-                return error(
-                    arg,
-                    format!(
-                        "offset `{}` can be {far}, outside the stencil's radius {radius}",
-                        expression_text(arg)
-                    ),
-                );
-            }
-            let (off, _) = self.scalar_expr(arg, Some(ScalarTy::Isize))?;
-            if constant.is_none() || !radius_known {
-                let abs = self.intrinsic(Intrinsic::Abs, vec![off], span)?;
-                let within = self.assign_temp(
-                    ScalarTy::Bool,
-                    Rvalue::BinaryOp(
-                        BinOp::Le,
-                        abs,
-                        Operand::Const(Const::Int(radius as i128, ScalarTy::Isize)),
-                    ),
-                    span,
-                );
-                self.assert(within, "stencil offset outside the region's radius", span);
-            }
-            offsets.push(off);
+            offsets.push(self.stencil_offset(arg, radius, span)?);
         }
         let mut coords = Vec::new();
         let mut inside: Option<Operand> = None;
         // Row first (dimension 1, offset `dr`), then column (dimension 0, offset `dc`).
         for (dim, off) in [(1u8, offsets[0]), (0u8, offsets[1])] {
-            let here = self.coord(region, dim, span);
-            let here = self.cast_operand(here, ScalarTy::Usize, ScalarTy::Isize, span);
-            let extent = self.extent(region, dim, span);
-            let extent = self.cast_operand(extent, ScalarTy::Usize, ScalarTy::Isize, span);
-            let at = self.assign_temp(
-                ScalarTy::Isize,
-                Rvalue::BinaryOp(BinOp::Add, here, off),
-                span,
-            );
-            let at = if clamp {
-                let last = self.assign_temp(
-                    ScalarTy::Isize,
-                    Rvalue::BinaryOp(
-                        BinOp::Sub,
-                        extent,
-                        Operand::Const(Const::Int(1, ScalarTy::Isize)),
-                    ),
-                    span,
-                );
-                let low = self.intrinsic(
-                    Intrinsic::Max,
-                    vec![at, Operand::Const(Const::Int(0, ScalarTy::Isize))],
-                    span,
-                )?;
-                self.intrinsic(Intrinsic::Min, vec![low, last], span)?
-            } else {
-                let nonneg = self.assign_temp(
-                    ScalarTy::Bool,
-                    Rvalue::BinaryOp(
-                        BinOp::Ge,
-                        at,
-                        Operand::Const(Const::Int(0, ScalarTy::Isize)),
-                    ),
-                    span,
-                );
-                let below = self.assign_temp(
-                    ScalarTy::Bool,
-                    Rvalue::BinaryOp(BinOp::Lt, at, extent),
-                    span,
-                );
-                let ok = self.assign_temp(
-                    ScalarTy::Bool,
-                    Rvalue::BinaryOp(BinOp::BitAnd, nonneg, below),
-                    span,
-                );
-                inside = Some(match inside {
-                    Some(prev) => self.assign_temp(
-                        ScalarTy::Bool,
-                        Rvalue::BinaryOp(BinOp::BitAnd, prev, ok),
-                        span,
-                    ),
-                    None => ok,
-                });
-                at
-            };
+            let at = self.stencil_coordinate(region, dim, off, clamp, &mut inside, span)?;
             coords.push(self.cast_operand(at, ScalarTy::Isize, ScalarTy::Usize, span));
         }
         let width = self.extent(region, 0, span);
@@ -277,6 +156,147 @@ impl Translator {
         );
         let index = self.as_local(index, ScalarTy::Usize, span);
         Ok((region, index, inside))
+    }
+
+    /// One offset of a `Stencil2D<radius>` neighbour, as an `isize`: checked against the
+    /// radius at compile time where its values are known, else by a device assertion.
+    fn stencil_offset(&mut self, arg: &syn::Expr, radius: u32, span: SynSpan) -> Result<Operand> {
+        // A constant offset, or a name whose values are known (a `const`, a `for`
+        // counter over constant bounds): checked here, at the source.
+        let known = match strip_parens(arg) {
+            syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
+                Some(Binding::Local(l)) => self.known_ranges.get(&l).copied(),
+                _ => None,
+            },
+            _ => None,
+        };
+        let constant = match strip_parens(arg) {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(i),
+                ..
+            }) => i.base10_parse::<i64>().ok(),
+            syn::Expr::Unary(syn::ExprUnary {
+                op: syn::UnOp::Neg(_),
+                expr,
+                ..
+            }) => match &**expr {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(i),
+                    ..
+                }) => i.base10_parse::<i64>().ok().map(|v| -v),
+                _ => None,
+            },
+            _ => None,
+        };
+        // A radius from a `const` item is known only to rustc: the check is then
+        // made at run time, where simplification folds it for constant offsets.
+        let radius_known = self.consts.is_empty();
+        if let Some(c) = constant
+            && radius_known
+            && c.unsigned_abs() > radius as u64
+        {
+            return error(
+                arg,
+                format!("offset {c} is outside the stencil's radius {radius}"),
+            );
+        }
+        if let Some((lo, hi)) = known
+            && radius_known
+            && let Some(far) = [lo, hi]
+                .into_iter()
+                .find(|v| v.unsigned_abs() > radius as u128)
+        {
+            return error(
+                arg,
+                format!(
+                    "offset `{}` can be {far}, outside the stencil's radius {radius}",
+                    expression_text(arg)
+                ),
+            );
+        }
+        let (off, _) = self.scalar_expr(arg, Some(ScalarTy::Isize))?;
+        if constant.is_none() || !radius_known {
+            let abs = self.intrinsic(Intrinsic::Abs, vec![off], span)?;
+            let within = self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(
+                    BinOp::Le,
+                    abs,
+                    Operand::Const(Const::Int(radius as i128, ScalarTy::Isize)),
+                ),
+                span,
+            );
+            self.assert(within, "stencil offset outside the region's radius", span);
+        }
+        Ok(off)
+    }
+
+    /// The neighbour's coordinate along `dim`, as an `isize`: this thread's plus `off`,
+    /// clamped to the region with `clamp`, else with whether it is inside the region
+    /// and-ed into `inside`.
+    fn stencil_coordinate(
+        &mut self,
+        region: Local,
+        dim: u8,
+        off: Operand,
+        clamp: bool,
+        inside: &mut Option<Operand>,
+        span: SynSpan,
+    ) -> Result<Operand> {
+        let here = self.coord(region, dim, span);
+        let here = self.cast_operand(here, ScalarTy::Usize, ScalarTy::Isize, span);
+        let extent = self.extent(region, dim, span);
+        let extent = self.cast_operand(extent, ScalarTy::Usize, ScalarTy::Isize, span);
+        let at = self.assign_temp(
+            ScalarTy::Isize,
+            Rvalue::BinaryOp(BinOp::Add, here, off),
+            span,
+        );
+        if clamp {
+            let last = self.assign_temp(
+                ScalarTy::Isize,
+                Rvalue::BinaryOp(
+                    BinOp::Sub,
+                    extent,
+                    Operand::Const(Const::Int(1, ScalarTy::Isize)),
+                ),
+                span,
+            );
+            let low = self.intrinsic(
+                Intrinsic::Max,
+                vec![at, Operand::Const(Const::Int(0, ScalarTy::Isize))],
+                span,
+            )?;
+            return self.intrinsic(Intrinsic::Min, vec![low, last], span);
+        }
+        let nonneg = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(
+                BinOp::Ge,
+                at,
+                Operand::Const(Const::Int(0, ScalarTy::Isize)),
+            ),
+            span,
+        );
+        let below = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, at, extent),
+            span,
+        );
+        let ok = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::BitAnd, nonneg, below),
+            span,
+        );
+        *inside = Some(match *inside {
+            Some(prev) => self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::BitAnd, prev, ok),
+                span,
+            ),
+            None => ok,
+        });
+        Ok(at)
     }
 
     /// `if let Some(v) = stencil.get(dr, dc)`: `v` is the neighbour's value when it is
@@ -391,40 +411,12 @@ impl Translator {
         Ok((Place::element(region, at), elem))
     }
 
+    /// The place an expression names, and the type of the value there: a scalar local,
+    /// `*v` of a region element, or an element of a slice, chunk, array or shared array.
     pub(super) fn place(&mut self, e: &syn::Expr) -> Result<(Place, ScalarTy)> {
         match e {
             syn::Expr::Paren(p) => self.place(&p.expr),
-            syn::Expr::Path(p) => {
-                let Some(id) = p.path.get_ident() else {
-                    return error(
-                        e,
-                        "paths are not supported in kernels; only local variables and parameters",
-                    );
-                };
-                match self.lookup(id) {
-                    Some(Binding::Local(l)) => match self.body.locals[l.index()].ty {
-                        Ty::Scalar(s) => Ok((Place::local(l), s)),
-                        ty => error(
-                            e,
-                            format!(
-                                "`{id}` of type `{ty}` cannot be used as a value; index it or call `len()`"
-                            ),
-                        ),
-                    },
-                    Some(Binding::RegionElement { .. }) => {
-                        error(e, format!("`{id}` is a reference; write `*{id}`"))
-                    }
-                    Some(Binding::RegionChunk { .. }) => error(
-                        e,
-                        format!("`{id}` is a chunk; index it (`{id}[k]`) or call `{id}.len()`"),
-                    ),
-                    Some(Binding::Array(_)) => error(
-                        e,
-                        format!("`{id}` is an array; index it (`{id}[k]`) or call `{id}.len()`"),
-                    ),
-                    None => error(e, format!("cannot find `{id}` in this kernel")),
-                }
-            }
+            syn::Expr::Path(p) => self.path_place(e, p),
             syn::Expr::Unary(u) if matches!(u.op, syn::UnOp::Deref(_)) => {
                 if let syn::Expr::Path(p) = &*u.expr
                     && let Some(id) = p.path.get_ident()
@@ -441,65 +433,101 @@ impl Translator {
                     "only references from `Region::get_mut` can be dereferenced in kernels",
                 )
             }
-            syn::Expr::Index(i) => {
-                let syn::Expr::Path(p) = &*i.expr else {
-                    return error(&i.expr, "only slice parameters can be indexed");
-                };
-                let target = p.path.get_ident().and_then(|id| self.lookup(id));
-                if let Some(Binding::RegionChunk { region, start, len }) = target {
-                    return self.chunk_element(i, region, start, len);
-                }
-                if let Some(Binding::Array(array)) = target {
-                    return self.array_element(i, array);
-                }
-                if target.is_none() {
-                    return error(
-                        &i.expr,
-                        format!(
-                            "cannot find `{}` in this kernel: a kernel sees its parameters and what it declares; declare a constant array inside it (`const TAPS: [f32; 4] = [..];` or `let taps = [..];`)",
-                            p.path
-                                .segments
-                                .last()
-                                .map(|s| s.ident.to_string())
-                                .unwrap_or_default()
-                        ),
-                    );
-                }
-                let Some(Binding::Local(base)) = target else {
-                    return error(&i.expr, "only slice parameters can be indexed");
-                };
-                let elem = match self.body.locals[base.index()].ty {
-                    Ty::Slice(e) => e,
-                    Ty::Shared(..) if self.tile_cols.contains_key(&base) => {
-                        return self.tile_read(base, &i.index, e.span());
-                    }
-                    Ty::Shared(..) => {
-                        let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
-                        return Ok(self.shared_read(base, index, e.span(), false));
-                    }
-                    Ty::Region(..) => {
-                        return error(
-                            e,
-                            "a `Region` is reached only through `get_mut()`, which gives this thread its own element",
-                        );
-                    }
-                    ty => return error(&i.expr, format!("cannot index a value of type `{ty}`")),
-                };
-                if let syn::Expr::Range(r) = &*i.index {
-                    return error(
-                        r,
-                        "range indexing (sub-slices) is not supported in kernels yet",
-                    );
-                }
-                let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
-                let index = self.checked_index(base, index, e.span());
-                Ok((Place::element(base, index), elem))
-            }
+            syn::Expr::Index(i) => self.index_place(e, i),
             _ => error(
                 e,
                 "this expression is not a place that kernels can read or write",
             ),
         }
+    }
+
+    /// A scalar local by name; anything else a name may be bound to is not a value.
+    fn path_place(&mut self, e: &syn::Expr, p: &syn::ExprPath) -> Result<(Place, ScalarTy)> {
+        let Some(id) = p.path.get_ident() else {
+            return error(
+                e,
+                "paths are not supported in kernels; only local variables and parameters",
+            );
+        };
+        match self.lookup(id) {
+            Some(Binding::Local(l)) => match self.body.locals[l.index()].ty {
+                Ty::Scalar(s) => Ok((Place::local(l), s)),
+                ty => error(
+                    e,
+                    format!(
+                        "`{id}` of type `{ty}` cannot be used as a value; index it or call `len()`"
+                    ),
+                ),
+            },
+            Some(Binding::RegionElement { .. }) => {
+                error(e, format!("`{id}` is a reference; write `*{id}`"))
+            }
+            Some(Binding::RegionChunk { .. }) => error(
+                e,
+                format!("`{id}` is a chunk; index it (`{id}[k]`) or call `{id}.len()`"),
+            ),
+            Some(Binding::Array(_)) => error(
+                e,
+                format!("`{id}` is an array; index it (`{id}[k]`) or call `{id}.len()`"),
+            ),
+            None => error(e, format!("cannot find `{id}` in this kernel")),
+        }
+    }
+
+    /// `x[i]` of a chunk, an array, a shared array or tile, or a slice (bounds-checked).
+    fn index_place(&mut self, e: &syn::Expr, i: &syn::ExprIndex) -> Result<(Place, ScalarTy)> {
+        let syn::Expr::Path(p) = &*i.expr else {
+            return error(&i.expr, "only slice parameters can be indexed");
+        };
+        let target = p.path.get_ident().and_then(|id| self.lookup(id));
+        if let Some(Binding::RegionChunk { region, start, len }) = target {
+            return self.chunk_element(i, region, start, len);
+        }
+        if let Some(Binding::Array(array)) = target {
+            return self.array_element(i, array);
+        }
+        if target.is_none() {
+            return error(
+                &i.expr,
+                format!(
+                    "cannot find `{}` in this kernel: a kernel sees its parameters and what it declares; declare a constant array inside it (`const TAPS: [f32; 4] = [..];` or `let taps = [..];`)",
+                    p.path
+                        .segments
+                        .last()
+                        .map(|s| s.ident.to_string())
+                        .unwrap_or_default()
+                ),
+            );
+        }
+        let Some(Binding::Local(base)) = target else {
+            return error(&i.expr, "only slice parameters can be indexed");
+        };
+        let elem = match self.body.locals[base.index()].ty {
+            Ty::Slice(e) => e,
+            Ty::Shared(..) if self.tile_cols.contains_key(&base) => {
+                return self.tile_read(base, &i.index, e.span());
+            }
+            Ty::Shared(..) => {
+                let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+                return Ok(self.shared_read(base, index, e.span(), false));
+            }
+            Ty::Region(..) => {
+                return error(
+                    e,
+                    "a `Region` is reached only through `get_mut()`, which gives this thread its own element",
+                );
+            }
+            ty => return error(&i.expr, format!("cannot index a value of type `{ty}`")),
+        };
+        if let syn::Expr::Range(r) = &*i.index {
+            return error(
+                r,
+                "range indexing (sub-slices) is not supported in kernels yet",
+            );
+        }
+        let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+        let index = self.checked_index(base, index, e.span());
+        Ok((Place::element(base, index), elem))
     }
 }
 

@@ -14,22 +14,7 @@ impl Translator {
             syn::Expr::Paren(p) => self.infer(&p.expr),
             syn::Expr::Group(g) => self.infer(&g.expr),
             syn::Expr::Cast(c) => scalar_type(&c.ty, &self.subst).ok(),
-            // `T::from_f64(x)`, `T::from_i64(x)`: a `T`.
-            syn::Expr::Call(c)
-                if matches!(&*c.func, syn::Expr::Path(p)
-                    if p.path.segments.len() == 2
-                        && p.path.segments.last().is_some_and(|s| s.ident == "from_f64" || s.ident == "from_i64")) =>
-            {
-                let syn::Expr::Path(p) = &*c.func else {
-                    return None;
-                };
-                let name = p.path.segments[0].ident.to_string();
-                self.subst
-                    .iter()
-                    .find(|(q, _)| *q == name)
-                    .map(|(_, t)| *t)
-                    .or_else(|| ScalarTy::from_name(&name))
-            }
+            syn::Expr::Call(c) => self.infer_call(c),
             syn::Expr::Path(p) if self.path_constant(&p.path).is_some() => {
                 self.path_constant(&p.path).map(|c| c.ty())
             }
@@ -78,51 +63,8 @@ impl Translator {
                     Binding::RegionElement { .. } => None,
                 }
             }
-            syn::Expr::MethodCall(m) if m.method == "get_clamped" => {
-                let syn::Expr::Path(p) = &*m.receiver else {
-                    return None;
-                };
-                match self.lookup(p.path.get_ident()?)? {
-                    Binding::Local(l) => self.body.locals[l.index()].ty.element(),
-                    _ => None,
-                }
-            }
-            syn::Expr::MethodCall(m)
-                if matches!(
-                    m.method.to_string().as_str(),
-                    "row" | "col" | "width" | "height"
-                ) =>
-            {
-                Some(ScalarTy::Usize)
-            }
-            syn::Expr::MethodCall(m)
-                if matches!(
-                    m.method.to_string().as_str(),
-                    "leading_zeros" | "trailing_zeros" | "count_ones"
-                ) =>
-            {
-                Some(ScalarTy::U32)
-            }
-            syn::Expr::MethodCall(m) if self.atomic_receiver(&m.receiver).is_some() => {
-                let atomic = self
-                    .atomic_receiver(&m.receiver)
-                    .expect("checked by the guard");
-                if m.method == "len" {
-                    Some(ScalarTy::Usize)
-                } else {
-                    self.body.locals[atomic.index()].ty.element()
-                }
-            }
-            syn::Expr::MethodCall(m) if m.method != "index" && m.method != "len" => {
-                self.infer(&m.receiver)
-            }
+            syn::Expr::MethodCall(m) => self.infer_method_call(m),
             syn::Expr::Match(m) => m.arms.iter().find_map(|arm| self.infer(&arm.body)),
-            syn::Expr::Call(c) if matches!(&*c.func, syn::Expr::Path(p) if p.path.segments.last().is_some_and(|s| Position::ALL.iter().any(|q| s.ident == q.name()))) => {
-                Some(ScalarTy::Usize)
-            }
-            syn::Expr::MethodCall(m) if m.method == "index" || m.method == "len" => {
-                Some(ScalarTy::Usize)
-            }
             syn::Expr::If(i) => match i.then_branch.stmts.last()? {
                 syn::Stmt::Expr(e, None) => self.infer(e),
                 _ => None,
@@ -132,6 +74,53 @@ impl Translator {
                 _ => None,
             },
             _ => None,
+        }
+    }
+
+    /// [`Translator::infer`] for a call: of `T::from_f64` and `T::from_i64`, a `T`; of a
+    /// thread-position query, a `usize`; of anything else, unknown.
+    fn infer_call(&self, c: &syn::ExprCall) -> Option<ScalarTy> {
+        let syn::Expr::Path(p) = &*c.func else {
+            return None;
+        };
+        let last = p.path.segments.last()?;
+        // `T::from_f64(x)`, `T::from_i64(x)`: a `T`.
+        if p.path.segments.len() == 2 && (last.ident == "from_f64" || last.ident == "from_i64") {
+            let name = p.path.segments[0].ident.to_string();
+            return self
+                .subst
+                .iter()
+                .find(|(q, _)| *q == name)
+                .map(|(_, t)| *t)
+                .or_else(|| ScalarTy::from_name(&name));
+        }
+        if Position::ALL.iter().any(|q| last.ident == q.name()) {
+            return Some(ScalarTy::Usize);
+        }
+        None
+    }
+
+    /// [`Translator::infer`] for a method call: the receiver's type, except for the
+    /// methods of regions and atomics and those whose result is a `usize` or `u32`.
+    fn infer_method_call(&self, m: &syn::ExprMethodCall) -> Option<ScalarTy> {
+        match m.method.to_string().as_str() {
+            "get_clamped" => {
+                let syn::Expr::Path(p) = &*m.receiver else {
+                    return None;
+                };
+                match self.lookup(p.path.get_ident()?)? {
+                    Binding::Local(l) => self.body.locals[l.index()].ty.element(),
+                    _ => None,
+                }
+            }
+            "row" | "col" | "width" | "height" => Some(ScalarTy::Usize),
+            "leading_zeros" | "trailing_zeros" | "count_ones" => Some(ScalarTy::U32),
+            method => match self.atomic_receiver(&m.receiver) {
+                Some(_) if method == "len" => Some(ScalarTy::Usize),
+                Some(atomic) => self.body.locals[atomic.index()].ty.element(),
+                None if method == "index" || method == "len" => Some(ScalarTy::Usize),
+                None => self.infer(&m.receiver),
+            },
         }
     }
 

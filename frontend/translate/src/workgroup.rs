@@ -65,49 +65,28 @@ impl Translator {
             );
         };
         let args: Vec<&syn::GenericArgument> = args.args.iter().collect();
-        let positive = |n: &syn::GenericArgument| match n {
-            syn::GenericArgument::Const(e) => const_usize(e).filter(|n| *n > 0),
-            _ => None,
-        };
-        let mut cols = None;
-        let (elem, len) = match (kind.as_str(), &args[..]) {
-            ("Shared2D", [syn::GenericArgument::Type(t), r, c]) => {
-                let (Some(rows), Some(c)) = (positive(r), positive(c)) else {
-                    return error(
-                        ty_segment,
-                        "the rows and columns of a `Shared2D` tile must be positive integer literals",
-                    );
-                };
-                let Some(len) = rows.checked_mul(c).filter(|n| *n <= u32::MAX as u64) else {
-                    return error(ty_segment, "this `Shared2D` tile is too large");
-                };
-                cols = Some(c);
-                (t, Some(len as u32))
-            }
-            ("Shared", [syn::GenericArgument::Type(t), n]) => {
-                let len = match n {
-                    syn::GenericArgument::Const(e) => const_usize(e),
-                    _ => None,
-                };
-                let Some(len) = len.filter(|n| *n > 0 && *n <= u32::MAX as u64) else {
-                    return error(
-                        n,
-                        "the length of a `Shared` array must be a positive integer literal (or literal arithmetic in braces)",
-                    );
-                };
-                (t, Some(len as u32))
-            }
-            ("DynShared", [syn::GenericArgument::Type(t)]) => (t, None),
-            _ => {
-                return error(
-                    ty_segment,
-                    format!(
-                        "expected `{kind}::<T{}>`",
-                        if kind == "Shared" { ", N" } else { "" }
-                    ),
-                );
-            }
-        };
+        let (elem, len, cols) = shared_shape(&kind, &args, ty_segment)?;
+        let elem = self.shared_element(elem, len, ty_segment)?;
+        let l = self.declare(
+            Ty::Shared(elem, len),
+            id.mutability.is_some(),
+            Some((&id.ident, id.ident.span())),
+        );
+        if let Some(cols) = cols {
+            self.tile_cols.insert(l, cols);
+        }
+        self.bind(&id.ident, Binding::Local(l));
+        Ok(true)
+    }
+
+    /// The element type of a shared array of `len` elements (`None`: dynamic), checked:
+    /// a number, and a static array within the static shared-memory limit.
+    fn shared_element(
+        &self,
+        elem: &syn::Type,
+        len: Option<u32>,
+        ty_segment: &syn::PathSegment,
+    ) -> Result<ScalarTy> {
         let elem = super::scalar_type(elem, &self.subst)?;
         if elem == ScalarTy::Bool {
             return error(ty_segment, "shared memory holds numbers, not `bool`");
@@ -124,16 +103,7 @@ impl Translator {
                 ),
             );
         }
-        let l = self.declare(
-            Ty::Shared(elem, len),
-            id.mutability.is_some(),
-            Some((&id.ident, id.ident.span())),
-        );
-        if let Some(cols) = cols {
-            self.tile_cols.insert(l, cols);
-        }
-        self.bind(&id.ident, Binding::Local(l));
-        Ok(true)
+        Ok(elem)
     }
 
     pub(super) fn shared_receiver(&self, e: &syn::Expr) -> Option<Local> {
@@ -550,6 +520,55 @@ impl Translator {
 
 /// The shared-memory types a kernel declares with `::new()`.
 pub(super) const SHARED_KINDS: [&str; 3] = ["Shared", "DynShared", "Shared2D"];
+
+/// The generic arguments `args` of a `kind` (`Shared`, `Shared2D` or `DynShared`)
+/// declaration, read: the element type, the length (`None` for `DynShared`), and the
+/// columns of a `Shared2D` tile.
+fn shared_shape<'a>(
+    kind: &str,
+    args: &[&'a syn::GenericArgument],
+    ty_segment: &syn::PathSegment,
+) -> Result<(&'a syn::Type, Option<u32>, Option<u64>)> {
+    let positive = |n: &syn::GenericArgument| match n {
+        syn::GenericArgument::Const(e) => const_usize(e).filter(|n| *n > 0),
+        _ => None,
+    };
+    match (kind, args) {
+        ("Shared2D", [syn::GenericArgument::Type(t), r, c]) => {
+            let (Some(rows), Some(c)) = (positive(r), positive(c)) else {
+                return error(
+                    ty_segment,
+                    "the rows and columns of a `Shared2D` tile must be positive integer literals",
+                );
+            };
+            let Some(len) = rows.checked_mul(c).filter(|n| *n <= u32::MAX as u64) else {
+                return error(ty_segment, "this `Shared2D` tile is too large");
+            };
+            Ok((t, Some(len as u32), Some(c)))
+        }
+        ("Shared", [syn::GenericArgument::Type(t), n]) => {
+            let len = match n {
+                syn::GenericArgument::Const(e) => const_usize(e),
+                _ => None,
+            };
+            let Some(len) = len.filter(|n| *n > 0 && *n <= u32::MAX as u64) else {
+                return error(
+                    n,
+                    "the length of a `Shared` array must be a positive integer literal (or literal arithmetic in braces)",
+                );
+            };
+            Ok((t, Some(len as u32), None))
+        }
+        ("DynShared", [syn::GenericArgument::Type(t)]) => Ok((t, None, None)),
+        _ => error(
+            ty_segment,
+            format!(
+                "expected `{kind}::<T{}>`",
+                if kind == "Shared" { ", N" } else { "" }
+            ),
+        ),
+    }
+}
 
 /// A `Shared` length: an integer literal, or `+`, `-`, `*` of them, in braces or not.
 fn const_usize(e: &syn::Expr) -> Option<u64> {
