@@ -89,47 +89,76 @@ pub(crate) fn run(
         windows.elements_per_group(s)
     })?;
     let (mut shares, scratch) = share_arguments(args, &ranges, &windows);
-    let results: Vec<Result<(), Error>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = shares
-            .iter_mut()
-            .zip(&devices)
-            .zip(&ranges)
-            .map(|((share, device), &(start, end))| {
-                let share = SendArgs(share);
-                scope.spawn(move || {
-                    let share = share;
-                    if start == end {
-                        return Ok(());
-                    }
-                    let range = (start, end);
-                    launch_on(
-                        device,
-                        body,
-                        descriptor,
-                        share.0,
-                        workgroups,
-                        workgroup_size,
-                        dyn_cache,
-                        range,
-                    )
-                })
-            })
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or_else(|_| {
-                    Err(Error::InvalidLaunch("a share's thread panicked".into()))
-                })
-            })
-            .collect()
-    });
+    let launch = ShareLaunch {
+        body,
+        descriptor,
+        workgroups,
+        workgroup_size,
+        dyn_cache,
+    };
+    let results = launch.run_shares(&mut shares, &devices, &ranges);
     // The first share's failure is the launch's.
     for result in results {
         result?;
     }
     copy_back(args, &scratch, &ranges, &windows);
     Ok(())
+}
+
+/// What every share of a split launch runs: the kernel and the whole launch's geometry.
+struct ShareLaunch<'b> {
+    body: &'b Body,
+    descriptor: &'static KernelDescriptor,
+    workgroups: [u32; 3],
+    workgroup_size: [u32; 3],
+    dyn_cache: u32,
+}
+
+impl ShareLaunch<'_> {
+    /// Runs every share on its device at once, each on its own thread; each share's
+    /// result, in order.
+    fn run_shares(
+        &self,
+        shares: &mut [Vec<KernelArg<'_>>],
+        devices: &[Device],
+        ranges: &[(u32, u32)],
+    ) -> Vec<Result<(), Error>> {
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = shares
+                .iter_mut()
+                .zip(devices)
+                .zip(ranges)
+                .map(|((share, device), &(start, end))| {
+                    let share = SendArgs(share);
+                    scope.spawn(move || {
+                        let share = share;
+                        if start == end {
+                            return Ok(());
+                        }
+                        let range = (start, end);
+                        launch_on(
+                            device,
+                            self.body,
+                            self.descriptor,
+                            share.0,
+                            self.workgroups,
+                            self.workgroup_size,
+                            self.dyn_cache,
+                            range,
+                        )
+                    })
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join().unwrap_or_else(|_| {
+                        Err(Error::InvalidLaunch("a share's thread panicked".into()))
+                    })
+                })
+                .collect()
+        })
+    }
 }
 
 /// Which elements of a region the threads of a share's workgroups own.
