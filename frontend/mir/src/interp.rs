@@ -32,6 +32,7 @@ use crate::ir::*;
 use crate::validate::{ValidationError, validate};
 use scalar::*;
 pub use scalar::{bits_const, const_bits, mask};
+use std::collections::HashMap;
 
 /// The geometry of a launch: workgroups in the grid, threads per workgroup (x, y, z),
 /// and the bytes of dynamic shared memory each workgroup gets.
@@ -120,6 +121,10 @@ pub struct Outcome {
     pub panics: Vec<PanicReport>,
     /// Statements and terminators executed.
     pub steps: u64,
+    /// Whether the results depend on the order threads run in, which no backend fixes:
+    /// two threads updated one atomic element, and the kernel uses an atomic operation's
+    /// result (the previous value). Only this run's order is then the interpreter's.
+    pub order_dependent: bool,
 }
 
 /// Where in the launch something happened.
@@ -251,12 +256,14 @@ pub fn run(
         sites: body.panic_site_numbers(),
         steps: 0,
         panics: Vec::new(),
+        atomic_users: HashMap::new(),
     };
     // Saturating: a launch that large runs out of steps long before.
     let groups = (launch.workgroups.iter()).fold(1u64, |n, &d| n.saturating_mul(d as u64));
     for g in 0..groups {
         machine.run_workgroup(g, &scalars)?;
     }
+    let contended = machine.atomic_users.values().any(|(_, shared)| *shared);
     let Machine {
         buffers,
         panics,
@@ -270,6 +277,7 @@ pub fn run(
         panic: panics.first().cloned(),
         panics,
         steps,
+        order_dependent: contended && uses_atomic_results(body),
     })
 }
 
@@ -510,6 +518,60 @@ struct Machine<'a> {
     sites: Vec<Option<usize>>,
     steps: u64,
     panics: Vec<PanicReport>,
+    /// Per atomic element (local, index): the first thread to update it, as (workgroup,
+    /// position), and whether another has since.
+    atomic_users: HashMap<(u32, u64), (([u32; 3], [u32; 3]), bool)>,
+}
+
+/// Whether some atomic operation's result, the element's previous value, is read.
+fn uses_atomic_results(body: &Body) -> bool {
+    let results: Vec<Local> = body
+        .blocks
+        .iter()
+        .flat_map(|b| &b.statements)
+        .filter(|s| matches!(s.rvalue, Rvalue::AtomicRmw(..) | Rvalue::AtomicCas(..)))
+        .map(|s| s.place.local)
+        .collect();
+    let read = |op: &Operand| match op {
+        Operand::Copy(p) | Operand::Move(p) => {
+            results.contains(&p.local) || p.index.is_some_and(|i| results.contains(&i))
+        }
+        Operand::Const(_) => false,
+    };
+    let local = |l: &Local| results.contains(l);
+    let rvalue_reads = |rv: &Rvalue| match rv {
+        Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => read(a),
+        Rvalue::BinaryOp(_, a, b) => read(a) || read(b),
+        Rvalue::Intrinsic(_, args) | Rvalue::Subgroup(_, args) => args.iter().any(read),
+        Rvalue::AtomicRmw(_, place, a) => read(a) || place.index.as_ref().is_some_and(local),
+        Rvalue::AtomicCas(place, a, b) => {
+            read(a) || read(b) || place.index.as_ref().is_some_and(local)
+        }
+        Rvalue::Position(..)
+        | Rvalue::Len(_)
+        | Rvalue::RegionIndex(_)
+        | Rvalue::RegionCoord(..)
+        | Rvalue::RegionExtent(..) => false,
+    };
+    let terminator_reads = |t: &TerminatorKind| match t {
+        TerminatorKind::SwitchInt { discr, .. } => read(discr),
+        TerminatorKind::Assert { cond, msg, .. } => {
+            read(cond)
+                || matches!(msg, AssertMessage::BoundsCheck { len, index } if read(len) || read(index))
+        }
+        TerminatorKind::Call { args, .. } => args.iter().any(read),
+        TerminatorKind::Goto(_)
+        | TerminatorKind::Barrier { .. }
+        | TerminatorKind::Return
+        | TerminatorKind::Unreachable => false,
+    };
+    let read = body.blocks.iter().any(|b| {
+        b.statements
+            .iter()
+            .any(|s| rvalue_reads(&s.rvalue) || s.place.index.as_ref().is_some_and(local))
+            || terminator_reads(&b.terminator.kind)
+    });
+    read
 }
 
 /// `linear` as (x, y, z) coordinates in a grid of `dims`, x fastest.
@@ -795,6 +857,11 @@ impl Machine<'_> {
         update: impl FnOnce(ScalarTy, u64) -> u64,
     ) -> Result<u64, InterpError> {
         let index = t.locals[place.index.expect("validated: atomics are indexed").index()];
+        let me = (t.group, t.pos);
+        self.atomic_users
+            .entry((place.local.0, index))
+            .and_modify(|(first, shared)| *shared |= *first != me)
+            .or_insert((me, false));
         let old = self.load(t, place.local, index)?;
         let elem = self.buffer(place.local).elem;
         self.store(t, place.local, index, update(elem, old) & mask(elem))?;

@@ -275,3 +275,61 @@ fn float_functions_follow_the_lowering() {
     let neg = unary(UnOp::Neg, ScalarTy::F32, nan);
     assert_eq!(neg, nan ^ (1 << 31));
 }
+
+/// Every thread adds one to element 0 of an atomic; `USED` also writes the previous value
+/// to the thread's element of a region.
+const COUNTER: &str = r#"// offload-mir v1
+kernel counter(mut _1: Region<u32, Linear1D>, mut _2: Atomic<u32>) {
+file "counter.rs";
+let mut _0: ();
+let mut _3: usize;
+let mut _4: usize;
+let mut _5: bool;
+let mut _6: u32;
+let mut _7: usize;
+
+bb0: {
+    _7 = const 0usize; // 1:1
+    _4 = Len(_2); // 1:1
+    _5 = Lt(copy _7, copy _4); // 1:1
+    assert(copy _5, BoundsCheck { len: copy _4, index: copy _7 }) -> bb1; // 1:1
+}
+
+bb1: {
+    _6 = AtomicRmw(Add, _2[_7], const 1u32); // 2:1
+    _3 = RegionIndex(_1); // 3:1
+    _4 = Len(_1); // 3:1
+    _5 = Lt(copy _3, copy _4); // 3:1
+    switchInt(copy _5) -> [0: bb3, otherwise: bb2]; // 3:1
+}
+
+bb2: {
+    USED; // 4:1
+    goto -> bb3; // 4:1
+}
+
+bb3: {
+    return; // 5:1
+}
+}
+"#;
+
+#[test]
+fn a_used_result_of_a_contended_atomic_depends_on_thread_order() {
+    let run_counter = |second_block: &str, threads: u32| {
+        let body = crate::parse(&COUNTER.replace("USED;", second_block)).unwrap();
+        let mut args = vec![
+            ArgValue::buffer(ScalarTy::U32, vec![0; threads as usize]),
+            ArgValue::buffer(ScalarTy::U32, vec![0]),
+        ];
+        let outcome = run(&body, &launch(1, threads), &mut args, &Limits::default()).unwrap();
+        assert_eq!(data(&args[1]), [threads as u64]);
+        outcome.order_dependent
+    };
+    let used = "_1[_3] = copy _6;";
+    let unused = "_1[_3] = const 7u32;";
+    assert!(run_counter(used, 4));
+    assert!(!run_counter(unused, 4));
+    // One thread alone: nothing to be ordered against.
+    assert!(!run_counter(used, 1));
+}
