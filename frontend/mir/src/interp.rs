@@ -520,8 +520,11 @@ struct Machine<'a> {
     panics: Vec<PanicReport>,
     /// Per atomic element (local, index): the first thread to update it, as (workgroup,
     /// position), and whether another has since.
-    atomic_users: HashMap<(u32, u64), (([u32; 3], [u32; 3]), bool)>,
+    atomic_users: HashMap<(u32, u64), (ThreadId, bool)>,
 }
+
+/// A thread of the launch: its workgroup and its position in it.
+type ThreadId = ([u32; 3], [u32; 3]);
 
 /// Whether some atomic operation's result, the element's previous value, is read.
 fn uses_atomic_results(body: &Body) -> bool {
@@ -565,13 +568,12 @@ fn uses_atomic_results(body: &Body) -> bool {
         | TerminatorKind::Return
         | TerminatorKind::Unreachable => false,
     };
-    let read = body.blocks.iter().any(|b| {
+    body.blocks.iter().any(|b| {
         b.statements
             .iter()
             .any(|s| rvalue_reads(&s.rvalue) || s.place.index.as_ref().is_some_and(local))
             || terminator_reads(&b.terminator.kind)
-    });
-    read
+    })
 }
 
 /// `linear` as (x, y, z) coordinates in a grid of `dims`, x fastest.
