@@ -68,5 +68,8 @@ pub fn parse_selection(value: &str, all: &[Device]) -> Result<Device, Error> {
 
 /// How many host threads the CPU backend runs a launch on.
 pub(crate) fn host_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    // Asked once: on Linux the answer reads the cgroup's CPU quota from files, tens of
+    // microseconds that every CPU launch would pay.
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }

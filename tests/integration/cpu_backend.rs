@@ -329,3 +329,31 @@ fn generic_kernels_take_literals_of_their_type() {
         .collect();
     assert_eq!(n, want);
 }
+
+#[offload_kernel]
+fn write_both(mut on_device: Region<f32, Linear1D>, mut on_host: Region<f32, Linear1D>) {
+    let i = on_device.index();
+    if let Some(d) = on_device.get_mut() {
+        *d += 1.0;
+    }
+    if let Some(h) = on_host.get_mut() {
+        *h = i as f32 * 2.0;
+    }
+}
+
+/// A launch writing a device buffer and host data: only the host data has a scratch
+/// copy, and each copy goes back to its own region. Large regions take scratch memory
+/// kept from earlier launches, which must not leak into a later one.
+#[test]
+fn device_buffers_and_host_regions_write_back_to_their_own_places() {
+    let n = 300_000;
+    let mut on_device = DeviceBuffer::from_slice(&Device::Cpu, &vec![1.0f32; n]).unwrap();
+    for round in 0..3 {
+        let mut on_host = vec![-1.0f32; n - round * 1000];
+        write_both(on_cpu(), &mut on_device, &mut on_host).unwrap();
+        let want: Vec<f32> = (0..on_host.len()).map(|i| i as f32 * 2.0).collect();
+        assert_eq!(on_host, want);
+    }
+    let want: Vec<f32> = vec![4.0; n];
+    assert_eq!(on_device.to_vec().unwrap(), want);
+}

@@ -129,21 +129,18 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     let entry = crate::compile::cpu(launch.descriptor)?;
 
     // Scratch copies of writable regions, 8-byte aligned for any element type.
-    let mut scratch: Vec<Vec<u64>> = Vec::new();
+    let mut scratch = Scratch(Vec::new());
     let mut words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
         if !kind.copied_back() {
             return Ok(data as u64);
         }
         let (offset, full) = kind.placement().expect("arguments with data are placed");
-        let mut copy = vec![0u64; full.div_ceil(8)];
+        let mut copy = Scratch::take(full.div_ceil(8), offset, bytes);
         // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes, which fit in
         // the copy from `offset`.
-        unsafe {
-            let at = copy.as_mut_ptr().cast::<u8>().add(offset);
-            std::ptr::copy_nonoverlapping(data, at, bytes)
-        };
+        unsafe { parallel_copy(data, copy.as_mut_ptr().cast::<u8>().add(offset), bytes) };
         let address = copy.as_mut_ptr() as u64;
-        scratch.push(copy);
+        scratch.0.push(copy);
         Ok(address)
     })?;
     let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
@@ -199,18 +196,116 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
         return Err(error);
     }
-    let written = launch.args.iter().filter(|a| a.kind.copied_back());
-    for (arg, copy) in written.zip(&scratch) {
+    // The scratch copies, in order, are those of the written arguments with host data
+    // (device buffers are written in place).
+    let written = (launch.args.iter()).filter(|a| a.kind.copied_back() && a.kind.bytes().is_some());
+    for (arg, copy) in written.zip(&scratch.0) {
         let (data, bytes) = arg.kind.bytes().expect("written arguments have data");
         let (offset, _) = arg.kind.placement().expect("written arguments are placed");
         // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes, and
         // the copy holds them from `offset`.
-        unsafe {
-            let from = copy.as_ptr().cast::<u8>().add(offset);
-            std::ptr::copy_nonoverlapping(from, data, bytes)
-        };
+        unsafe { parallel_copy(copy.as_ptr().cast::<u8>().add(offset), data, bytes) };
     }
     Ok(())
+}
+
+/// The scratch copies of one launch, handed back to [`SCRATCH_POOL`] when it ends.
+struct Scratch(Vec<Vec<u64>>);
+
+/// Scratch memory kept between launches: a new allocation as large as a region costs a
+/// page fault per page on every launch, more than the copy itself.
+static SCRATCH_POOL: std::sync::Mutex<Vec<Vec<u64>>> = std::sync::Mutex::new(Vec::new());
+
+/// The most scratch memory kept for later launches, in bytes.
+const SCRATCH_KEPT_BYTES: usize = 1 << 30;
+
+/// Smaller copies are allocated afresh: for them the allocator is as fast as the pool.
+const SCRATCH_POOLED_WORDS: usize = 1 << 16;
+
+impl Scratch {
+    /// `words` words whose bytes outside `offset..offset + bytes` are zero (the caller
+    /// fills those): a kept buffer if one is large enough, else a new one.
+    fn take(words: usize, offset: usize, bytes: usize) -> Vec<u64> {
+        if words < SCRATCH_POOLED_WORDS {
+            return vec![0; words];
+        }
+        let kept = {
+            let mut pool = SCRATCH_POOL
+                .lock()
+                .unwrap_or_else(|poisoned| poisoned.into_inner());
+            let fit = (pool.iter().enumerate())
+                .filter(|(_, v)| v.capacity() >= words)
+                .min_by_key(|(_, v)| v.capacity())
+                .map(|(i, _)| i);
+            fit.map(|i| pool.swap_remove(i))
+        };
+        let Some(mut buffer) = kept else {
+            return vec![0; words];
+        };
+        // A kept buffer holds earlier data: what the caller does not overwrite is zeroed,
+        // as a new one would be.
+        buffer.truncate(words);
+        buffer.resize(words, 0);
+        let first_word = offset / 8;
+        let end_word = (offset + bytes).div_ceil(8).min(words);
+        buffer[..first_word].fill(0);
+        buffer[end_word..].fill(0);
+        if end_word > first_word {
+            buffer[first_word] = 0;
+            buffer[end_word - 1] = 0;
+        }
+        buffer
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let mut pool = SCRATCH_POOL
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        for buffer in self.0.drain(..) {
+            if buffer.capacity() >= SCRATCH_POOLED_WORDS {
+                pool.push(buffer);
+            }
+        }
+        // Keep the largest buffers within the budget.
+        pool.sort_by_key(|v| std::cmp::Reverse(v.capacity()));
+        let mut kept = 0usize;
+        pool.retain(|v| {
+            kept += v.capacity() * 8;
+            kept <= SCRATCH_KEPT_BYTES
+        });
+    }
+}
+
+/// Copies `bytes` bytes from `from` to `to`, on every host thread when they are many.
+///
+/// # Safety
+///
+/// As `std::ptr::copy_nonoverlapping`.
+unsafe fn parallel_copy(from: *const u8, to: *mut u8, bytes: usize) {
+    const PER_THREAD: usize = 4 << 20;
+    let threads = (bytes / PER_THREAD).clamp(1, crate::device::host_threads());
+    if threads == 1 {
+        // SAFETY: the caller's.
+        return unsafe { std::ptr::copy_nonoverlapping(from, to, bytes) };
+    }
+    let (from, to) = (from as usize, to as usize);
+    std::thread::scope(|scope| {
+        for t in 0..threads {
+            let (start, end) = (bytes * t / threads, bytes * (t + 1) / threads);
+            scope.spawn(move || {
+                // SAFETY: the caller's; the threads copy disjoint parts.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        (from + start) as *const u8,
+                        (to + start) as *mut u8,
+                        end - start,
+                    )
+                }
+            });
+        }
+    });
 }
 
 /// What every call of one launch's entry point shares.
