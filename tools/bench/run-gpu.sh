@@ -11,7 +11,7 @@ reps=${3:-50}
 here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d)
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-for baseline in saxpy reduce matmul; do
+for baseline in saxpy reduce matmul fir; do
   nvcc -O3 -arch=sm_90 "$here/cuda/$baseline.cu" -o "$out/${baseline}_cuda"
 done
 "$bench" check
@@ -22,3 +22,5 @@ done
 "$out/reduce_cuda" "$n" "$reps"
 "$bench" matmul 4096 "$reps"
 "$out/matmul_cuda" 4096 "$reps"
+"$bench" fir 67108864 "$reps"
+"$out/fir_cuda" 67108864 "$reps"

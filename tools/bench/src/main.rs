@@ -106,34 +106,99 @@ fn matmul(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
     }
 }
 
+/// The same algorithm as `cuda/fir.cu`: a 16-tap FIR filter, the taps from a slice
+/// (CUDA: `__constant__`). `mul_add`, as nvcc contracts the product and sum.
+#[offload_kernel]
+fn fir16(mut y: Region<f32, Linear1D>, x: &[f32], taps: &[f32]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        let mut acc = 0.0f32;
+        for k in 0..16 {
+            acc = taps[k].mul_add(x[i + k], acc);
+        }
+        *v = acc;
+    }
+}
+
+/// The taps of `fir16_const` and the `fir` benchmark: `(k % 5) / 8 - 1/4`.
+const FIR_TAPS: [f32; 16] = [
+    -0.25, -0.125, 0.0, 0.125, 0.25, -0.25, -0.125, 0.0, 0.125, 0.25, -0.25, -0.125, 0.0, 0.125,
+    0.25, -0.25,
+];
+
+/// `fir16` with the taps a constant array of the kernel.
+#[offload_kernel]
+fn fir16_const(mut y: Region<f32, Linear1D>, x: &[f32]) {
+    const TAPS: [f32; 16] = [
+        -0.25, -0.125, 0.0, 0.125, 0.25, -0.25, -0.125, 0.0, 0.125, 0.25, -0.25, -0.125, 0.0,
+        0.125, 0.25, -0.25,
+    ];
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        let mut acc = 0.0f32;
+        for k in 0..16 {
+            acc = TAPS[k].mul_add(x[i + k], acc);
+        }
+        *v = acc;
+    }
+}
+
 const BLOCK: u32 = 256;
 
-/// A kernel our compiler generated, loaded into the driver for timing by hand.
+/// A kernel our compiler generated, loaded into the driver for timing by hand, with the
+/// panic buffer its launches report into.
 struct RawKernel {
     ctx: std::sync::Arc<CudaContext>,
     stream: std::sync::Arc<cudarc::driver::CudaStream>,
     func: cudarc::driver::CudaFunction,
+    panic: CudaSlice<i64>,
+}
+
+/// One kernel parameter's words in the kernel ABI.
+enum Word {
+    /// A region, slice or atomic of `len` elements at an address.
+    Memref(u64, usize),
+    /// A 2-D region at an address: rows, row length.
+    Memref2d(u64, usize, usize),
+    /// A scalar's bits.
+    Scalar(u64),
 }
 
 impl RawKernel {
-    fn load(descriptor: &'static offload::KernelDescriptor) -> Result<RawKernel> {
-        let Some(offload::Device::Cuda {
-            compute_capability: (major, minor),
-            ..
-        }) = offload::devices().first().cloned()
-        else {
+    /// Compiles the kernel for the first GPU and loads it; with `report`, prints how long
+    /// each took.
+    fn load(descriptor: &'static offload::KernelDescriptor, report: bool) -> Result<RawKernel> {
+        let Some(chip) = first_gpu_chip() else {
             bail!("no CUDA device");
         };
         let target = offload_lowering::GpuTarget {
-            chip: format!("sm_{major}{minor}"),
+            chip: chip.clone(),
             ..Default::default()
         };
+        let t = Instant::now();
         let ptx = offload_lowering::compile_ptx(descriptor.body()?, &target)?;
+        if report {
+            let compile_ms = t.elapsed().as_secs_f64() * 1e3;
+            println!("compile: MIR -> PTX ({chip}) in {compile_ms:.1} ms");
+        }
         let ctx = CudaContext::new(0)?;
         let stream = ctx.default_stream();
+        let t = Instant::now();
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx.ptx.as_str()))?;
         let func = module.load_function(&ptx.entry)?;
-        Ok(RawKernel { ctx, stream, func })
+        if report {
+            println!(
+                "load: PTX -> module (driver JIT) in {:.1} ms",
+                t.elapsed().as_secs_f64() * 1e3
+            );
+        }
+        let panic = stream.alloc_zeros(offload_mir::abi::PANIC_BUFFER_WORDS)?;
+        Ok(RawKernel {
+            ctx,
+            stream,
+            func,
+            panic,
+        })
     }
 
     /// Device address of a buffer, for the kernel ABI's words.
@@ -141,33 +206,58 @@ impl RawKernel {
         cudarc::driver::DevicePtr::device_ptr(s, &self.stream).0
     }
 
-    /// Median and minimum milliseconds of `reps` launches after 3 warm-ups, each timed by
-    /// CUDA events around `before` (e.g. zeroing an output) and the launch.
-    fn time(
-        &self,
-        words: &[u64],
-        cfg: LaunchConfig,
-        reps: usize,
-        before: &dyn Fn() -> Result<()>,
-    ) -> Result<(f64, f64)> {
-        let launch = || -> Result<()> {
-            before()?;
-            let mut b = self.stream.launch_builder(&self.func);
-            for w in words {
-                b.arg(w);
+    /// The kernel ABI's words for `params`, then the panic buffer and the hidden GPU
+    /// parameters of a launch of `workgroups_x` workgroups in x.
+    fn words(&self, params: &[Word], workgroups_x: u32) -> Vec<u64> {
+        use offload_mir::abi::{PANIC_BUFFER_WORDS, gpu_hidden_words, memref_1d, memref_2d};
+        let mut words = Vec::new();
+        for p in params {
+            match *p {
+                Word::Memref(at, len) => words.extend(memref_1d(at, len as u64)),
+                Word::Memref2d(at, rows, row_len) => {
+                    words.extend(memref_2d(at, rows as u64, row_len as u64))
+                }
+                Word::Scalar(bits) => words.push(bits),
             }
-            unsafe { b.launch(cfg) }?;
-            Ok(())
-        };
+        }
+        words.extend(memref_1d(self.addr(&self.panic), PANIC_BUFFER_WORDS as u64));
+        words.extend(gpu_hidden_words(0, 0, workgroups_x as u64));
+        words
+    }
+
+    /// Launches the kernel with `words`.
+    fn launch(&self, words: &[u64], cfg: LaunchConfig) -> Result<()> {
+        let mut b = self.stream.launch_builder(&self.func);
+        for w in words {
+            b.arg(w);
+        }
+        // SAFETY: the words are the kernel's ABI over buffers that outlive the launch.
+        unsafe { b.launch(cfg) }?;
+        Ok(())
+    }
+
+    /// An error if a launch so far reported a panic.
+    fn check_no_panic(&self) -> Result<()> {
+        let mut panic = [0i64; offload_mir::abi::PANIC_BUFFER_WORDS];
+        self.stream.memcpy_dtoh(&self.panic, &mut panic[..])?;
+        if panic[0] != 0 {
+            bail!("the benchmark kernel reported a panic: {panic:?}");
+        }
+        Ok(())
+    }
+
+    /// Median and minimum milliseconds of `reps` runs of `op` after 3 warm-ups, each
+    /// timed by CUDA events on the kernel's stream.
+    fn time_events(&self, reps: usize, op: &dyn Fn() -> Result<()>) -> Result<(f64, f64)> {
         for _ in 0..3 {
-            launch()?;
+            op()?;
         }
         let mut times = Vec::with_capacity(reps);
         for _ in 0..reps {
             let flags = Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT);
             let (start, end) = (self.ctx.new_event(flags)?, self.ctx.new_event(flags)?);
             start.record(&self.stream)?;
-            launch()?;
+            op()?;
             end.record(&self.stream)?;
             end.synchronize()?;
             times.push(start.elapsed_ms(&end)? as f64);
@@ -175,6 +265,40 @@ impl RawKernel {
         times.sort_by(f64::total_cmp);
         Ok((times[times.len() / 2], times[0]))
     }
+
+    /// [`time_events`](Self::time_events) of `before` (e.g. zeroing an output) and a
+    /// launch; then an error if any launch panicked.
+    fn time(
+        &self,
+        words: &[u64],
+        cfg: LaunchConfig,
+        reps: usize,
+        before: &dyn Fn() -> Result<()>,
+    ) -> Result<(f64, f64)> {
+        let times = self.time_events(reps, &|| {
+            before()?;
+            self.launch(words, cfg)
+        })?;
+        self.check_no_panic()?;
+        Ok(times)
+    }
+}
+
+/// A one-dimensional launch of `workgroups` workgroups of [`BLOCK`] threads.
+fn linear(workgroups: u32) -> LaunchConfig {
+    LaunchConfig {
+        grid_dim: (workgroups, 1, 1),
+        block_dim: (BLOCK, 1, 1),
+        shared_mem_bytes: 0,
+    }
+}
+
+/// Prints a timing as the baselines do: median, bandwidth over `bytes`, minimum.
+fn print_bandwidth(label: &str, n: usize, (median, min): (f64, f64), reps: usize, bytes: f64) {
+    println!(
+        "{label:<28} n={n} median {median:.4} ms  {:.1} GB/s  (min {min:.4} ms, {reps} reps)",
+        bytes / median / 1e6
+    );
 }
 
 /// `offload-bench reduce [N] [REPS]`.
@@ -202,48 +326,75 @@ fn reduce(n: usize, reps: usize) -> Result<()> {
     if !ok {
         bail!("the reduction differs from the host sum");
     }
-    let k = RawKernel::load(&__OFFLOAD_KERNEL_reduce_sum)?;
+    let k = RawKernel::load(&__OFFLOAD_KERNEL_reduce_sum, false)?;
     let dx = k.stream.clone_htod(&x)?;
     let out = std::cell::RefCell::new(k.stream.alloc_zeros::<f32>(1)?);
-    let panic: CudaSlice<i64> = k.stream.alloc_zeros(7)?;
-    let (px, po, pp) = (k.addr(&dx), k.addr(&*out.borrow()), k.addr(&panic));
-    // The kernel ABI: the atomic and the slice as memrefs, the stride, the panic buffer,
-    // the workgroup base, the dynamic shared memory size and the workgroups in x.
-    let words = [
-        po,
-        po,
-        0,
-        1,
-        1,
-        px,
-        px,
-        0,
-        n as u64,
-        1,
-        stride as u64,
-        pp,
-        pp,
-        0,
-        7,
-        1,
-        0,
-        0,
-        grid as u64,
-    ];
-    let cfg = LaunchConfig {
-        grid_dim: (grid, 1, 1),
-        block_dim: (BLOCK, 1, 1),
-        shared_mem_bytes: 0,
-    };
-    let (median, min) = k.time(&words, cfg, reps, &|| {
+    let words = k.words(
+        &[
+            Word::Memref(k.addr(&*out.borrow()), 1),
+            Word::Memref(k.addr(&dx), n),
+            Word::Scalar(stride as u64),
+        ],
+        grid,
+    );
+    let timing = k.time(&words, linear(grid), reps, &|| {
         k.stream.memset_zeros(&mut *out.borrow_mut())?;
         Ok(())
     })?;
-    println!(
-        "{:<28} n={n} median {median:.4} ms  {:.1} GB/s  (min {min:.4} ms, {reps} reps)",
-        "offload reduce kernel",
-        4.0 * n as f64 / median / 1e6
-    );
+    print_bandwidth("offload reduce kernel", n, timing, reps, 4.0 * n as f64);
+    Ok(())
+}
+
+/// `offload-bench fir [N] [REPS]`: `fir16` (taps from a slice) and `fir16_const` (taps a
+/// constant array) against the host, then each kernel's time on device data.
+fn fir_bench(n: usize, reps: usize) -> Result<()> {
+    let x: Vec<f32> = (0..n + 15)
+        .map(|i| ((i * 7919) % 10007) as f32 * 0.001 - 5.0)
+        .collect();
+    let want: Vec<f32> = (0..n)
+        .map(|i| (0..16).fold(0.0f32, |acc, k| FIR_TAPS[k].mul_add(x[i + k], acc)))
+        .collect();
+    for (label, constant) in [("fir16", false), ("fir16_const", true)] {
+        let mut y = vec![0.0f32; n];
+        if constant {
+            fir16_const(offload::LaunchOptions::DEFAULT, &mut y, &x)?;
+        } else {
+            fir16(offload::LaunchOptions::DEFAULT, &mut y, &x, &FIR_TAPS)?;
+        }
+        let wrong = (0..n).filter(|&i| y[i] != want[i]).count();
+        println!("check: offload! {label} n={n}: {wrong} mismatches");
+        if wrong != 0 {
+            bail!("{label} differs from the host reference");
+        }
+    }
+    if first_gpu_chip().is_none() {
+        println!("no CUDA device: kernel timing skipped");
+        return Ok(());
+    }
+    let workgroups = (n as u32).div_ceil(BLOCK);
+    for (label, descriptor, constant) in [
+        ("offload fir kernel", &__OFFLOAD_KERNEL_fir16, false),
+        (
+            "offload fir (const taps)",
+            &__OFFLOAD_KERNEL_fir16_const,
+            true,
+        ),
+    ] {
+        let k = RawKernel::load(descriptor, false)?;
+        let dx = k.stream.clone_htod(&x)?;
+        let dt = k.stream.clone_htod(&FIR_TAPS)?;
+        let dy: CudaSlice<f32> = k.stream.alloc_zeros(n)?;
+        let mut params = vec![
+            Word::Memref(k.addr(&dy), n),
+            Word::Memref(k.addr(&dx), n + 15),
+        ];
+        if !constant {
+            params.push(Word::Memref(k.addr(&dt), 16));
+        }
+        let words = k.words(&params, workgroups);
+        let timing = k.time(&words, linear(workgroups), reps, &|| Ok(()))?;
+        print_bandwidth(label, n, timing, reps, 8.0 * n as f64);
+    }
     Ok(())
 }
 
@@ -281,44 +432,19 @@ fn matmul_bench(n: usize, reps: usize) -> Result<()> {
     if wrong != 0 {
         bail!("the matrix product differs from the host reference");
     }
-    let k = RawKernel::load(&__OFFLOAD_KERNEL_matmul)?;
+    let k = RawKernel::load(&__OFFLOAD_KERNEL_matmul, false)?;
     let (da, db) = (k.stream.clone_htod(&a)?, k.stream.clone_htod(&b)?);
     let dc: CudaSlice<f32> = k.stream.alloc_zeros(n * n)?;
-    let panic: CudaSlice<i64> = k.stream.alloc_zeros(7)?;
-    let (pa, pb, pc, pp) = (k.addr(&da), k.addr(&db), k.addr(&dc), k.addr(&panic));
-    let (n64, nn) = (n as u64, (n * n) as u64);
     let tiles = (n as u32).div_ceil(16);
-    // The kernel ABI: the 2-D region (rows, row length, strides), two slices, n, the
-    // panic buffer, the workgroup base, the dynamic shared memory size and the workgroups
-    // in x.
-    let words = [
-        pc,
-        pc,
-        0,
-        n64,
-        n64,
-        n64,
-        1,
-        pa,
-        pa,
-        0,
-        nn,
-        1,
-        pb,
-        pb,
-        0,
-        nn,
-        1,
-        n64,
-        pp,
-        pp,
-        0,
-        7,
-        1,
-        0,
-        0,
-        tiles as u64,
-    ];
+    let words = k.words(
+        &[
+            Word::Memref2d(k.addr(&dc), n, n),
+            Word::Memref(k.addr(&da), n * n),
+            Word::Memref(k.addr(&db), n * n),
+            Word::Scalar(n as u64),
+        ],
+        tiles,
+    );
     let cfg = LaunchConfig {
         grid_dim: (tiles, tiles, 1),
         block_dim: (16, 16, 1),
@@ -482,18 +608,22 @@ fn main() -> Result<()> {
         "compile-time" => {
             return compile_time::run(&args.collect::<Vec<_>>());
         }
-        "reduce" | "matmul" => {
-            let default = if which == "reduce" { 1 << 28 } else { 4096 };
+        "reduce" | "matmul" | "fir" => {
+            let default = match which.as_str() {
+                "reduce" => 1 << 28,
+                "fir" => 1 << 26,
+                _ => 4096,
+            };
             let n = args
                 .next()
                 .map(|s| s.parse())
                 .transpose()?
                 .unwrap_or(default);
             let reps = args.next().map(|s| s.parse()).transpose()?.unwrap_or(50);
-            return if which == "reduce" {
-                reduce(n, reps)
-            } else {
-                matmul_bench(n, reps)
+            return match which.as_str() {
+                "reduce" => reduce(n, reps),
+                "fir" => fir_bench(n, reps),
+                _ => matmul_bench(n, reps),
             };
         }
         "cpu" => {
@@ -504,7 +634,7 @@ fn main() -> Result<()> {
                 .unwrap_or(1 << 24));
         }
         _ => bail!(
-            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, check, conformance, cpu, \
+            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, check, conformance, cpu, \
              compile-time"
         ),
     }
@@ -537,18 +667,81 @@ fn saxpy_suite(n: usize, reps: usize) -> Result<()> {
     let cached = saxpy_end_to_end(&x, &y0, a)?;
     saxpy_split(&x, &y0, a, cached)?;
     saxpy_split_on_device_data(&x, &y0, a)?;
-    let Some(chip) = first_gpu_chip() else {
+    if first_gpu_chip().is_none() {
         println!("no CUDA device: kernel timing skipped");
         return Ok(());
-    };
-    let gpu = RawSaxpy::load(&chip)?;
-    let kernel_ms = gpu.time("offload saxpy kernel", n, reps, &x, &y0, a)?;
-    let copy_ms = gpu.time_copy(n, reps)?;
+    }
+    let k = RawKernel::load(&__OFFLOAD_KERNEL_saxpy, true)?;
+    let dx = k.stream.clone_htod(&x)?;
+    let dy = k.stream.clone_htod(&y0)?;
+    let workgroups = (n as u32).div_ceil(BLOCK);
+    let words = saxpy_words(&k, k.addr(&dy), k.addr(&dx), n, a, workgroups);
+    let kernel = k.time(&words, linear(workgroups), reps, &|| Ok(()))?;
+    print_bandwidth("offload saxpy kernel", n, kernel, reps, 12.0 * n as f64);
+    // Copying 6n bytes reads 6n and writes 6n: the 12n bytes saxpy moves (read x, read
+    // y, write y), so the two GB/s figures compare directly.
+    let dst = std::cell::RefCell::new(k.stream.alloc_zeros::<u8>(6 * n)?);
+    let src: CudaSlice<u8> = k.stream.alloc_zeros(6 * n)?;
+    let copy = k.time_events(reps, &|| {
+        k.stream.memcpy_dtod(&src, &mut *dst.borrow_mut())?;
+        Ok(())
+    })?;
+    print_bandwidth("device-to-device copy", n, copy, reps, 12.0 * n as f64);
     println!(
         "ratio: offload saxpy kernel / d2d copy of the same bytes = {:.3}",
-        kernel_ms / copy_ms
+        kernel.0 / copy.0
     );
-    gpu.launch_overhead()
+    launch_overhead(&k)
+}
+
+/// The words of saxpy `y = a * x + y` over `n` elements at `y` and `x`.
+fn saxpy_words(k: &RawKernel, y: u64, x: u64, n: usize, a: f32, workgroups: u32) -> Vec<u64> {
+    k.words(
+        &[
+            Word::Memref(y, n),
+            Word::Memref(x, n),
+            Word::Scalar(a.to_bits() as u64),
+        ],
+        workgroups,
+    )
+}
+
+/// Launch overhead with device-resident data: many small launches through `offload!`
+/// (asynchronous on device buffers) against raw launches of the same PTX.
+fn launch_overhead(k: &RawKernel) -> Result<()> {
+    let small = 1024usize;
+    let launches = 5000;
+    let device = offload::default_device()?;
+    let sx = offload::DeviceBuffer::from_slice(&device, &vec![1.0f32; small])?;
+    let mut sy = offload::DeviceBuffer::from_slice(&device, &vec![0.0f32; small])?;
+    try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
+    offload::synchronize()?;
+    let t = Instant::now();
+    for _ in 0..launches {
+        try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
+    }
+    offload::synchronize()?;
+    let ours = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
+    let rx = k.stream.clone_htod(&vec![1.0f32; small])?;
+    let ry = k.stream.clone_htod(&vec![0.0f32; small])?;
+    let workgroups = (small as u32).div_ceil(BLOCK);
+    let words = saxpy_words(k, k.addr(&ry), k.addr(&rx), small, 1.0, workgroups);
+    k.stream.synchronize()?;
+    let t = Instant::now();
+    for _ in 0..launches {
+        k.launch(&words, linear(workgroups))?;
+    }
+    k.stream.synchronize()?;
+    let raw = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
+    let values = sy.to_vec()?;
+    if values.iter().any(|&v| v != (launches + 1) as f32) {
+        bail!("the small launches did not all run: {}", values[0]);
+    }
+    println!(
+        "launch overhead: offload! on device buffers {ours:.2} us per launch, raw cuLaunchKernel {raw:.2} us, ratio {:.2} ({launches} launches of n={small})",
+        ours / raw
+    );
+    Ok(())
 }
 
 /// The chip of the first device, if it is a CUDA GPU (`sm_90`).
@@ -662,189 +855,4 @@ fn saxpy_split_on_device_data(x: &[f32], y0: &[f32], a: f32) -> Result<()> {
         one_ms / split_ms
     );
     Ok(())
-}
-
-/// The saxpy kernel our compiler generates, loaded straight into a CUDA context and
-/// launched with the kernel ABI's words, as the runtime would.
-struct RawSaxpy {
-    ctx: std::sync::Arc<CudaContext>,
-    stream: std::sync::Arc<cudarc::driver::CudaStream>,
-    func: cudarc::driver::CudaFunction,
-    /// The panic buffer every launch reports into.
-    panic: CudaSlice<i64>,
-}
-
-impl RawSaxpy {
-    /// Compiles saxpy for `chip` (timed) and loads it (timed).
-    fn load(chip: &str) -> Result<RawSaxpy> {
-        let body = __OFFLOAD_KERNEL_saxpy.body()?;
-        let t = Instant::now();
-        let target = offload_lowering::GpuTarget {
-            chip: chip.to_string(),
-            ..Default::default()
-        };
-        let ptx = offload_lowering::compile_ptx(body, &target)?;
-        let compile_ms = t.elapsed().as_secs_f64() * 1e3;
-        println!("compile: MIR -> PTX ({chip}) in {compile_ms:.1} ms");
-        let ctx = CudaContext::new(0)?;
-        let stream = ctx.default_stream();
-        let t = Instant::now();
-        let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx.ptx.as_str()))?;
-        let func = module.load_function(&ptx.entry)?;
-        println!(
-            "load: PTX -> module (driver JIT) in {:.1} ms",
-            t.elapsed().as_secs_f64() * 1e3
-        );
-        let panic = stream.alloc_zeros(offload_mir::abi::PANIC_BUFFER_WORDS)?;
-        Ok(RawSaxpy {
-            ctx,
-            stream,
-            func,
-            panic,
-        })
-    }
-
-    fn address<T>(&self, s: &CudaSlice<T>) -> u64 {
-        cudarc::driver::DevicePtr::device_ptr(s, &self.stream).0
-    }
-
-    /// The kernel ABI's words for `y = a * x + y` over `n` elements at `y` and `x`, in
-    /// `workgroups` workgroups.
-    fn words(&self, y: u64, x: u64, n: usize, a: f32, workgroups: u32) -> Vec<u64> {
-        use offload_mir::abi::{PANIC_BUFFER_WORDS, gpu_hidden_words, memref_1d};
-        let mut words = Vec::new();
-        words.extend(memref_1d(y, n as u64));
-        words.extend(memref_1d(x, n as u64));
-        words.push(a.to_bits() as u64);
-        words.extend(memref_1d(
-            self.address(&self.panic),
-            PANIC_BUFFER_WORDS as u64,
-        ));
-        words.extend(gpu_hidden_words(0, 0, workgroups as u64));
-        words
-    }
-
-    /// Launches the kernel with `words` over `workgroups` workgroups of [`BLOCK`].
-    fn launch(&self, words: &[u64], workgroups: u32) -> Result<()> {
-        let cfg = LaunchConfig {
-            grid_dim: (workgroups, 1, 1),
-            block_dim: (BLOCK, 1, 1),
-            shared_mem_bytes: 0,
-        };
-        let mut b = self.stream.launch_builder(&self.func);
-        for w in words {
-            b.arg(w);
-        }
-        // SAFETY: the words are the kernel's ABI over buffers that outlive the launch.
-        unsafe { b.launch(cfg) }?;
-        Ok(())
-    }
-
-    /// The median of `reps` timed runs of `launch` (after three warm-up runs), printed
-    /// with the bandwidth of saxpy's 12 bytes per element.
-    fn median_ms(
-        &self,
-        label: &str,
-        n: usize,
-        reps: usize,
-        launch: &dyn Fn() -> Result<()>,
-    ) -> Result<f64> {
-        use cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT;
-        for _ in 0..3 {
-            launch()?;
-        }
-        let mut times = Vec::with_capacity(reps);
-        for _ in 0..reps {
-            let start = self.ctx.new_event(Some(CU_EVENT_DEFAULT))?;
-            let end = self.ctx.new_event(Some(CU_EVENT_DEFAULT))?;
-            start.record(&self.stream)?;
-            launch()?;
-            end.record(&self.stream)?;
-            end.synchronize()?;
-            times.push(start.elapsed_ms(&end)? as f64);
-        }
-        times.sort_by(f64::total_cmp);
-        let median = times[times.len() / 2];
-        let bytes = 12.0 * n as f64;
-        println!(
-            "{label:<28} n={n} median {median:.4} ms  {:.1} GB/s  (min {:.4} ms, {} reps)",
-            bytes / median / 1e6,
-            times[0],
-            reps
-        );
-        Ok(median)
-    }
-
-    /// The kernel's time on device-resident `x` and `y0`.
-    fn time(
-        &self,
-        label: &str,
-        n: usize,
-        reps: usize,
-        x: &[f32],
-        y0: &[f32],
-        a: f32,
-    ) -> Result<f64> {
-        let dx = self.stream.clone_htod(x)?;
-        let dy = self.stream.clone_htod(y0)?;
-        let workgroups = (n as u32).div_ceil(BLOCK);
-        let words = self.words(self.address(&dy), self.address(&dx), n, a, workgroups);
-        let ms = self.median_ms(label, n, reps, &|| self.launch(&words, workgroups))?;
-        let mut panic = [0i64; offload_mir::abi::PANIC_BUFFER_WORDS];
-        self.stream.memcpy_dtoh(&self.panic, &mut panic[..])?;
-        if panic[0] != 0 {
-            bail!("the benchmark kernel reported a panic: {panic:?}");
-        }
-        Ok(ms)
-    }
-
-    /// A device-to-device copy of saxpy's traffic: copying 6n bytes reads 6n and writes
-    /// 6n, the 12n bytes saxpy moves (read x, read y, write y), so the GB/s compare.
-    fn time_copy(&self, n: usize, reps: usize) -> Result<f64> {
-        let dst: std::cell::RefCell<CudaSlice<u8>> =
-            std::cell::RefCell::new(self.stream.alloc_zeros(6 * n)?);
-        let src: CudaSlice<u8> = self.stream.alloc_zeros(6 * n)?;
-        self.median_ms("device-to-device copy", n, reps, &|| {
-            self.stream.memcpy_dtod(&src, &mut *dst.borrow_mut())?;
-            Ok(())
-        })
-    }
-
-    /// Launch overhead with device-resident data: many small launches through `offload!`
-    /// (asynchronous on device buffers) against raw launches of the same PTX.
-    fn launch_overhead(&self) -> Result<()> {
-        let small = 1024usize;
-        let launches = 5000;
-        let device = offload::default_device()?;
-        let sx = offload::DeviceBuffer::from_slice(&device, &vec![1.0f32; small])?;
-        let mut sy = offload::DeviceBuffer::from_slice(&device, &vec![0.0f32; small])?;
-        try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
-        offload::synchronize()?;
-        let t = Instant::now();
-        for _ in 0..launches {
-            try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
-        }
-        offload::synchronize()?;
-        let ours = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
-        let rx = self.stream.clone_htod(&vec![1.0f32; small])?;
-        let ry = self.stream.clone_htod(&vec![0.0f32; small])?;
-        let workgroups = (small as u32).div_ceil(BLOCK);
-        let words = self.words(self.address(&ry), self.address(&rx), small, 1.0, workgroups);
-        self.stream.synchronize()?;
-        let t = Instant::now();
-        for _ in 0..launches {
-            self.launch(&words, workgroups)?;
-        }
-        self.stream.synchronize()?;
-        let raw = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
-        let values = sy.to_vec()?;
-        if values.iter().any(|&v| v != (launches + 1) as f32) {
-            bail!("the small launches did not all run: {}", values[0]);
-        }
-        println!(
-            "launch overhead: offload! on device buffers {ours:.2} us per launch, raw cuLaunchKernel {raw:.2} us, ratio {:.2} ({launches} launches of n={small})",
-            ours / raw
-        );
-        Ok(())
-    }
 }
