@@ -18,7 +18,6 @@ pub mod libdevice;
 mod llvm;
 mod math_to_llvm_intrinsics;
 mod mir_to_offload;
-mod noalias_kernel_args;
 mod offload_to_cpu;
 mod offload_to_gpu;
 mod partition;

@@ -13,10 +13,7 @@
 //! `OFFLOAD_PASS_TIMING=1` makes each pass manager print MLIR's per-pass timing report to
 //! stderr when it finishes.
 
-use crate::{
-    LowerError, math_to_llvm_intrinsics, noalias_kernel_args, offload_to_cpu, offload_to_gpu,
-    partition,
-};
+use crate::{LowerError, math_to_llvm_intrinsics, offload_to_cpu, offload_to_gpu, partition};
 use melior::{
     Context,
     dialect::DialectRegistry,
@@ -175,9 +172,7 @@ impl Session {
              gpu.module(convert-gpu-to-nvvm, canonicalize, cse, reconcile-unrealized-casts))",
             target.chip, target.features
         );
-        self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)?;
-        // After `convert-gpu-to-nvvm`, which makes the kernels' pointer arguments.
-        self.run(module, "llvm", &[NOALIAS], "builtin.module()")
+        self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)
     }
 
     /// LLVM/NVVM dialects → PTX text.
@@ -347,7 +342,6 @@ static PARTITION_ID: PassId = PassId;
 static TO_GPU_ID: PassId = PassId;
 static TO_CPU_ID: PassId = PassId;
 static MATH_TO_INTRINSICS_ID: PassId = PassId;
-static NOALIAS_ID: PassId = PassId;
 
 type PassBody = fn(&Context, OperationRef<'_, '_>) -> Result<(), crate::rewrite::PassError>;
 
@@ -363,14 +357,8 @@ const MATH_TO_INTRINSICS: PassSpec = (
     math_to_llvm_intrinsics::run,
 );
 
-const NOALIAS: PassSpec = (
-    &NOALIAS_ID,
-    noalias_kernel_args::NAME,
-    noalias_kernel_args::run,
-);
-
 /// Every offload pass, by the name pipelines given as text use.
-const PASSES: [PassSpec; 5] = [PARTITION, TO_GPU, TO_CPU, MATH_TO_INTRINSICS, NOALIAS];
+const PASSES: [PassSpec; 4] = [PARTITION, TO_GPU, TO_CPU, MATH_TO_INTRINSICS];
 
 /// `loc("FILE":LINE:COL)`, as MLIR prints a position in a file, as `FILE:LINE:COL`;
 /// other locations as printed.
