@@ -8,9 +8,10 @@
 //!         <kernel_abi args>) {
 //!   scf.for %group = %group_begin to %group_end {
 //!     (%group_x, %group_y) = (%group % %groups_x, %group / %groups_x)
-//!     scf.for %thread = %thread_begin to %thread_end {
-//!       (%thread_x, %thread_y) = (%thread % %size_x, %thread / %size_x)
+//!     scf.for %thread = %thread_begin to %thread_end
+//!         carrying (%thread_x, %thread_y), from (%thread_begin % %size_x, .. / %size_x) {
 //!       scf.execute_region { <the kernel body; each return yields> }
+//!       (%thread_x, %thread_y) advanced by one, x wrapping at %size_x
 //! ```
 //!
 //! `%shared` is the workgroup's shared memory: static arrays at their offsets, dynamic
@@ -49,16 +50,23 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let (name, args) = kernel_abi::signature(func_ref)?;
             let skeleton = format!(
                 "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %groups_y: index, %size_x: index, %size_y: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, %barrier: index, {}) {{
+  %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   scf.for %group = %group_begin to %group_end step %c1 {{
     %group_x = arith.remui %group, %groups_x : index
     %group_y = arith.divui %group, %groups_x : index
-    scf.for %thread = %thread_begin to %thread_end step %c1 {{
-      %thread_x = arith.remui %thread, %size_x : index
-      %thread_y = arith.divui %thread, %size_x : index
+    %thread_x0 = arith.remui %thread_begin, %size_x : index
+    %thread_y0 = arith.divui %thread_begin, %size_x : index
+    %last:2 = scf.for %thread = %thread_begin to %thread_end step %c1 iter_args(%thread_x = %thread_x0, %thread_y = %thread_y0) -> (index, index) {{
       scf.execute_region {{
         scf.yield
       }}
+      %next_x = arith.addi %thread_x, %c1 : index
+      %wrap = arith.cmpi eq, %next_x, %size_x : index
+      %next_y = arith.addi %thread_y, %c1 : index
+      %x = arith.select %wrap, %c0, %next_x : index
+      %y = arith.select %wrap, %next_y, %thread_y : index
+      scf.yield %x, %y : index, index
     }}
   }}
   return
@@ -74,7 +82,11 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 rewrite::collect(host_ref, "arith.divui"),
             );
             let group = [result(rem[0]), result(div[0])];
-            let thread = [result(rem[1]), result(div[1])];
+            // The thread's (x, y) are the inner loop's carried values: a division per
+            // workgroup, not per thread.
+            let thread_loop = rewrite::collect(host_ref, "scf.for")[1];
+            let carried = rewrite::arguments(rewrite::entry_block(thread_loop));
+            let thread = [carried[1], carried[2]];
             let host_args = rewrite::arguments(host_entry);
             let arg = |i: usize| host_args[i];
             let count = [arg(2), arg(3)];
