@@ -709,13 +709,7 @@ impl Translator {
         if !starts_type_path(&name) || super::workgroup::SHARED_KINDS.contains(&name.as_str()) {
             return Ok(None);
         }
-        let Some(scalar) = self
-            .subst
-            .iter()
-            .find(|(p, _)| *p == name)
-            .map(|(_, t)| *t)
-            .or_else(|| ScalarTy::from_name(&name))
-        else {
+        let Some(scalar) = self.named_scalar(&name) else {
             return error(
                 p,
                 format!(
@@ -762,6 +756,16 @@ impl Translator {
         self.method_call(&call).map(Some)
     }
 
+    /// The scalar type `name` stands for: a type parameter of this instance, or a
+    /// primitive.
+    fn named_scalar(&self, name: &str) -> Option<ScalarTy> {
+        self.subst
+            .iter()
+            .find(|(p, _)| p == name)
+            .map(|(_, t)| *t)
+            .or_else(|| ScalarTy::from_name(name))
+    }
+
     /// `T::from_f64(x)` and `T::from_i64(x)` for a type `T` (a generic parameter or a
     /// primitive): `x` converted as `x as T` converts, so a literal argument is a
     /// constant of `T`. `None` for any other call.
@@ -779,13 +783,7 @@ impl Translator {
             _ => return Ok(None),
         };
         let name = ty.ident.to_string();
-        let Some(to) = self
-            .subst
-            .iter()
-            .find(|(p, _)| *p == name)
-            .map(|(_, t)| *t)
-            .or_else(|| ScalarTy::from_name(&name))
-        else {
+        let Some(to) = self.named_scalar(&name) else {
             return Ok(None);
         };
         let [arg] = &c.args.iter().collect::<Vec<_>>()[..] else {
