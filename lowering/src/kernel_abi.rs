@@ -316,49 +316,24 @@ pub fn kernels(root: OperationRef<'_, '_>) -> Vec<MlirOperation> {
 }
 
 /// A kernel function's name and its (converted) arguments as `%aN: type` declarations,
-/// for the skeleton the target conversions parse and move its body into.
+/// for the skeleton the target conversions parse and move its body into: the types of
+/// its entry block's arguments, which the conversion has just set.
 pub fn signature(func: OperationRef<'_, '_>) -> Result<(String, Vec<String>), String> {
     use melior::ir::operation::OperationLike;
     let name = func
         .attribute("sym_name")
         .map_err(|e| e.to_string())?
         .to_string();
-    let fty = func
-        .attribute("function_type")
-        .map_err(|e| e.to_string())?
-        .to_string();
-    let inputs = fty
-        .trim_start_matches('(')
-        .rsplit_once(") ->")
-        .map(|(i, _)| i)
-        .unwrap_or("");
-    let args = split_types(inputs)
-        .iter()
+    // SAFETY: `func` is a live kernel function with its body.
+    let types = unsafe { rewrite::arguments(rewrite::entry_block(func.to_raw())) }
+        .into_iter()
+        // SAFETY: the arguments were just read from the live function.
+        .map(|a| unsafe { rewrite::value_type(a) }.to_string());
+    let args = types
         .enumerate()
         .map(|(i, t)| format!("%a{i}: {t}"))
         .collect();
     Ok((name.trim_matches('"').to_string(), args))
-}
-
-/// Splits a printed list of types at top-level commas (`memref<?xf32>, f32`).
-fn split_types(list: &str) -> Vec<String> {
-    let (mut depth, mut start, mut out) = (0i32, 0usize, Vec::new());
-    for (i, c) in list.char_indices() {
-        match c {
-            '<' | '(' | '[' | '{' => depth += 1,
-            '>' | ')' | ']' | '}' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(list[start..i].trim().to_string());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    let last = list[start..].trim();
-    if !last.is_empty() {
-        out.push(last.to_string());
-    }
-    out
 }
 
 /// What an `offload.alloc_shared` op declares.
