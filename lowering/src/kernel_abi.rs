@@ -115,7 +115,7 @@ unsafe fn lower_lengths(context: &Context, root: OperationRef<'_, '_>, collapsed
             let dim = b.op(
                 "memref.dim",
                 &[collapsed.view(rewrite::operand(op, 0)), zero],
-                &[b.ty("index")],
+                &[b.index()],
                 &[],
             );
             rewrite::replace(op, &dim);
@@ -147,19 +147,19 @@ unsafe fn lower_extents(
                 (true, 0) => b.op(
                     "memref.dim",
                     &[region, b.index_constant(1)],
-                    &[b.ty("index")],
+                    &[b.index()],
                     &[],
                 )[0],
                 (true, _) => b.op(
                     "memref.dim",
                     &[region, b.index_constant(0)],
-                    &[b.ty("index")],
+                    &[b.index()],
                     &[],
                 )[0],
                 (false, 0) => b.op(
                     "memref.dim",
                     &[region, b.index_constant(0)],
-                    &[b.ty("index")],
+                    &[b.index()],
                     &[],
                 )[0],
                 (false, _) => b.index_constant(1),
@@ -242,7 +242,7 @@ unsafe fn lower_atomics(context: &Context, root: OperationRef<'_, '_>) -> Result
                 "memref.atomic_rmw",
                 &[value, atomic, index],
                 &[ty],
-                &[("kind", b.attr(&format!("{kind} : i64")))],
+                &[("kind", b.i64_attr(kind))],
             );
             rewrite::replace(op, &v);
         }
@@ -273,10 +273,10 @@ unsafe fn lower_panics(
                 .ok_or_else(|| refuse(op, "`offload.panic` needs an integer `site`"))?;
             let values = rewrite::operands(op);
             let b = Inserter::before(context, op);
-            let (i64, index) = (b.ty("i64"), b.ty("index"));
+            let (i64, index) = (b.int(64), b.index());
             let zero = b.index_constant(0);
             let one = b.i64_constant(1);
-            let addi = b.attr(&format!("{} : i64", AtomicKind::AddI.code()));
+            let addi = b.i64_attr(AtomicKind::AddI.code());
             let seen = b.op(
                 "memref.atomic_rmw",
                 &[one, panic_buffer, zero],
@@ -284,11 +284,11 @@ unsafe fn lower_panics(
                 &[("kind", addi)],
             )[0];
             let none_before = b.i64_constant(0);
-            let eq = b.attr(&format!("{} : i64", predicate::CMPI_EQ));
+            let eq = b.i64_attr(predicate::CMPI_EQ);
             let first = b.op(
                 "arith.cmpi",
                 &[seen, none_before],
-                &[b.ty("i1")],
+                &[b.int(1)],
                 &[("predicate", eq)],
             )[0];
             let report = b.index_constant(1);

@@ -28,7 +28,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), crate::r
                 let b = Inserter::before(context, op);
                 let ty = rewrite::result_type(op);
                 let attrs: Vec<(&str, melior::ir::Attribute)> =
-                    flag.into_iter().map(|f| (f, b.attr("false"))).collect();
+                    flag.into_iter().map(|f| (f, b.bool_attr(false))).collect();
                 let v = b.op(intrinsic, &rewrite::operands(op), &[ty], &attrs);
                 rewrite::replace(op, &v);
             }

@@ -123,7 +123,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     "func.call",
                     &[barrier],
                     &[],
-                    &[("callee", b.attr(&format!("@{BARRIER_SYMBOL}")))],
+                    &[("callee", b.symbol(BARRIER_SYMBOL))],
                 );
                 rewrite::replace(op, &[]);
                 calls_barrier = true;
@@ -170,7 +170,7 @@ unsafe fn workgroup_memory(
             let array = kernel_abi::SharedArray::of(op)?;
             let elem = &array.elem;
             let b = rewrite::Inserter::before(context, op);
-            let index = b.ty("index");
+            let index = b.index();
             let start = b.index_constant(array.offset as i64);
             let len = match array.len {
                 Some(len) => b.index_constant(len as i64),
@@ -224,12 +224,7 @@ unsafe fn one_lane_subgroups(
         }
         for op in rewrite::collect(func, ops::BALLOT) {
             let b = rewrite::Inserter::before(context, op);
-            let v = b.op(
-                "arith.extui",
-                &[rewrite::operand(op, 0)],
-                &[b.ty("i64")],
-                &[],
-            );
+            let v = b.op("arith.extui", &[rewrite::operand(op, 0)], &[b.int(64)], &[]);
             rewrite::replace(op, &v);
         }
     }

@@ -64,9 +64,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                         continue;
                     }
                     let attr = b.attr(&format!("#gpu<dim {axis}>"));
-                    let mut v = b.op(gpu, &[], &[b.ty("index")], &[("dimension", attr)]);
+                    let mut v = b.op(gpu, &[], &[b.index()], &[("dimension", attr)]);
                     if name == ops::WORKGROUP_ID && dim == 0 {
-                        v = b.op("arith.addi", &[v[0], group_base], &[b.ty("index")], &[]);
+                        v = b.op("arith.addi", &[v[0], group_base], &[b.index()], &[]);
                     }
                     rewrite::replace(op, &v);
                 }
@@ -133,7 +133,7 @@ unsafe fn workgroup_memory(
                         "memref.get_global",
                         &[],
                         &[b.ty(&ty)],
-                        &[("name", b.attr(&format!("@{symbol}")))],
+                        &[("name", b.symbol(&symbol))],
                     )[0];
                     b.op("memref.cast", &[global], &[view_ty], &[])[0]
                 }
@@ -142,7 +142,7 @@ unsafe fn workgroup_memory(
                     let bytes = b.ty(&format!("memref<?xi8, {space}>"));
                     let raw = b.op("gpu.dynamic_shared_memory", &[], &[bytes], &[])[0];
                     let size = b.index_constant(shared.element_bytes as i64);
-                    let len = b.op("arith.divui", &[dynamic_bytes, size], &[b.ty("index")], &[])[0];
+                    let len = b.op("arith.divui", &[dynamic_bytes, size], &[b.index()], &[])[0];
                     let start = b.index_constant(0);
                     b.op("memref.view", &[raw, start, len], &[view_ty], &[])[0]
                 }
@@ -169,7 +169,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
         }
         for op in rewrite::collect(func, ops::SUBGROUP_LANE) {
             let b = rewrite::Inserter::before(context, op);
-            let v = b.op("gpu.lane_id", &[], &[b.ty("index")], &[]);
+            let v = b.op("gpu.lane_id", &[], &[b.index()], &[]);
             rewrite::replace(op, &v);
         }
         for op in rewrite::collect(func, ops::SHUFFLE) {
@@ -194,8 +194,8 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
                 let lane = b.op(
                     "arith.constant",
                     &[],
-                    &[b.ty("i32")],
-                    &[("value", b.attr(&format!("{offset} : i32")))],
+                    &[b.int(32)],
+                    &[("value", b.i32_attr(offset))],
                 )[0];
                 let other = shuffle(&b, acc, lane, "xor");
                 acc = b.op(&combine, &[acc, other], &[ty], &[])[0];
@@ -208,16 +208,16 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
             let all_lanes = b.op(
                 "arith.constant",
                 &[],
-                &[b.ty("i32")],
-                &[("value", b.attr("-1 : i32"))],
+                &[b.int(32)],
+                &[("value", b.i32_attr(-1))],
             )[0];
             let mask = b.op(
                 "nvvm.vote.sync",
                 &[all_lanes, rewrite::operand(op, 0)],
-                &[b.ty("i32")],
+                &[b.int(32)],
                 &[("kind", b.attr("#nvvm<vote_sync_kind ballot>"))],
             )[0];
-            let v = b.op("arith.extui", &[mask], &[b.ty("i64")], &[]);
+            let v = b.op("arith.extui", &[mask], &[b.int(64)], &[]);
             rewrite::replace(op, &v);
         }
     }
@@ -232,13 +232,13 @@ fn shuffle(b: &rewrite::Inserter<'_>, value: MlirValue, lane: MlirValue, mode: &
     let width = b.op(
         "arith.constant",
         &[],
-        &[b.ty("i32")],
-        &[("value", b.attr(&format!("{WARP} : i32")))],
+        &[b.int(32)],
+        &[("value", b.i32_attr(WARP))],
     )[0];
     let r = b.op(
         "gpu.shuffle",
         &[value, lane, width],
-        &[ty, b.ty("i1")],
+        &[ty, b.int(1)],
         &[("mode", b.attr(&format!("#gpu<shuffle_mode {mode}>")))],
     );
     b.op("arith.select", &[r[1], r[0], value], &[ty], &[])[0]

@@ -61,8 +61,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
 
 /// The thread's position in the whole launch along `dim`.
 fn global_id(b: &Inserter<'_>, dim: i64) -> MlirValue {
-    let index = b.ty("index");
-    let d = [("dim", b.attr(&format!("{dim} : i64")))];
+    let index = b.index();
+    let d = [("dim", b.i64_attr(dim))];
     let thread = b.op(ops::THREAD_ID, &[], &[index], &d)[0];
     let group = b.op(ops::WORKGROUP_ID, &[], &[index], &d)[0];
     let size = b.op(ops::WORKGROUP_DIM, &[], &[index], &d)[0];
@@ -71,7 +71,7 @@ fn global_id(b: &Inserter<'_>, dim: i64) -> MlirValue {
 }
 
 fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> MlirValue {
-    let index = b.ty("index");
+    let index = b.index();
     match strategy {
         Strategy::Linear1D => global_id(b, 0),
         Strategy::Chunked(n) => {
@@ -81,12 +81,7 @@ fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> Mli
         }
         Strategy::Linear2D | Strategy::Stencil2D(_) => {
             let (col, row) = (global_id(b, 0), global_id(b, 1));
-            let width = b.op(
-                ops::EXTENT,
-                &[region],
-                &[index],
-                &[("dim", b.attr("0 : i64"))],
-            )[0];
+            let width = b.op(ops::EXTENT, &[region], &[index], &[("dim", b.i64_attr(0))])[0];
             let start = b.op("arith.muli", &[row, width], &[index], &[])[0];
             b.op("arith.addi", &[start, col], &[index], &[])[0]
         }

@@ -51,11 +51,45 @@ impl<'c> Inserter<'c> {
         }
     }
 
+    /// MLIR's `index` type.
+    pub fn index(&self) -> Type<'c> {
+        Type::index(self.context)
+    }
+
+    /// The signless integer type of `bits` bits.
+    pub fn int(&self, bits: u32) -> Type<'c> {
+        melior::ir::r#type::IntegerType::new(self.context, bits).into()
+    }
+
+    /// An `i64` integer attribute.
+    pub fn i64_attr(&self, value: i64) -> Attribute<'c> {
+        melior::ir::attribute::IntegerAttribute::new(self.int(64), value).into()
+    }
+
+    /// An `i32` integer attribute.
+    pub fn i32_attr(&self, value: i64) -> Attribute<'c> {
+        melior::ir::attribute::IntegerAttribute::new(self.int(32), value).into()
+    }
+
+    /// A boolean attribute.
+    pub fn bool_attr(&self, value: bool) -> Attribute<'c> {
+        melior::ir::attribute::BoolAttribute::new(self.context, value).into()
+    }
+
+    /// A reference to the symbol `name` (`@name`).
+    pub fn symbol(&self, name: &str) -> Attribute<'c> {
+        melior::ir::attribute::FlatSymbolRefAttribute::new(self.context, name).into()
+    }
+
+    /// A type given by its text: memrefs of an element named in text, and dialect
+    /// types without a C constructor.
     pub fn ty(&self, text: &str) -> Type<'c> {
         Type::parse(self.context, text)
             .unwrap_or_else(|| panic!("internal type `{text}` does not parse"))
     }
 
+    /// An attribute given by its text: the dialects' enum attributes (`#gpu<dim x>`),
+    /// which have no C constructor, and array literals.
     pub fn attr(&self, text: &str) -> Attribute<'c> {
         Attribute::parse(self.context, text)
             .unwrap_or_else(|| panic!("internal attribute `{text}` does not parse"))
@@ -164,22 +198,18 @@ impl<'c> Inserter<'c> {
 
     /// `arith.constant` of an `index`.
     pub fn index_constant(&self, v: i64) -> MlirValue {
-        let index = self.ty("index");
-        self.op(
-            "arith.constant",
-            &[],
-            &[index],
-            &[("value", self.attr(&format!("{v} : index")))],
-        )[0]
+        let index = self.index();
+        let value = melior::ir::attribute::IntegerAttribute::new(index, v).into();
+        self.op("arith.constant", &[], &[index], &[("value", value)])[0]
     }
 
+    /// `arith.constant` of an `i64`.
     pub fn i64_constant(&self, v: i64) -> MlirValue {
-        let i64 = self.ty("i64");
         self.op(
             "arith.constant",
             &[],
-            &[i64],
-            &[("value", self.attr(&format!("{v} : i64")))],
+            &[self.int(64)],
+            &[("value", self.i64_attr(v))],
         )[0]
     }
 }
