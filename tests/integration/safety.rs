@@ -296,6 +296,15 @@ fn a_slow_compile_holds_up_only_its_own_kernel() {
 #[test]
 fn raw_operations_are_taken_only_from_kernels_written_with_unsafe() {
     use offload::{DeviceFn, DynamicArg, KernelArg, KernelDescriptor, ScalarTy, Strategy};
+    fn f32_region(data: &mut [u8]) -> KernelArg<'_> {
+        KernelArg::dynamic(DynamicArg::Region {
+            elem: ScalarTy::F32,
+            strategy: Strategy::Linear1D,
+            data,
+            row_len: None,
+        })
+        .unwrap()
+    }
     const MIR: &str = "// offload-mir v1
 kernel unchecked_copy(mut _1: Region<f32, Linear1D>, _2: &[f32]) {
     file \"forged.rs\";
@@ -314,13 +323,7 @@ kernel unchecked_copy(mut _1: Region<f32, Linear1D>, _2: &[f32]) {
     let mut out = vec![0u8; 4 * 8];
     let x = vec![0u8; 4 * 4];
     let mut args = vec![
-        KernelArg::dynamic(DynamicArg::Region {
-            elem: ScalarTy::F32,
-            strategy: Strategy::Linear1D,
-            data: &mut out,
-            row_len: None,
-        })
-        .unwrap(),
+        f32_region(&mut out),
         KernelArg::dynamic(DynamicArg::Slice {
             elem: ScalarTy::F32,
             data: &x,
@@ -364,15 +367,7 @@ kernel calls_peek(mut _1: Region<f32, Linear1D>) {
         // SAFETY: this test's own MIR; the point is what the device function may hold.
         unsafe { KernelDescriptor::new_unsafe("calls_peek", CALLER, &[&FORGED_DEVICE]) };
     let mut out = vec![0u8; 4 * 8];
-    let mut args = vec![
-        KernelArg::dynamic(DynamicArg::Region {
-            elem: ScalarTy::F32,
-            strategy: Strategy::Linear1D,
-            data: &mut out,
-            row_len: None,
-        })
-        .unwrap(),
-    ];
+    let mut args = vec![f32_region(&mut out)];
     let error = offload::launch(&CALLS, cpu(), &mut args).unwrap_err();
     assert_eq!(
         error.to_string(),

@@ -846,6 +846,22 @@ pub struct Body {
 }
 
 impl Body {
+    /// A kernel with no arguments and no blocks yet: only its `()` return place, `_0`.
+    pub fn new_kernel(name: String, file: String) -> Body {
+        Body {
+            kind: BodyKind::Kernel,
+            name,
+            file,
+            locals: vec![LocalDecl {
+                ty: Ty::Unit,
+                mutable: true,
+                debug: None,
+            }],
+            arg_count: 0,
+            blocks: Vec::new(),
+        }
+    }
+
     pub fn args(&self) -> impl Iterator<Item = (Local, &LocalDecl)> {
         (1..=self.arg_count).map(|i| (Local(i as u32), &self.locals[i]))
     }

@@ -613,18 +613,7 @@ type Value = Option<(Operand, ScalarTy)>;
 impl Translator {
     fn new(name: String, file: String) -> Translator {
         let mut b = Translator {
-            body: Body {
-                kind: BodyKind::Kernel,
-                name,
-                file,
-                locals: vec![LocalDecl {
-                    ty: Ty::Unit,
-                    mutable: true,
-                    debug: None,
-                }],
-                arg_count: 0,
-                blocks: Vec::new(),
-            },
+            body: Body::new_kernel(name, file),
             terminators: Vec::new(),
             current: None,
             scopes: vec![HashMap::new()],
@@ -662,14 +651,7 @@ impl Translator {
         }
         std::mem::replace(
             &mut self.body,
-            Body {
-                kind: BodyKind::Kernel,
-                name: String::new(),
-                file: String::new(),
-                locals: Vec::new(),
-                arg_count: 0,
-                blocks: Vec::new(),
-            },
+            Body::new_kernel(String::new(), String::new()),
         )
     }
 

@@ -32,18 +32,7 @@ pub(crate) struct Builder {
 
 impl Builder {
     pub fn new(name: String) -> Builder {
-        let body = Body {
-            kind: BodyKind::Kernel,
-            name,
-            file: "fuzz.rs".into(),
-            locals: vec![LocalDecl {
-                ty: Ty::Unit,
-                mutable: true,
-                debug: None,
-            }],
-            arg_count: 0,
-            blocks: Vec::new(),
-        };
+        let body = Body::new_kernel(name, "fuzz.rs".into());
         let mut b = Builder {
             body,
             current: BasicBlock::ENTRY,
