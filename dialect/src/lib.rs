@@ -14,8 +14,9 @@
 //! | operation | meaning |
 //! |---|---|
 //! | `offload.region_index(region) -> index` | the (first) element index this thread owns |
-//! | `offload.region_coord(region) {dim} -> index` | the thread's column (`dim` 0) or row (1) in a region |
-//! | `offload.extent(region) {dim} -> index` | a region's row length (`dim` 0) or row count (1) |
+//! | `offload.region_coord(region) {dim} -> index` | the thread's column (`dim` 0), row (1) or plane (2) in a region |
+//! | `offload.extent(region) {dim} -> index` | a region's row length (`dim` 0), rows per plane (1) or planes (2) |
+//! | `offload.margin(region) -> index` | how far an interior region's threads start from its edges |
 //! | `offload.len(region or slice) -> index` | element count |
 //! | `offload.load(container, index) -> T` | read one element (index already checked in MIR) |
 //! | `offload.store(value, region, index)` | write one element |
@@ -47,6 +48,7 @@ pub mod ops {
     pub const REGION_INDEX: &str = "offload.region_index";
     pub const REGION_COORD: &str = "offload.region_coord";
     pub const EXTENT: &str = "offload.extent";
+    pub const MARGIN: &str = "offload.margin";
     pub const LEN: &str = "offload.len";
     pub const LOAD: &str = "offload.load";
     pub const STORE: &str = "offload.store";

@@ -124,7 +124,7 @@ irdl.dialect @offload {
     irdl.results(coord: %index)
   }
 
-  // A region's extent along `dim` (0: row length, 1: row count).
+  // A region's extent along `dim` (0: row length, 1: rows per plane, 2: planes).
   irdl.operation @extent {
     %region = irdl.base @offload::@region
     %dim = irdl.base "#builtin.integer"
@@ -132,6 +132,14 @@ irdl.dialect @offload {
     irdl.attributes { "dim" = %dim }
     irdl.operands(region: %region)
     irdl.results(extent: %index)
+  }
+
+  // How far an interior region's threads start from its edges (0 for a whole region).
+  irdl.operation @margin {
+    %region = irdl.base @offload::@region
+    %index = irdl.is index
+    irdl.operands(region: %region)
+    irdl.results(margin: %index)
   }
 
   // The element count of a region or slice.

@@ -1,6 +1,9 @@
-//! The kernel ABI both target conversions share: region and slice arguments become
-//! `memref<?xT>`, a hidden last argument `memref<?xi64>` receives panic reports, and the
-//! `offload` memory ops become `memref` ops.
+//! The kernel ABI both target conversions share (`offload_mir::abi` packs the words on
+//! the host): slices and 1-D regions become `memref<?xT>`; 2-D and 3-D regions a
+//! `memref<?x?xT>` or `memref<?x?x?xT>` followed by their margin (an `index`); an
+//! `Indexed` region its data's `memref<?xT>` followed by its indices' `memref<?xi64>`.
+//! A hidden last argument `memref<?xi64>` receives panic reports, and the `offload`
+//! memory ops become `memref` ops.
 //!
 //! The panic buffer holds [`PANIC_BUFFER_WORDS`] words: `[count, site, value0, value1,
 //! scratch x3]`. A panicking thread adds one to `count` atomically; the thread that saw
@@ -33,6 +36,7 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         let root = OperationRef::from_raw(func);
         lower_lengths(context, root, &collapsed);
         lower_extents(context, root, &collapsed)?;
+        lower_margins(context, root, &collapsed);
         lower_loads_and_stores(context, root, &collapsed);
         lower_atomics(context, root)?;
         lower_panics(context, root, panic_buffer)?;
@@ -40,24 +44,38 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
     }
 }
 
-/// The 1-D view of each 2-D region argument, by the argument's handle.
-struct Collapsed(HashMap<usize, MlirValue>);
+/// What each region argument became, by the argument's handle.
+struct Collapsed(HashMap<usize, RegionArgument>);
+
+/// A region argument in the ABI.
+#[derive(Copy, Clone)]
+struct RegionArgument {
+    /// The memref it arrives as: `rank` dimensions, slowest first.
+    shaped: MlirValue,
+    rank: usize,
+    /// The 1-D view its elements are addressed through (the memref itself when 1-D).
+    flat: MlirValue,
+    /// The margin of a 2-D or 3-D region.
+    margin: Option<MlirValue>,
+    /// An `Indexed` region's indices: its element `t` is `flat[indices[t]]`.
+    indices: Option<MlirValue>,
+}
 
 impl Collapsed {
-    /// The view to address `v`'s elements through: its collapsed view if it is a 2-D
-    /// region, else itself.
-    fn view(&self, v: MlirValue) -> MlirValue {
-        self.0.get(&(v.ptr as usize)).copied().unwrap_or(v)
+    fn get(&self, v: MlirValue) -> Option<RegionArgument> {
+        self.0.get(&(v.ptr as usize)).copied()
     }
 
-    fn is_2d(&self, v: MlirValue) -> bool {
-        self.0.contains_key(&(v.ptr as usize))
+    /// The view to address `v`'s elements through: its flat view if it is a region,
+    /// else itself.
+    fn view(&self, v: MlirValue) -> MlirValue {
+        self.get(v).map_or(v, |r| r.flat)
     }
 }
 
-/// Region, slice and atomic arguments become memrefs. 2-D regions arrive as
-/// `memref<?x?xT>` (rows, row length) and are read and written through a collapsed 1-D
-/// view made once at entry.
+/// Region, slice and atomic arguments become memrefs (and the words that come with
+/// them, inserted after). 2-D and 3-D regions are read and written through a collapsed
+/// 1-D view made once at entry.
 ///
 /// # Safety
 ///
@@ -68,41 +86,67 @@ unsafe fn retype_arguments(
     entry: MlirBlock,
 ) -> Result<Collapsed, PassError> {
     unsafe {
-        let mut collapsed: HashMap<usize, MlirValue> = HashMap::new();
+        let mut collapsed = HashMap::new();
         let first_op = rewrite::first_operation(entry);
+        let index = melior::ir::Type::index(context);
+        let mut pos = 0;
         for arg in rewrite::arguments(entry) {
+            pos += 1;
             let text = rewrite::value_type(arg).to_string();
-            let (elem, two_d) = match parse_container_type(&text) {
+            let (elem, strategy) = match parse_container_type(&text) {
                 Some(ContainerType::Region { elem, strategy }) => {
-                    let two_d =
-                        offload_mir::Strategy::from_name(&strategy).is_some_and(|s| s.is_2d());
-                    (elem, two_d)
+                    let s = offload_mir::Strategy::from_name(&strategy).ok_or_else(|| {
+                        refuse(func, format!("unknown partitioning strategy `{strategy}`"))
+                    })?;
+                    (elem, Some(s))
                 }
                 Some(ContainerType::Slice { elem } | ContainerType::Atomic { elem }) => {
-                    (elem, false)
+                    (elem, None)
                 }
                 Some(ContainerType::Shared { .. }) | None => continue,
             };
-            let shape = if two_d { "?x?x" } else { "?x" };
-            let memref = melior::ir::Type::parse(context, &format!("memref<{shape}{elem}>"))
-                .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
+            let rank = strategy.map_or(1, |s| s.rank() as usize);
+            let memref = melior::ir::Type::parse(
+                context,
+                &format!("memref<{}{elem}>", "?x".repeat(rank)),
+            )
+            .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
             rewrite::set_argument_type(arg, memref);
-            if two_d {
+            let Some(strategy) = strategy else {
+                continue;
+            };
+            let mut region = RegionArgument {
+                shaped: arg,
+                rank,
+                flat: arg,
+                margin: None,
+                indices: None,
+            };
+            if rank > 1 {
                 let b = Inserter::before(context, first_op);
-                let view = b.op(
+                let all: Vec<usize> = (0..rank).collect();
+                region.flat = b.op(
                     "memref.collapse_shape",
                     &[arg],
                     &[b.ty(&format!("memref<?x{elem}>"))],
-                    &[("reassociation", b.attr("[[0, 1]]"))],
+                    &[("reassociation", b.attr(&format!("[{all:?}]")))],
                 )[0];
-                collapsed.insert(arg.ptr as usize, view);
+                region.margin = Some(rewrite::insert_argument(entry, pos, index, func));
+                pos += 1;
+            } else if strategy == offload_mir::Strategy::Indexed {
+                let indices = melior::ir::Type::parse(context, "memref<?xi64>")
+                    .expect("a builtin type parses");
+                region.indices = Some(rewrite::insert_argument(entry, pos, indices, func));
+                pos += 1;
             }
+            collapsed.insert(arg.ptr as usize, region);
         }
         Ok(Collapsed(collapsed))
     }
 }
 
-/// `offload.len` → the element count; a 2-D region's collapsed view has all its rows.
+/// `offload.len` → the element count; a multi-dimensional region's collapsed view has
+/// all its elements, an `Indexed` region's length is its index count.
 ///
 /// # Safety
 ///
@@ -112,19 +156,23 @@ unsafe fn lower_lengths(context: &Context, root: OperationRef<'_, '_>, collapsed
         for op in rewrite::collect(root, ops::LEN) {
             let b = Inserter::before(context, op);
             let zero = b.index_constant(0);
-            let dim = b.op(
-                "memref.dim",
-                &[collapsed.view(rewrite::operand(op, 0)), zero],
-                &[b.index()],
-                &[],
-            );
+            let container = rewrite::operand(op, 0);
+            let counted = match collapsed.get(container) {
+                Some(RegionArgument {
+                    indices: Some(indices),
+                    ..
+                }) => indices,
+                _ => collapsed.view(container),
+            };
+            let dim = b.op("memref.dim", &[counted, zero], &[b.index()], &[]);
             rewrite::replace(op, &dim);
         }
     }
 }
 
-/// `offload.extent` → a memref dimension: row length is dimension 1 of a 2-D region, row
-/// count dimension 0; a 1-D region is one row.
+/// `offload.extent` → a memref dimension: the row length is the last dimension, rows per
+/// plane the one before it, planes the first of a 3-D region. Past a region's rank the
+/// extent is 1.
 ///
 /// # Safety
 ///
@@ -136,33 +184,20 @@ unsafe fn lower_extents(
 ) -> Result<(), PassError> {
     unsafe {
         for op in rewrite::collect(root, ops::EXTENT) {
-            // Row length is the memref's dimension 1, row count its dimension 0; a 1-D
-            // region is one row.
             let dim = rewrite::int_attribute(op, "dim")
                 .ok_or_else(|| refuse(op, "`offload.extent` needs a `dim`"))?;
-            let region = rewrite::operand(op, 0);
+            let operand = rewrite::operand(op, 0);
+            let region = collapsed
+                .get(operand)
+                .ok_or_else(|| refuse(op, "`offload.extent` needs a region argument"))?;
             let b = Inserter::before(context, op);
-            let two_d = collapsed.is_2d(region);
-            let v = match (two_d, dim) {
-                (true, 0) => b.op(
-                    "memref.dim",
-                    &[region, b.index_constant(1)],
-                    &[b.index()],
-                    &[],
-                )[0],
-                (true, _) => b.op(
-                    "memref.dim",
-                    &[region, b.index_constant(0)],
-                    &[b.index()],
-                    &[],
-                )[0],
-                (false, 0) => b.op(
-                    "memref.dim",
-                    &[region, b.index_constant(0)],
-                    &[b.index()],
-                    &[],
-                )[0],
-                (false, _) => b.index_constant(1),
+            let v = match usize::try_from(dim) {
+                Ok(d) if d < region.rank => {
+                    let memref_dim = b.index_constant((region.rank - 1 - d) as i64);
+                    b.op("memref.dim", &[region.shaped, memref_dim], &[b.index()], &[])[0]
+                }
+                Ok(_) => b.index_constant(1),
+                Err(_) => return Err(refuse(op, "`offload.extent` needs a `dim` of 0, 1 or 2")),
             };
             rewrite::replace(op, &[v]);
         }
@@ -170,7 +205,23 @@ unsafe fn lower_extents(
     }
 }
 
-/// `offload.load` and `offload.store` → `memref.load` and `memref.store`.
+/// `offload.margin` → the margin argument of a 2-D or 3-D region; 0 for others.
+///
+/// # Safety
+///
+/// `root` and everything under it must be live.
+unsafe fn lower_margins(context: &Context, root: OperationRef<'_, '_>, collapsed: &Collapsed) {
+    unsafe {
+        for op in rewrite::collect(root, ops::MARGIN) {
+            let margin = collapsed.get(rewrite::operand(op, 0)).and_then(|r| r.margin);
+            let v = margin.unwrap_or_else(|| Inserter::before(context, op).index_constant(0));
+            rewrite::replace(op, &[v]);
+        }
+    }
+}
+
+/// `offload.load` and `offload.store` → `memref.load` and `memref.store`; element `t`
+/// of an `Indexed` region is its data's element `indices[t]`.
 ///
 /// # Safety
 ///
@@ -181,33 +232,32 @@ unsafe fn lower_loads_and_stores(
     collapsed: &Collapsed,
 ) {
     unsafe {
+        // The memref and index an element of `container` is at.
+        let element = |b: &Inserter<'_>, container: MlirValue, index: MlirValue| {
+            match collapsed.get(container) {
+                Some(RegionArgument {
+                    indices: Some(indices),
+                    flat,
+                    ..
+                }) => {
+                    let at = b.op("memref.load", &[indices, index], &[b.int(64)], &[])[0];
+                    (flat, b.op("arith.index_cast", &[at], &[b.index()], &[])[0])
+                }
+                _ => (collapsed.view(container), index),
+            }
+        };
         for op in rewrite::collect(root, ops::LOAD) {
             let b = Inserter::before(context, op);
             let result_ty = rewrite::result_type(op);
-            let v = b.op(
-                "memref.load",
-                &[
-                    collapsed.view(rewrite::operand(op, 0)),
-                    rewrite::operand(op, 1),
-                ],
-                &[result_ty],
-                &[],
-            );
+            let (memref, index) = element(&b, rewrite::operand(op, 0), rewrite::operand(op, 1));
+            let v = b.op("memref.load", &[memref, index], &[result_ty], &[]);
             rewrite::replace(op, &v);
         }
         for op in rewrite::collect(root, ops::STORE) {
             let b = Inserter::before(context, op);
-            let (value, region, index) = (
-                rewrite::operand(op, 0),
-                rewrite::operand(op, 1),
-                rewrite::operand(op, 2),
-            );
-            b.op(
-                "memref.store",
-                &[value, collapsed.view(region), index],
-                &[],
-                &[],
-            );
+            let value = rewrite::operand(op, 0);
+            let (memref, index) = element(&b, rewrite::operand(op, 1), rewrite::operand(op, 2));
+            b.op("memref.store", &[value, memref, index], &[], &[]);
             rewrite::replace(op, &[]);
         }
     }

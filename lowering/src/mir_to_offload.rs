@@ -211,7 +211,8 @@ fn statement_reads(s: &Statement, read: &mut impl FnMut(Local)) -> Option<Local>
         | Rvalue::Len(_)
         | Rvalue::RegionIndex(_)
         | Rvalue::RegionCoord(..)
-        | Rvalue::RegionExtent(..) => {}
+        | Rvalue::RegionExtent(..)
+        | Rvalue::RegionEnd(..) => {}
     }
     match s.place.index {
         Some(index) => {

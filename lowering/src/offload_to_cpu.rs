@@ -1,17 +1,18 @@
 //! `convert-offload-to-cpu`: turns each kernel into a host function that runs a range of
-//! workgroups (numbered row by row) and, in each, a range of threads (numbered likewise)
-//! in turn:
+//! workgroups (numbered x fastest, then y, then z) and, in each, a range of threads
+//! (numbered likewise) in turn:
 //!
 //! ```text
-//! func @k(%group_begin, %group_end, %groups_x, %groups_y, %size_x, %size_y,
-//!         %thread_begin, %thread_end, %shared: memref<?xi8>, %barrier: index,
+//! func @k(%group_begin, %group_end, %groups_x, %groups_y, %groups_z, %size_x, %size_y,
+//!         %size_z, %thread_begin, %thread_end, %shared: memref<?xi8>, %barrier: index,
 //!         <kernel_abi args>) {
 //!   scf.for %group = %group_begin to %group_end {
-//!     (%group_x, %group_y) = (%group % %groups_x, %group / %groups_x)
+//!     (%group_x, %group_y, %group_z) = %group split by %groups_x and %groups_y
 //!     scf.for %thread = %thread_begin to %thread_end
-//!         carrying (%thread_x, %thread_y), from (%thread_begin % %size_x, .. / %size_x) {
+//!         carrying (%thread_x, %thread_y, %thread_z), from %thread_begin split likewise {
 //!       scf.execute_region { <the kernel body; each return yields> }
-//!       (%thread_x, %thread_y) advanced by one, x wrapping at %size_x
+//!       (%thread_x, %thread_y, %thread_z) advanced by one, x wrapping at %size_x and
+//!       y at %size_y
 //! ```
 //!
 //! `%shared` is the workgroup's shared memory: static arrays at their offsets, dynamic
@@ -31,8 +32,9 @@ use offload_dialect::ops;
 pub const NAME: &str = "convert-offload-to-cpu";
 
 /// Arguments the CPU entry point takes before the kernel's own, in the order of
-/// [`offload_mir::abi::CpuLeading`]: `group_begin`, `group_end`, `groups_x`, `groups_y`
-/// (the whole launch's workgroups), `size_x`, `size_y`, `thread_begin`, `thread_end`,
+/// [`offload_mir::abi::CpuLeading`]: `group_begin`, `group_end`, `groups_x`, `groups_y`,
+/// `groups_z` (the whole launch's workgroups), `size_x`, `size_y`, `size_z`,
+/// `thread_begin`, `thread_end`,
 /// `shared`, `barrier`.
 pub const LEADING_ARGS: usize = offload_mir::abi::CPU_LEADING_ARGS;
 
@@ -49,24 +51,34 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let func_ref = OperationRef::from_raw(func);
             let (name, args) = kernel_abi::signature(func_ref)?;
             let skeleton = format!(
-                "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %groups_y: index, %size_x: index, %size_y: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, %barrier: index, {}) {{
+                "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %groups_y: index, %groups_z: index, %size_x: index, %size_y: index, %size_z: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, %barrier: index, {}) {{
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
+  %groups_xy = arith.muli %groups_x, %groups_y : index
+  %size_xy = arith.muli %size_x, %size_y : index
   scf.for %group = %group_begin to %group_end step %c1 {{
     %group_x = arith.remui %group, %groups_x : index
-    %group_y = arith.divui %group, %groups_x : index
+    %group_yz = arith.divui %group, %groups_x : index
+    %group_y = arith.remui %group_yz, %groups_y : index
+    %group_z = arith.divui %group, %groups_xy : index
     %thread_x0 = arith.remui %thread_begin, %size_x : index
-    %thread_y0 = arith.divui %thread_begin, %size_x : index
-    %last:2 = scf.for %thread = %thread_begin to %thread_end step %c1 iter_args(%thread_x = %thread_x0, %thread_y = %thread_y0) -> (index, index) {{
+    %thread_yz0 = arith.divui %thread_begin, %size_x : index
+    %thread_y0 = arith.remui %thread_yz0, %size_y : index
+    %thread_z0 = arith.divui %thread_begin, %size_xy : index
+    %last:3 = scf.for %thread = %thread_begin to %thread_end step %c1 iter_args(%thread_x = %thread_x0, %thread_y = %thread_y0, %thread_z = %thread_z0) -> (index, index, index) {{
       scf.execute_region {{
         scf.yield
       }}
       %next_x = arith.addi %thread_x, %c1 : index
-      %wrap = arith.cmpi eq, %next_x, %size_x : index
+      %wrap_x = arith.cmpi eq, %next_x, %size_x : index
+      %x = arith.select %wrap_x, %c0, %next_x : index
       %next_y = arith.addi %thread_y, %c1 : index
-      %x = arith.select %wrap, %c0, %next_x : index
-      %y = arith.select %wrap, %next_y, %thread_y : index
-      scf.yield %x, %y : index, index
+      %y1 = arith.select %wrap_x, %next_y, %thread_y : index
+      %wrap_y = arith.cmpi eq, %y1, %size_y : index
+      %y = arith.select %wrap_y, %c0, %y1 : index
+      %next_z = arith.addi %thread_z, %c1 : index
+      %z = arith.select %wrap_y, %next_z, %thread_z : index
+      scf.yield %x, %y, %z : index, index, index
     }}
   }}
   return
@@ -81,29 +93,27 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 rewrite::collect(host_ref, "arith.remui"),
                 rewrite::collect(host_ref, "arith.divui"),
             );
-            let group = [result(rem[0]), result(div[0])];
-            // The thread's (x, y) are the inner loop's carried values: a division per
+            // In the skeleton's order: x is the first remainder, y the second, z the
+            // second quotient.
+            let group = [result(rem[0]), result(rem[1]), result(div[1])];
+            // The thread's (x, y, z) are the inner loop's carried values: divisions per
             // workgroup, not per thread.
             let thread_loop = rewrite::collect(host_ref, "scf.for")[1];
             let carried = rewrite::arguments(rewrite::entry_block(thread_loop));
-            let thread = [carried[1], carried[2]];
+            let thread = [carried[1], carried[2], carried[3]];
             let host_args = rewrite::arguments(host_entry);
             let arg = |i: usize| host_args[i];
-            let count = [arg(2), arg(3)];
-            let size = [arg(4), arg(5)];
-
-            // Launches on the CPU are at most two-dimensional (the runtime refuses
-            // others), so along z every thread and workgroup is the first of one.
-            for (op_name, values, z) in [
-                (ops::THREAD_ID, thread, 0),
-                (ops::WORKGROUP_ID, group, 0),
-                (ops::WORKGROUP_DIM, size, 1),
-                (ops::WORKGROUP_COUNT, count, 1),
+            let count = [arg(2), arg(3), arg(4)];
+            let size = [arg(5), arg(6), arg(7)];
+            for (op_name, values) in [
+                (ops::THREAD_ID, thread),
+                (ops::WORKGROUP_ID, group),
+                (ops::WORKGROUP_DIM, size),
+                (ops::WORKGROUP_COUNT, count),
             ] {
                 for op in rewrite::collect(func_ref, op_name) {
                     let value = match rewrite::int_attribute(op, "dim") {
-                        Some(d @ (0 | 1)) => values[d as usize],
-                        Some(2) => rewrite::Inserter::before(context, op).index_constant(z),
+                        Some(d @ 0..=2) => values[d as usize],
                         _ => {
                             return Err(refuse(
                                 op,
@@ -114,7 +124,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     rewrite::replace(op, &[value]);
                 }
             }
-            let (shared, barrier) = (arg(8), arg(9));
+            let (shared, barrier) = (arg(10), arg(11));
             workgroup_memory(context, func_ref, shared)?;
             let mut calls_barrier = false;
             for op in rewrite::collect(func_ref, ops::BARRIER) {

@@ -1,9 +1,10 @@
 //! `convert-offload-to-gpu`: moves each kernel into its own `gpu.module` as a `gpu.func`
-//! with the [`kernel_abi`](crate::kernel_abi) signature plus three last `index`
-//! arguments: the first workgroup's x index (0 unless a launch is split across devices),
-//! the launch's dynamic shared memory in bytes, and the whole launch's workgroups in x. It
-//! maps thread positions to `gpu.thread_id`, `gpu.block_id` (+ that base in x),
-//! `gpu.block_dim` and `gpu.grid_dim` (that count in x); shared arrays to workgroup
+//! with the [`kernel_abi`](crate::kernel_abi) signature plus seven last `index`
+//! arguments (`offload_mir::abi::GPU_HIDDEN`): the first workgroup's index along x, y
+//! and z (0 unless a launch is split across devices or folded into several grids), the
+//! launch's dynamic shared memory in bytes, and the whole launch's workgroups along x, y
+//! and z. It maps thread positions to `gpu.thread_id`, `gpu.block_id` (+ that base),
+//! `gpu.block_dim` and those workgroup counts; shared arrays to workgroup
 //! `memref.global`s (dynamic shared memory to `gpu.dynamic_shared_memory`); barriers to
 //! `gpu.barrier`; and subgroup operations to warp shuffles and votes (32 lanes).
 
@@ -22,8 +23,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
         unsafe {
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
-            // A hidden last argument offsets workgroup x: a launch split across devices
-            // runs each device's share of the workgroups with the share's first index.
+            // Hidden last arguments: where this part of the launch starts (workgroup
+            // positions are offset by it: a launch split across devices, or folded into
+            // grids the device can run) and the whole launch's workgroups.
             let entry = rewrite::entry_block(func);
             let index = melior::ir::Type::index(context);
             // The hidden index parameters, in the ABI's order.
@@ -36,9 +38,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     .map(|(_, v)| *v)
                     .expect("every hidden parameter is declared")
             };
-            let group_base = parameter(GpuHidden::GroupBase);
+            let group_base = [0, 1, 2].map(|d| parameter(GpuHidden::GroupBase(d)));
             let dynamic_bytes = parameter(GpuHidden::DynamicSharedBytes);
-            let groups_x = parameter(GpuHidden::WorkgroupsX);
+            let groups = [0, 1, 2].map(|d| parameter(GpuHidden::Workgroups(d)));
             rewrite::set_function_type(context, func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
             subgroups(context, func_ref)?;
@@ -50,7 +52,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 (ops::THREAD_ID, "gpu.thread_id"),
                 (ops::WORKGROUP_ID, "gpu.block_id"),
                 (ops::WORKGROUP_DIM, "gpu.block_dim"),
-                (ops::WORKGROUP_COUNT, "gpu.grid_dim"),
+                (ops::WORKGROUP_COUNT, "the hidden count"),
             ] {
                 for op in rewrite::collect(func_ref, name) {
                     let dim = rewrite::int_attribute(op, "dim")
@@ -59,14 +61,15 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                         .get(dim as usize)
                         .ok_or_else(|| refuse(op, "`dim` must be 0, 1 or 2"))?;
                     let b = rewrite::Inserter::before(context, op);
-                    if name == ops::WORKGROUP_COUNT && dim == 0 {
-                        rewrite::replace(op, &[groups_x]);
+                    if name == ops::WORKGROUP_COUNT {
+                        rewrite::replace(op, &[groups[dim as usize]]);
                         continue;
                     }
                     let attr = b.attr(&format!("#gpu<dim {axis}>"));
                     let mut v = b.op(gpu, &[], &[b.index()], &[("dimension", attr)]);
-                    if name == ops::WORKGROUP_ID && dim == 0 {
-                        v = b.op("arith.addi", &[v[0], group_base], &[b.index()], &[]);
+                    if name == ops::WORKGROUP_ID {
+                        let base = group_base[dim as usize];
+                        v = b.op("arith.addi", &[v[0], base], &[b.index()], &[]);
                     }
                     rewrite::replace(op, &v);
                 }

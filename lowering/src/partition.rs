@@ -5,11 +5,16 @@
 //!
 //! With `gid(d) = workgroup_id(d) * workgroup_dim(d) + thread_id(d)`:
 //!
-//! | strategy | element index | coordinates (column, row) |
+//! | strategy | element index | coordinates (column, row, plane) |
 //! |---|---|---|
-//! | `Linear1D` | `gid(0)` | `(gid(0), 0)` |
-//! | `Chunked<N>` | `gid(0) * N` (the chunk's first element) | `(gid(0), 0)` |
-//! | `Linear2D`, `Stencil2D<R>` | `gid(1) * row_length + gid(0)` | `(gid(0), gid(1))` |
+//! | `Linear1D`, `Indexed` | `gid(0)` | `(gid(0), 0, 0)` |
+//! | `Chunked<N>` | `gid(0) * N` (the chunk's first element) | `(gid(0), 0, 0)` |
+//! | `Linear2D`, `Stencil2D<R>` | `row * row_length + column` | `(gid(0) + m, gid(1) + m, 0)` |
+//! | `Linear3D` | `(plane * rows + row) * row_length + column` | `(gid(0) + m, gid(1) + m, gid(2) + m)` |
+//!
+//! `m` is the region's margin (`offload.margin`): 0, or an interior region's. An
+//! `Indexed` region's element `t` is found through its indices when memory ops are
+//! lowered (`kernel_abi`).
 
 use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::{Context, ir::OperationRef};
@@ -41,22 +46,30 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 } else {
                     let dim = rewrite::int_attribute(op, "dim")
                         .ok_or_else(|| refuse(op, "`offload.region_coord` needs a `dim`"))?;
-                    match (strategy.is_2d(), dim) {
-                        (true, 0 | 1) | (false, 0) => global_id(&b, dim),
-                        (false, 1) => b.index_constant(0),
-                        _ => {
-                            return Err(refuse(
-                                op,
-                                format!("region dimension {dim} is out of range"),
-                            ));
-                        }
+                    if !(0..3).contains(&dim) {
+                        return Err(refuse(op, format!("region dimension {dim} is out of range")));
                     }
+                    coordinate(&b, region, strategy, dim as u8)
                 };
                 rewrite::replace(op, &[value]);
             }
         }
     }
     Ok(())
+}
+
+/// The thread's coordinate along `dim` in a region of `strategy`.
+fn coordinate(b: &Inserter<'_>, region: MlirValue, strategy: Strategy, dim: u8) -> MlirValue {
+    match strategy.rank() {
+        rank if dim >= rank => b.index_constant(0),
+        1 => global_id(b, 0),
+        _ => {
+            let index = b.index();
+            let margin = b.op(ops::MARGIN, &[region], &[index], &[])[0];
+            let id = global_id(b, dim as i64);
+            b.op("arith.addi", &[id, margin], &[index], &[])[0]
+        }
+    }
 }
 
 /// The thread's position in the whole launch along `dim`.
@@ -73,17 +86,23 @@ fn global_id(b: &Inserter<'_>, dim: i64) -> MlirValue {
 fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> MlirValue {
     let index = b.index();
     match strategy {
-        Strategy::Linear1D => global_id(b, 0),
+        Strategy::Linear1D | Strategy::Indexed => global_id(b, 0),
         Strategy::Chunked(n) => {
             let n = b.index_constant(n as i64);
             let chunk = global_id(b, 0);
             b.op("arith.muli", &[chunk, n], &[index], &[])[0]
         }
-        Strategy::Linear2D | Strategy::Stencil2D(_) => {
-            let (col, row) = (global_id(b, 0), global_id(b, 1));
-            let width = b.op(ops::EXTENT, &[region], &[index], &[("dim", b.i64_attr(0))])[0];
-            let start = b.op("arith.muli", &[row, width], &[index], &[])[0];
-            b.op("arith.addi", &[start, col], &[index], &[])[0]
+        Strategy::Linear2D | Strategy::Stencil2D(_) | Strategy::Linear3D => {
+            // Slowest coordinate first: `(plane * rows + row) * row_length + column`.
+            let rank = strategy.rank();
+            let mut at = coordinate(b, region, strategy, rank - 1);
+            for d in (0..rank - 1).rev() {
+                let extent = b.op(ops::EXTENT, &[region], &[index], &[("dim", b.i64_attr(d as i64))])[0];
+                let scaled = b.op("arith.muli", &[at, extent], &[index], &[])[0];
+                let c = coordinate(b, region, strategy, d);
+                at = b.op("arith.addi", &[scaled, c], &[index], &[])[0];
+            }
+            at
         }
     }
 }

@@ -317,6 +317,22 @@ pub unsafe fn add_argument(block: MlirBlock, ty: Type<'_>, at: MlirOperation) ->
     unsafe { mlirBlockAddArgument(block, ty.to_raw(), mlirOperationGetLocation(at)) }
 }
 
+/// Inserts an argument of type `ty` into a live block at position `pos`, located at `at`.
+///
+/// # Safety
+///
+/// `block` and `at` must be live, and `pos` at most the block's argument count.
+pub unsafe fn insert_argument(
+    block: MlirBlock,
+    pos: usize,
+    ty: Type<'_>,
+    at: MlirOperation,
+) -> MlirValue {
+    unsafe {
+        mlirBlockInsertArgument(block, pos as isize, ty.to_raw(), mlirOperationGetLocation(at))
+    }
+}
+
 /// Gives a live block argument type `ty`.
 ///
 /// # Safety

@@ -19,7 +19,7 @@ pub enum DynamicArg<'a> {
         elem: ScalarTy,
         strategy: Strategy,
         data: &'a mut [u8],
-        row_len: Option<usize>,
+        layout: &'a offload_mir::interp::Layout,
     },
     Slice {
         elem: ScalarTy,
@@ -63,6 +63,8 @@ pub(crate) enum ArgKind {
         /// Elements `first..last` of the region, when `data` holds only those (a share of
         /// a split launch, whose threads touch no others); `None`: `data` holds them all.
         window: Option<(usize, usize)>,
+        /// An `Indexed` region's indices, on the host.
+        indices: Option<(*const usize, usize)>,
     },
     Slice {
         data: *const u8,
@@ -94,6 +96,7 @@ impl<'a> KernelArg<'a> {
                 strategy: S::KIND,
                 resident: region.resident,
                 window: None,
+                indices: region.indices.map(|i| (i.as_ptr(), i.len())),
             },
             _borrow: PhantomData,
         }
@@ -147,17 +150,21 @@ impl<'a> KernelArg<'a> {
                 elem,
                 strategy,
                 data,
-                row_len,
+                layout,
             } => ArgKind::Region {
                 shape: Shape {
                     len: elements(data, elem)?,
-                    row_len,
+                    row_len: layout.row_len,
+                    plane_rows: layout.plane_rows,
+                    margin: layout.margin,
+                    indices: layout.indices.as_ref().map(Vec::len),
                 },
                 data: data.as_mut_ptr(),
                 elem,
                 strategy,
                 resident: None,
                 window: None,
+                indices: layout.indices.as_ref().map(|i| (i.as_ptr(), i.len())),
             },
             DynamicArg::Slice { elem, data } => ArgKind::Slice {
                 len: elements(data, elem)?,
@@ -253,23 +260,49 @@ impl ArgKind {
         }
     }
 
-    /// The argument's memref descriptor words in the kernel ABI (allocated pointer,
-    /// aligned pointer, offset, sizes, strides), given where its data lives; `None` for
-    /// scalars.
-    pub(crate) fn memref_words(&self, ptr: u64) -> Option<Vec<u64>> {
-        use offload_mir::abi::{memref_1d, memref_2d};
+    /// The argument's words in the kernel ABI, given where its data lives and, for an
+    /// `Indexed` region, where its indices do; `None` for scalars.
+    pub(crate) fn abi_words(&self, ptr: u64, indices: Option<u64>) -> Option<Vec<u64>> {
+        use offload_mir::abi;
         match *self {
             ArgKind::Region {
                 shape, strategy, ..
-            } if strategy.is_2d() => {
-                let (width, height) = shape.extents();
-                Some(memref_2d(ptr, height as u64, width as u64).to_vec())
-            }
-            ArgKind::Region { shape, .. } => Some(memref_1d(ptr, shape.len as u64).to_vec()),
+            } => Some(match (strategy.rank(), indices) {
+                (2, _) => {
+                    let [w, h, _] = shape.extents().map(|e| e as u64);
+                    abi::region_2d(ptr, h, w, shape.margin as u64).to_vec()
+                }
+                (3, _) => {
+                    let [w, h, d] = shape.extents().map(|e| e as u64);
+                    abi::region_3d(ptr, d, h, w, shape.margin as u64).to_vec()
+                }
+                (_, Some(at)) => {
+                    abi::indexed(ptr, shape.len as u64, at, shape.indices.unwrap_or(0) as u64)
+                        .to_vec()
+                }
+                _ => abi::memref_1d(ptr, shape.len as u64).to_vec(),
+            }),
             ArgKind::Slice { len, .. } | ArgKind::Atomic { len, .. } => {
-                Some(memref_1d(ptr, len as u64).to_vec())
+                Some(abi::memref_1d(ptr, len as u64).to_vec())
             }
             ArgKind::Scalar { .. } => None,
+        }
+    }
+
+    /// An `Indexed` region's indices as a read-only argument of their own, placed on the
+    /// device like a slice.
+    pub(crate) fn indices(&self) -> Option<ArgKind> {
+        match *self {
+            ArgKind::Region {
+                indices: Some((data, len)),
+                ..
+            } => Some(ArgKind::Slice {
+                data: data.cast(),
+                len,
+                elem: ScalarTy::U64,
+                resident: None,
+            }),
+            _ => None,
         }
     }
 }

@@ -14,7 +14,7 @@
 
 use crate::{
     AtomicData, Device, Error, IntoAtomic, IntoRegion, IntoSlice, OneDimensional,
-    PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
+    Indexed, PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
     memory::{BufferLocation, Memory, SplitParts},
     scalar::Scalar,
 };
@@ -263,12 +263,31 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
         Self::over(buffer, Some(row_len))
     }
 
+    /// A 3-D region over a device-resident buffer: rows of `nx` elements, planes of `ny`
+    /// rows (as [`Region::new_3d`]).
+    pub fn on_device_3d(buffer: &'a mut DeviceBuffer<T>, nx: usize, ny: usize) -> Self {
+        let mut region = Self::over(buffer, Some(nx));
+        region.shape.plane_rows = Some(ny);
+        region
+    }
+
     fn over(buffer: &DeviceBuffer<T>, row_len: Option<usize>) -> Self {
         let shape = Shape {
-            len: buffer.len(),
             row_len,
+            ..Shape::flat(buffer.len())
         };
         Region::resident(shape, buffer.resident())
+    }
+}
+
+impl<'a, T: Scalar> Region<'a, T, Indexed> {
+    /// A scatter over a device-resident buffer: thread `t` owns element `indices[t]` (as
+    /// [`Region::indexed`]).
+    pub fn indexed_on_device(buffer: &'a mut DeviceBuffer<T>, indices: &'a [usize]) -> Self {
+        let mut region = Self::over(buffer, None);
+        region.shape.indices = Some(indices.len());
+        region.indices = Some(indices);
+        region
     }
 }
 
@@ -287,11 +306,7 @@ impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut DeviceBu
 
 impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut SplitBuffer<T> {
     fn into_region(self) -> Region<'a, T, S> {
-        let shape = Shape {
-            len: self.len(),
-            row_len: None,
-        };
-        Region::resident(shape, self.resident())
+        Region::resident(Shape::flat(self.len()), self.resident())
     }
 }
 

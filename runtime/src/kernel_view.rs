@@ -6,7 +6,7 @@
 //! kernels run as lowered code on a device or the CPU backend. Their docs describe the
 //! device-side meaning.
 
-use crate::{Chunked, Linear1D, Linear2D, Stencil2D};
+use crate::{Chunked, Indexed, Linear1D, Linear2D, Linear3D, Stencil2D};
 use std::marker::PhantomData;
 
 /// A kernel's view of a `Region` parameter.
@@ -38,22 +38,30 @@ impl<T, S> Region<T, S> {
 /// Row and column queries of the 2-D strategies.
 macro_rules! coordinates {
     () => {
-        /// This thread's row.
+        /// This thread's row, in the whole region (an interior region's first row is its
+        /// margin).
         pub fn row(&self) -> usize {
             unreachable!("{NEVER}")
         }
 
-        /// This thread's column.
+        /// This thread's column, in the whole region.
         pub fn col(&self) -> usize {
             unreachable!("{NEVER}")
         }
 
-        /// Elements per row.
+        extents!();
+    };
+}
+
+/// Row length and row count of the multi-dimensional strategies.
+macro_rules! extents {
+    () => {
+        /// Elements per row, of the whole region.
         pub fn width(&self) -> usize {
             unreachable!("{NEVER}")
         }
 
-        /// Rows.
+        /// Rows (per plane of a 3-D region), of the whole region.
         pub fn height(&self) -> usize {
             unreachable!("{NEVER}")
         }
@@ -81,6 +89,43 @@ impl<T> Region<T, Linear2D> {
     }
 
     coordinates!();
+}
+
+impl<T> Region<T, Linear3D> {
+    /// This thread's element, or `None` for threads outside the region.
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        unreachable!("{NEVER}")
+    }
+
+    /// This thread's column (x), in the whole region.
+    pub fn x(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// This thread's row (y) in its plane.
+    pub fn y(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// This thread's plane (z).
+    pub fn z(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    /// Planes.
+    pub fn depth(&self) -> usize {
+        unreachable!("{NEVER}")
+    }
+
+    extents!();
+}
+
+impl<T> Region<T, Indexed> {
+    /// The element this thread's index names (thread `t` owns `data[indices[t]]`), or
+    /// `None` for threads past the last index.
+    pub fn get_mut(&mut self) -> Option<&mut T> {
+        unreachable!("{NEVER}")
+    }
 }
 
 impl<T, const R: usize> Region<T, Stencil2D<R>> {

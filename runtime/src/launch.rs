@@ -6,9 +6,9 @@ use crate::{
     args::{ArgKind, KernelArg},
     kernel::KernelDescriptor,
     plan::LaunchPlan,
-    region::{DEFAULT_WORKGROUP_SIZE, MAX_WORKGROUP_SIZE},
+    region::{DEFAULT_WORKGROUP_SIZE, MAX_WORKGROUP_SIZE, Shape},
 };
-use offload_mir::{Body, Ty};
+use offload_mir::{Body, Strategy, Ty};
 
 /// Launch geometry and placement; every field may be left to its default.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -70,6 +70,7 @@ pub fn launch(
         }
     }
     check_region_shapes(args)?;
+    check_indexed_regions(args)?;
     if options.all_devices {
         return crate::split::run(
             body,
@@ -213,11 +214,11 @@ fn check_workgroup_size(workgroup_size: [u32; 3]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Every 2-D region of a launch must have one shape: threads are laid over the first
-/// one's rows and columns, and a stencil read of another shape would be clamped to the
-/// wrong edges.
+/// Every 2-D and 3-D region of a launch must have one shape and margin: threads are
+/// laid over the first one's elements, and a stencil read of another shape would be
+/// clamped to the wrong edges.
 fn check_region_shapes(args: &[KernelArg<'_>]) -> Result<(), Error> {
-    let mut first: Option<(usize, (usize, usize))> = None;
+    let mut first: Option<(usize, Strategy, Shape)> = None;
     for (i, arg) in args.iter().enumerate() {
         let ArgKind::Region {
             shape, strategy, ..
@@ -225,24 +226,64 @@ fn check_region_shapes(args: &[KernelArg<'_>]) -> Result<(), Error> {
         else {
             continue;
         };
-        if !strategy.is_2d() {
+        if strategy.rank() < 2 {
             continue;
         }
-        let extents = shape.extents();
-        match first {
-            None => first = Some((i, extents)),
-            Some((j, other)) if other != extents => {
+        let layout = |s: Strategy, shape: &Shape| {
+            let [w, h, d] = shape.extents();
+            let mut text = match s.rank() {
+                2 => format!("{h} rows of {w}"),
+                _ => format!("{d} planes of {h} rows of {w}"),
+            };
+            if shape.margin > 0 {
+                text += &format!(" with interior({})", shape.margin);
+            }
+            text
+        };
+        match &first {
+            None => first = Some((i, *strategy, *shape)),
+            Some((j, s, other))
+                if (s.rank(), other.extents(), other.margin)
+                    != (strategy.rank(), shape.extents(), shape.margin) =>
+            {
                 return Err(Error::InvalidLaunch(format!(
-                    "the 2-D regions of one launch must have one shape: argument {} is {} rows of {}, argument {} is {} rows of {}",
+                    "the 2-D and 3-D regions of one launch must have one shape: argument {} is {}, argument {} is {}",
                     j + 1,
-                    other.1,
-                    other.0,
+                    layout(*s, other),
                     i + 1,
-                    extents.1,
-                    extents.0
+                    layout(*strategy, shape)
                 )));
             }
             Some(_) => {}
+        }
+    }
+    Ok(())
+}
+
+/// An `Indexed` region's indices must be in bounds and distinct, so that every thread
+/// owns its own element.
+fn check_indexed_regions(args: &[KernelArg<'_>]) -> Result<(), Error> {
+    for arg in args {
+        match arg.kind {
+            ArgKind::Region {
+                strategy: Strategy::Indexed,
+                indices: Some((data, len)),
+                shape,
+                ..
+            } => {
+                // SAFETY: the region borrows its indices for the launch (`Region::indexed`).
+                let indices = unsafe { std::slice::from_raw_parts(data, len) };
+                crate::region::check_indices(indices, shape.len)?;
+            }
+            ArgKind::Region {
+                strategy: Strategy::Indexed,
+                ..
+            } => {
+                return Err(Error::InvalidLaunch(
+                    "an `Indexed` region needs its indices: build it with `Region::indexed(&mut data, &indices)`".into(),
+                ));
+            }
+            _ => {}
         }
     }
     Ok(())

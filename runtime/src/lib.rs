@@ -84,9 +84,9 @@ pub use offload_mir::ScalarTy;
 #[doc(hidden)]
 pub use offload_mir::Strategy;
 pub use region::{
-    AtomicData, Chunked, DEFAULT_WORKGROUP_SIZE, IntoAtomic, IntoRegion, IntoSlice, Linear1D,
-    Linear2D, MAX_WORKGROUP_SIZE, OneDimensional, PartitioningStrategy, Region, Shape, SliceData,
-    Stencil2D,
+    AtomicData, Chunked, DEFAULT_WORKGROUP_SIZE, Indexed, IntoAtomic, IntoRegion, IntoSlice,
+    Linear1D, Linear2D, Linear3D, MAX_WORKGROUP_SIZE, MultiDimensional, OneDimensional,
+    PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
 };
 pub use scalar::{Float, Int, Num, Scalar};
 
@@ -99,7 +99,7 @@ pub mod prelude {
         workgroup_count, workgroup_dim, workgroup_idx, workgroup_max, workgroup_min, workgroup_sum,
     };
     pub use crate::{
-        Atomic, Chunked, DeviceBuffer, Error, Float, Int, Linear1D, Linear2D, Num, Region,
-        SplitBuffer, Stencil2D, devices, offload, offload_device, offload_kernel, try_offload,
+        Atomic, Chunked, DeviceBuffer, Error, Float, Indexed, Int, Linear1D, Linear2D, Linear3D,
+        Num, Region, SplitBuffer, Stencil2D, devices, offload, offload_device, offload_kernel, try_offload,
     };
 }

@@ -41,9 +41,17 @@ pub(crate) fn abi_words(
             }
             (None, None, _) => unreachable!("only scalars have neither host nor device data"),
         };
+        // An `Indexed` region's indices travel after its data, placed like a slice.
+        let indices = match arg.kind.indices() {
+            Some(kind) => {
+                let (data, bytes) = kind.bytes().expect("indices are host data");
+                Some(place(&kind, data, bytes)?)
+            }
+            None => None,
+        };
         words.extend(
             arg.kind
-                .memref_words(address)
+                .abi_words(address, indices)
                 .expect("arguments with data are memrefs"),
         );
     }

@@ -11,22 +11,41 @@ pub const DEFAULT_WORKGROUP_SIZE: u32 = 256;
 /// The most threads one workgroup may have.
 pub const MAX_WORKGROUP_SIZE: u64 = offload_mir::abi::MAX_WORKGROUP_THREADS as u64;
 
-/// A region's shape: `len` elements, in rows of `row_len` for 2-D strategies.
+/// A region's shape: `len` elements, in rows of `row_len` for the 2-D and 3-D
+/// strategies and planes of `plane_rows` rows for `Linear3D`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct Shape {
     /// Elements in the region, all rows together.
     pub len: usize,
-    /// Elements per row for the 2-D strategies; `None` for a 1-D region.
+    /// Elements per row for the 2-D and 3-D strategies; `None` for a 1-D region.
     pub row_len: Option<usize>,
+    /// Rows per plane for `Linear3D`; `None` otherwise.
+    pub plane_rows: Option<usize>,
+    /// An interior region's margin ([`Region::interior`]): its threads own the elements
+    /// at least this far from every edge. 0 for a whole region.
+    pub margin: usize,
+    /// The number of indices of an `Indexed` region: the threads that own an element.
+    pub indices: Option<usize>,
 }
 
 impl Shape {
-    /// (row length, row count): a 1-D region is one row.
-    pub fn extents(self) -> (usize, usize) {
-        match self.row_len {
-            Some(w) if w > 0 => (w, self.len / w),
-            _ => (self.len, 1),
+    /// A one-dimensional region of `len` elements.
+    pub fn flat(len: usize) -> Shape {
+        Shape {
+            len,
+            row_len: None,
+            plane_rows: None,
+            margin: 0,
+            indices: None,
         }
+    }
+
+    /// (row length, rows per plane, planes): a 1-D region is one row, a 2-D region one
+    /// plane. Only meaningful for a shape that [`check_launch`] accepts.
+    pub fn extents(self) -> [usize; 3] {
+        let w = self.row_len.filter(|&w| w > 0).unwrap_or(self.len.max(1));
+        let h = self.plane_rows.filter(|&h| h > 0).unwrap_or(self.len / w);
+        [w, h, self.len / (w * h).max(1)]
     }
 }
 
@@ -38,10 +57,13 @@ mod sealed {
     impl Sealed for super::Linear2D {}
     impl<const N: usize> Sealed for super::Chunked<N> {}
     impl<const R: usize> Sealed for super::Stencil2D<R> {}
+    impl Sealed for super::Linear3D {}
+    impl Sealed for super::Indexed {}
 }
 
 /// A partitioning strategy: how a region's elements are shared out among threads.
-/// Sealed: the strategies are [`Linear1D`], [`Linear2D`], [`Chunked`] and [`Stencil2D`].
+/// Sealed: the strategies are [`Linear1D`], [`Linear2D`], [`Linear3D`], [`Chunked`],
+/// [`Stencil2D`] and [`Indexed`].
 pub trait PartitioningStrategy: sealed::Sealed + Send + Sync + 'static {
     /// The strategy as the kernel's MIR names it, which a launch checks the argument
     /// against.
@@ -78,13 +100,10 @@ pub(crate) fn check_launch(
 ) -> Result<(), Error> {
     match strategy {
         Strategy::Linear1D => one_dimensional("Linear1D", workgroups, workgroup_size),
-        Strategy::Linear2D => two_dimensional("Linear2D", shape, workgroups, workgroup_size),
-        Strategy::Stencil2D(r) => two_dimensional(
-            &format!("Stencil2D<{r}>"),
-            shape,
-            workgroups,
-            workgroup_size,
-        ),
+        Strategy::Indexed => one_dimensional("Indexed", workgroups, workgroup_size),
+        Strategy::Linear2D | Strategy::Stencil2D(_) | Strategy::Linear3D => {
+            multi_dimensional(strategy, shape, workgroups, workgroup_size)
+        }
         Strategy::Chunked(n) => {
             if n == 0 {
                 return Err(Error::InvalidLaunch(
@@ -127,7 +146,23 @@ pub(crate) fn default_geometry(
             let chunks = shape.len.div_ceil(n.max(1) as usize);
             Ok(([groups(chunks, workgroup_size[0])?, 1, 1], workgroup_size))
         }
-        Strategy::Linear2D | Strategy::Stencil2D(_) => default_2d(shape, workgroup_size),
+        Strategy::Indexed => {
+            let workgroup_size = workgroup_size.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
+            let threads = shape.indices.unwrap_or(0);
+            Ok(([groups(threads, workgroup_size[0])?, 1, 1], workgroup_size))
+        }
+        Strategy::Linear2D | Strategy::Stencil2D(_) | Strategy::Linear3D => {
+            let default = if strategy.rank() == 3 { [32, 4, 2] } else { [16, 16, 1] };
+            let workgroup_size = workgroup_size.unwrap_or(default);
+            // Threads for the interior only: an interior region's first thread is at its
+            // margin.
+            let threads = shape.extents().map(|e| e.saturating_sub(2 * shape.margin));
+            let mut workgroups = [1; 3];
+            for d in 0..strategy.rank() as usize {
+                workgroups[d] = groups(threads[d], workgroup_size[d])?;
+            }
+            Ok((workgroups, workgroup_size))
+        }
     }
 }
 
@@ -152,49 +187,82 @@ fn one_dimensional(
     Ok(())
 }
 
-fn two_dimensional(
-    name: &str,
+fn multi_dimensional(
+    strategy: Strategy,
     shape: Shape,
     workgroups: [u32; 3],
     workgroup_size: [u32; 3],
 ) -> Result<(), Error> {
-    match shape.row_len {
-        Some(w) if w > 0 && shape.len.is_multiple_of(w) => {}
-        Some(w) => {
+    let rank = strategy.rank();
+    let plane = match (shape.row_len, shape.plane_rows, rank) {
+        (Some(w), _, 2) => Some(w),
+        (Some(w), Some(h), 3) => w.checked_mul(h),
+        (None, _, 2) => {
             return Err(Error::InvalidLaunch(format!(
-                "a `{name}` region of {} elements cannot be laid out in rows of {w}",
-                shape.len
+                "a `{strategy}` region needs a row length: build it with `Region::new_2d`"
             )));
         }
-        None => {
+        _ => {
             return Err(Error::InvalidLaunch(format!(
-                "a `{name}` region needs a row length: build it with `Region::new_2d`"
+                "a `{strategy}` region needs a row length and rows per plane: build it with `Region::new_3d`"
+            )));
+        }
+    };
+    match plane {
+        Some(p) if p > 0 && shape.len.is_multiple_of(p) => {}
+        _ if rank == 2 => {
+            return Err(Error::InvalidLaunch(format!(
+                "a `{strategy}` region of {} elements cannot be laid out in rows of {}",
+                shape.len,
+                shape.row_len.unwrap_or(0)
+            )));
+        }
+        _ => {
+            return Err(Error::InvalidLaunch(format!(
+                "a `{strategy}` region of {} elements cannot be laid out in planes of {} rows of {}",
+                shape.len,
+                shape.plane_rows.unwrap_or(0),
+                shape.row_len.unwrap_or(0)
             )));
         }
     }
-    if workgroups[2] != 1 || workgroup_size[2] != 1 {
+    let extents = shape.extents();
+    if let Some(e) = extents[..rank as usize]
+        .iter()
+        .find(|&&e| e < 2 * shape.margin)
+    {
         return Err(Error::InvalidLaunch(format!(
-            "a `{name}` region needs a launch without z, got workgroup_dim {workgroups:?} and thread_dim {workgroup_size:?}: \
+            "`interior({})` of a `{strategy}` region with an extent of {e} leaves no interior",
+            shape.margin
+        )));
+    }
+    if rank == 2 && (workgroups[2] != 1 || workgroup_size[2] != 1) {
+        return Err(Error::InvalidLaunch(format!(
+            "a `{strategy}` region needs a launch without z, got workgroup_dim {workgroups:?} and thread_dim {workgroup_size:?}: \
              threads that differ only in z would own the same element"
         )));
     }
     Ok(())
 }
 
-fn default_2d(
-    shape: Shape,
-    workgroup_size: Option<[u32; 3]>,
-) -> Result<([u32; 3], [u32; 3]), Error> {
-    let workgroup_size = workgroup_size.unwrap_or([16, 16, 1]);
-    let (width, height) = shape.extents();
-    Ok((
-        [
-            groups(width, workgroup_size[0])?,
-            groups(height, workgroup_size[1])?,
-            1,
-        ],
-        workgroup_size,
-    ))
+/// Checks an `Indexed` region's indices against its data's length: each in bounds and
+/// none twice, so that every thread owns a distinct element.
+pub(crate) fn check_indices(indices: &[usize], len: usize) -> Result<(), Error> {
+    let mut seen = fixedbitset::FixedBitSet::with_capacity(len);
+    for (t, &i) in indices.iter().enumerate() {
+        if i >= len {
+            return Err(Error::InvalidLaunch(format!(
+                "index {t} of an `Indexed` region is {i}, out of bounds for its {len} elements"
+            )));
+        }
+        if seen.put(i) {
+            let first = indices.iter().position(|&j| j == i).unwrap_or(t);
+            return Err(Error::InvalidLaunch(format!(
+                "indices {first} and {t} of an `Indexed` region are both {i}: two threads would own one element"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// One element per thread: thread `t` of the launch owns element `t`; threads past the
@@ -230,6 +298,24 @@ const fn chunk_len(n: usize) -> u32 {
     n as u32
 }
 
+/// A row-major 3-D region, x fastest: the thread at (x, y, z) of the launch owns the
+/// element in plane z, row y, column x (`region.x()`, `y()`, `z()`). Build it with
+/// [`Region::new_3d`].
+pub struct Linear3D;
+
+impl PartitioningStrategy for Linear3D {
+    const KIND: Strategy = Strategy::Linear3D;
+}
+
+/// A scatter: thread `t` owns element `indices[t]` of the data
+/// ([`Region::indexed`]). A launch refuses indices out of bounds or repeated, so no two
+/// threads own one element.
+pub struct Indexed;
+
+impl PartitioningStrategy for Indexed {
+    const KIND: Strategy = Strategy::Indexed;
+}
+
 /// A read-only 2-D region: the thread at (x, y) reads the neighbourhood of radius `R`
 /// around row y, column x, with `get(dr, dc)` (`None` past the edges) or
 /// `get_clamped(dr, dc)` (the nearest edge element). Never copied back.
@@ -246,6 +332,8 @@ pub struct Region<'a, T, S> {
     pub(crate) shape: Shape,
     /// Set when the data is a device-resident buffer, which launches use in place.
     pub(crate) resident: Option<BufferLocation>,
+    /// An `Indexed` region's indices.
+    pub(crate) indices: Option<&'a [usize]>,
     _borrow: PhantomData<&'a mut [T]>,
     _strategy: PhantomData<S>,
 }
@@ -253,13 +341,7 @@ pub struct Region<'a, T, S> {
 impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
     /// A 1-D region over `data` (`Linear1D`, `Chunked<N>`).
     pub fn new(data: &'a mut [T]) -> Self {
-        Self::from_parts(
-            data.into(),
-            Shape {
-                len: data.len(),
-                row_len: None,
-            },
-        )
+        Self::from_parts(data.into(), Shape::flat(data.len()))
     }
 
     /// A 2-D region over `data` laid out in rows of `row_len` elements (`Linear2D`). A
@@ -268,17 +350,32 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
         Self::from_parts(
             data.into(),
             Shape {
-                len: data.len(),
                 row_len: Some(row_len),
+                ..Shape::flat(data.len())
             },
         )
     }
 
-    fn from_parts(data: NonNull<[T]>, shape: Shape) -> Self {
+    /// A 3-D region over `data` (`Linear3D`), x fastest: rows of `nx` elements, planes of
+    /// `ny` rows, as many planes as the data holds. A length that is not a whole number of
+    /// planes is refused when the region is launched.
+    pub fn new_3d(data: &'a mut [T], nx: usize, ny: usize) -> Self {
+        Self::from_parts(
+            data.into(),
+            Shape {
+                row_len: Some(nx),
+                plane_rows: Some(ny),
+                ..Shape::flat(data.len())
+            },
+        )
+    }
+
+    pub(crate) fn from_parts(data: NonNull<[T]>, shape: Shape) -> Self {
         Region {
             data: data.cast(),
             shape,
             resident: None,
+            indices: None,
             _borrow: PhantomData,
             _strategy: PhantomData,
         }
@@ -302,9 +399,22 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
             data: NonNull::dangling(),
             shape,
             resident: Some(resident),
+            indices: None,
             _borrow: PhantomData,
             _strategy: PhantomData,
         }
+    }
+}
+
+impl<'a, T: Scalar, S: MultiDimensional> Region<'a, T, S> {
+    /// The region's interior: the elements at least `margin` from every edge of a 2-D or
+    /// 3-D region. Threads map to interior elements only (the first thread owns the
+    /// element at (`margin`, `margin`)); coordinates and extents stay those of the whole
+    /// region, so `row()` and `col()` index it as before. A margin that leaves no interior
+    /// is refused when the region is launched.
+    pub fn interior(mut self, margin: usize) -> Self {
+        self.shape.margin = margin;
+        self
     }
 }
 
@@ -316,10 +426,27 @@ impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
         Self::from_parts(
             NonNull::from(data),
             Shape {
-                len: data.len(),
                 row_len: Some(row_len),
+                ..Shape::flat(data.len())
             },
         )
+    }
+}
+
+impl<'a, T: Scalar> Region<'a, T, Indexed> {
+    /// A scatter over `data`: thread `t` owns `data[indices[t]]` (through `get_mut()`), and
+    /// the launch has a thread per index. A launch refuses indices that are out of bounds
+    /// or repeated.
+    pub fn indexed(data: &'a mut [T], indices: &'a [usize]) -> Self {
+        let mut region = Self::from_parts(
+            data.into(),
+            Shape {
+                indices: Some(indices.len()),
+                ..Shape::flat(data.len())
+            },
+        );
+        region.indices = Some(indices);
+        region
     }
 }
 
@@ -334,6 +461,12 @@ pub trait IntoRegion<'a, T, S> {
     /// The region the launch passes; the launch calls this.
     fn into_region(self) -> Region<'a, T, S>;
 }
+
+/// The strategies of 2-D and 3-D regions, which have an interior.
+pub trait MultiDimensional: PartitioningStrategy {}
+impl MultiDimensional for Linear2D {}
+impl MultiDimensional for Linear3D {}
+impl<const R: usize> MultiDimensional for Stencil2D<R> {}
 
 /// Strategies whose regions can be made from a plain mutable slice.
 pub trait OneDimensional: PartitioningStrategy {}

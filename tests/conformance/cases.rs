@@ -67,6 +67,10 @@ macro_rules! for_each_case {
         $m!(constant_arrays_in_kernels);
         $m!(unchecked_reads_where_the_author_vouches);
         $m!(two_dimensional_shared_tiles);
+        $m!(linear_3d_regions);
+        $m!(grids_past_the_y_limit_are_folded);
+        $m!(interior_regions_map_threads_to_inner_points);
+        $m!(indexed_regions_scatter_safely);
     };
 }
 
@@ -105,6 +109,15 @@ fn close_f64(what: &str, got: &[f64], want: &[f64], rel: f64) -> CaseResult {
 
 /// This file, to find the line a panic should be reported at.
 const SOURCE: &str = include_str!("cases.rs");
+
+/// A launch refused with exactly `message`.
+fn expect_error(result: Result<(), Error>, message: &str) -> CaseResult {
+    match result {
+        Err(e) if e.to_string() == message => Ok(()),
+        Err(e) => Err(format!("the error reads `{e}`, not `{message}`")),
+        Ok(()) => Err(format!("the launch succeeded; want `{message}`")),
+    }
+}
 
 fn expect_panic(result: Result<(), Error>, message: &str, line_of: &str) -> CaseResult {
     match result {
@@ -2286,5 +2299,172 @@ pub fn two_dimensional_shared_tiles(o: LaunchOptions) -> CaseResult {
         result,
         "a `Shared2D` tile is written by workgroups as wide as its columns",
         "tile.write(if r < n && c < n { a[r * n + c] } else { 0.0 });",
+    )
+}
+
+#[offload_kernel]
+fn label_3d(mut out: Region<u32, Linear3D>, base: &[u32]) {
+    let (x, y, z) = (out.x(), out.y(), out.z());
+    let (w, h, d) = (out.width(), out.height(), out.depth());
+    if let Some(v) = out.get_mut() {
+        *v = base[(z * h + y) * w + x] + (x + 10 * y + 100 * z) as u32 + (w * h * d) as u32 * 1000;
+    }
+}
+
+pub fn linear_3d_regions(o: LaunchOptions) -> CaseResult {
+    let (w, h, d) = (13usize, 7usize, 5usize);
+    let base: Vec<u32> = (0..w * h * d).map(|i| (i % 3) as u32).collect();
+    let want: Vec<u32> = (0..w * h * d)
+        .map(|i| {
+            let (x, y, z) = (i % w, i / w % h, i / (w * h));
+            base[i] + (x + 10 * y + 100 * z) as u32 + (w * h * d) as u32 * 1000
+        })
+        .collect();
+    let mut out = vec![0u32; w * h * d];
+    label_3d(o, Region::new_3d(&mut out, w, h), &base).map_err(|e| e.to_string())?;
+    compare("linear 3d (default geometry)", &out, &want)?;
+    // Workgroups of 4×4×4 threads, some past every edge.
+    let cube = LaunchOptions {
+        workgroup_dim: Some([4, 2, 2]),
+        thread_dim: Some([4, 4, 4]),
+        ..o
+    };
+    let mut out = vec![0u32; w * h * d];
+    label_3d(cube, Region::new_3d(&mut out, w, h), &base).map_err(|e| e.to_string())?;
+    compare("linear 3d (4x4x4 workgroups)", &out, &want)?;
+    let mut ragged = vec![0u32; w * h * d - 1];
+    let result = label_3d(o, Region::new_3d(&mut ragged, w, h), &base);
+    expect_error(
+        result,
+        "invalid launch: a `Linear3D` region of 454 elements cannot be laid out in planes of 7 rows of 13",
+    )
+}
+
+#[offload_kernel]
+fn label_rows(mut out: Region<u32, Linear2D>) {
+    let (r, c) = (out.row(), out.col());
+    if let Some(v) = out.get_mut() {
+        *v = (r * 4 + c) as u32;
+    }
+}
+
+pub fn grids_past_the_y_limit_are_folded(o: LaunchOptions) -> CaseResult {
+    // One thread per workgroup row: 70,000 workgroups along y, past a CUDA grid's 65,535.
+    let (w, h) = (4usize, 70_000usize);
+    let mut out = vec![0u32; w * h];
+    let o = LaunchOptions {
+        thread_dim: Some([4, 1, 1]),
+        ..o
+    };
+    label_rows(o, Region::new_2d(&mut out, w)).map_err(|e| e.to_string())?;
+    let want: Vec<u32> = (0..(w * h) as u32).collect();
+    compare("folded grid", &out, &want)
+}
+
+/// A Jacobi sweep over the interior: every thread has all four neighbours.
+#[offload_kernel]
+fn jacobi_interior(mut next: Region<f64, Linear2D>, grid: Region<f64, Stencil2D<1>>) {
+    let sum = grid.get_clamped(-1, 0) + grid.get_clamped(1, 0) + grid.get_clamped(0, -1) + grid.get_clamped(0, 1);
+    if let Some(v) = next.get_mut() {
+        *v = 0.25 * sum;
+    }
+}
+
+#[offload_kernel]
+fn mark_interior(mut out: Region<u32, Linear2D>) {
+    let (r, c, w) = (out.row(), out.col(), out.width());
+    if let Some(v) = out.get_mut() {
+        *v = (r * w + c) as u32;
+    }
+}
+
+pub fn interior_regions_map_threads_to_inner_points(o: LaunchOptions) -> CaseResult {
+    let (w, h) = (19usize, 11usize);
+    let grid: Vec<f64> = (0..w * h).map(|i| ((i * 37) % 17) as f64).collect();
+    let mut next = vec![-1f64; w * h];
+    jacobi_interior(
+        o,
+        Region::new_2d(&mut next, w).interior(1),
+        Region::stencil(&grid, w).interior(1),
+    )
+    .map_err(|e| e.to_string())?;
+    let want: Vec<f64> = (0..w * h)
+        .map(|i| {
+            let (r, c) = (i / w, i % w);
+            if r == 0 || c == 0 || r == h - 1 || c == w - 1 {
+                -1.0
+            } else {
+                0.25 * (grid[i - w] + grid[i + w] + grid[i - 1] + grid[i + 1])
+            }
+        })
+        .collect();
+    compare("jacobi interior", &next, &want)?;
+    // A margin of 2, with workgroups that overshoot the interior on every side.
+    let mut out = vec![u32::MAX; w * h];
+    let wide = LaunchOptions {
+        thread_dim: Some([8, 8, 1]),
+        ..o
+    };
+    mark_interior(wide, Region::new_2d(&mut out, w).interior(2)).map_err(|e| e.to_string())?;
+    let want: Vec<u32> = (0..w * h)
+        .map(|i| {
+            let (r, c) = (i / w, i % w);
+            if (2..h - 2).contains(&r) && (2..w - 2).contains(&c) {
+                i as u32
+            } else {
+                u32::MAX
+            }
+        })
+        .collect();
+    compare("interior(2)", &out, &want)?;
+    let result = mark_interior(o, Region::new_2d(&mut out, w).interior(6));
+    expect_error(
+        result,
+        "invalid launch: `interior(6)` of a `Linear2D` region with an extent of 11 leaves no interior",
+    )?;
+    let result = jacobi_interior(
+        o,
+        Region::new_2d(&mut next, w).interior(1),
+        Region::stencil(&grid, w),
+    );
+    expect_error(
+        result,
+        "invalid launch: the 2-D and 3-D regions of one launch must have one shape: argument 1 is 11 rows of 19 with interior(1), argument 2 is 11 rows of 19",
+    )
+}
+
+#[offload_kernel]
+fn scatter_add(mut data: Region<f32, Indexed>, values: &[f32]) {
+    let t = data.index();
+    if let Some(v) = data.get_mut() {
+        *v += values[t];
+    }
+}
+
+pub fn indexed_regions_scatter_safely(o: LaunchOptions) -> CaseResult {
+    let n = 1000usize;
+    let mut data: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    // Every seventh element, in a scrambled order.
+    let indices: Vec<usize> = (0..n / 7).map(|k| (k * 61 % (n / 7)) * 7).collect();
+    let values: Vec<f32> = (0..indices.len()).map(|k| 0.5 + k as f32).collect();
+    let mut want = data.clone();
+    for (k, &i) in indices.iter().enumerate() {
+        want[i] += values[k];
+    }
+    scatter_add(o, Region::indexed(&mut data, &indices), &values)
+        .map_err(|e| e.to_string())?;
+    compare("indexed scatter", &data, &want)?;
+    let repeated = [3usize, 9, 3];
+    let result = scatter_add(o, Region::indexed(&mut data, &repeated), &values);
+    expect_error(
+        result,
+        "invalid launch: indices 0 and 2 of an `Indexed` region are both 3: two threads would own one element",
+    )?;
+    compare("data after a refused launch", &data, &want)?;
+    let outside = [3usize, 1000];
+    let result = scatter_add(o, Region::indexed(&mut data, &outside), &values);
+    expect_error(
+        result,
+        "invalid launch: index 1 of an `Indexed` region is 1000, out of bounds for its 1000 elements",
     )
 }

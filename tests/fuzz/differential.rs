@@ -197,11 +197,11 @@ fn launch(
     let mut kernel_args = Vec::new();
     for ((ty, arg), data) in types.iter().zip(args.iter()).zip(bytes.iter_mut()) {
         let dynamic = match (*ty, arg) {
-            (Ty::Region(elem, strategy), ArgValue::Buffer { row_len, .. }) => DynamicArg::Region {
+            (Ty::Region(elem, strategy), ArgValue::Buffer { layout, .. }) => DynamicArg::Region {
                 elem,
                 strategy,
                 data,
-                row_len: *row_len,
+                layout,
             },
             (Ty::Slice(elem), ArgValue::Buffer { .. }) => DynamicArg::Slice { elem, data },
             (Ty::Atomic(elem), ArgValue::Buffer { .. }) => DynamicArg::Atomic { elem, data },

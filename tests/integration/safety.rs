@@ -217,7 +217,7 @@ fn two_dimensional_regions_of_different_shapes_are_refused() {
         copy_stencil(cpu(), Region::new_2d(&mut out, 4), Region::stencil(&img, 8)).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "invalid launch: the 2-D regions of one launch must have one shape: argument 1 is 8 rows of 4, argument 2 is 8 rows of 8"
+        "invalid launch: the 2-D and 3-D regions of one launch must have one shape: argument 1 is 8 rows of 4, argument 2 is 8 rows of 8"
     );
     let mut out = vec![0f32; 64];
     copy_stencil(cpu(), Region::new_2d(&mut out, 8), Region::stencil(&img, 8)).unwrap();
@@ -296,12 +296,18 @@ fn a_slow_compile_holds_up_only_its_own_kernel() {
 #[test]
 fn raw_operations_are_taken_only_from_kernels_written_with_unsafe() {
     use offload::{DeviceFn, DynamicArg, KernelArg, KernelDescriptor, ScalarTy, Strategy};
+    static FLAT: offload_mir::interp::Layout = offload_mir::interp::Layout {
+        row_len: None,
+        plane_rows: None,
+        margin: 0,
+        indices: None,
+    };
     fn f32_region(data: &mut [u8]) -> KernelArg<'_> {
         KernelArg::dynamic(DynamicArg::Region {
             elem: ScalarTy::F32,
             strategy: Strategy::Linear1D,
             data,
-            row_len: None,
+            layout: &FLAT,
         })
         .unwrap()
     }

@@ -1,8 +1,9 @@
 use offload::prelude::*;
 
+// Tuples bind flat: `let (a, b) = (x, y);`. A nested pattern is refused.
 #[offload_kernel]
 fn k(mut y: Region<f32, Linear1D>) {
-    let (a, b) = (1, 2);
+    let (a, (b, c)) = (1, (2, 3));
 }
 
 fn main() {}

@@ -7,7 +7,12 @@
 //!
 //! - a scalar: its bits, zero-extended;
 //! - a 1-D region, slice or atomic array: a `memref<?xT>` descriptor, [`memref_1d`];
-//! - a 2-D region: a `memref<?x?xT>` descriptor (rows, then row length), [`memref_2d`];
+//! - a 2-D region: a `memref<?x?xT>` descriptor (rows, then row length), then its
+//!   margin (0, or an interior region's), [`region_2d`];
+//! - a 3-D region: a `memref<?x?x?xT>` descriptor (planes, rows, row length), then its
+//!   margin, [`region_3d`];
+//! - an `Indexed` region: its data's `memref<?xT>`, then its indices' `memref<?xi64>`,
+//!   [`indexed`];
 //! - last, the panic buffer: a `memref<?xi64>` of [`PANIC_BUFFER_WORDS`] words that
 //!   receives panic reports `[count, site, value0, value1, scratch x3]`;
 //! - on a GPU, then the [`GPU_HIDDEN`] index parameters, in that order;
@@ -34,31 +39,61 @@ pub fn memref_2d(address: u64, rows: u64, row_len: u64) -> [u64; 7] {
     [address, address, 0, rows, row_len, row_len, 1]
 }
 
+/// The words of a 2-D region: [`memref_2d`], then the margin of its interior.
+pub fn region_2d(address: u64, rows: u64, row_len: u64, margin: u64) -> [u64; 8] {
+    let m = memref_2d(address, rows, row_len);
+    [m[0], m[1], m[2], m[3], m[4], m[5], m[6], margin]
+}
+
+/// The words of a 3-D region of `planes` planes of `rows` rows of `row_len` elements:
+/// a `memref<?x?x?xT>` descriptor (pointers, offset, three sizes, three strides), then
+/// the margin of its interior.
+pub fn region_3d(address: u64, planes: u64, rows: u64, row_len: u64, margin: u64) -> [u64; 10] {
+    let plane = rows * row_len;
+    [address, address, 0, planes, rows, row_len, plane, row_len, 1, margin]
+}
+
+/// The words of an `Indexed` region: its data (`len` elements at `address`) and its
+/// `count` indices (at `indices`), each a `memref<?x..>` descriptor.
+pub fn indexed(address: u64, len: u64, indices: u64, count: u64) -> [u64; 10] {
+    let (d, i) = (memref_1d(address, len), memref_1d(indices, count));
+    [d[0], d[1], d[2], d[3], d[4], i[0], i[1], i[2], i[3], i[4]]
+}
+
 /// An index parameter a GPU kernel takes after the panic buffer.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum GpuHidden {
-    /// The first workgroup's x index: 0, or a share's start when a launch is split over
-    /// devices (workgroup x positions are offset by it).
-    GroupBase,
+    /// The first workgroup's index along a dimension (0: x, 1: y, 2: z): 0, or where
+    /// this part of the launch starts, when a launch is split over devices or folded
+    /// into several grids the device can run (workgroup positions are offset by it).
+    GroupBase(u8),
     /// Bytes of dynamic shared memory the launch gives each workgroup.
     DynamicSharedBytes,
-    /// Workgroups in x of the whole launch (all shares of a split one).
-    WorkgroupsX,
+    /// Workgroups along a dimension of the whole launch (all its parts).
+    Workgroups(u8),
 }
 
 /// The hidden GPU parameters, in the order the kernel takes them.
-pub const GPU_HIDDEN: [GpuHidden; 3] = [
-    GpuHidden::GroupBase,
+pub const GPU_HIDDEN: [GpuHidden; 7] = [
+    GpuHidden::GroupBase(0),
+    GpuHidden::GroupBase(1),
+    GpuHidden::GroupBase(2),
     GpuHidden::DynamicSharedBytes,
-    GpuHidden::WorkgroupsX,
+    GpuHidden::Workgroups(0),
+    GpuHidden::Workgroups(1),
+    GpuHidden::Workgroups(2),
 ];
 
 /// The words of the [`GPU_HIDDEN`] parameters, in order, for these values.
-pub fn gpu_hidden_words(group_base: u64, dynamic_shared_bytes: u64, workgroups_x: u64) -> [u64; 3] {
+pub fn gpu_hidden_words(
+    group_base: [u64; 3],
+    dynamic_shared_bytes: u64,
+    workgroups: [u64; 3],
+) -> [u64; 7] {
     GPU_HIDDEN.map(|h| match h {
-        GpuHidden::GroupBase => group_base,
+        GpuHidden::GroupBase(d) => group_base[d as usize],
         GpuHidden::DynamicSharedBytes => dynamic_shared_bytes,
-        GpuHidden::WorkgroupsX => workgroups_x,
+        GpuHidden::Workgroups(d) => workgroups[d as usize],
     })
 }
 
@@ -69,12 +104,14 @@ pub struct CpuLeading {
     /// The share's workgroups, as flat indices `begin..end`.
     pub group_begin: u64,
     pub group_end: u64,
-    /// The whole launch's workgroups in x and y.
+    /// The whole launch's workgroups in x, y and z.
     pub groups_x: u64,
     pub groups_y: u64,
-    /// Threads per workgroup in x and y.
+    pub groups_z: u64,
+    /// Threads per workgroup in x, y and z.
     pub size_x: u64,
     pub size_y: u64,
+    pub size_z: u64,
     /// The threads of each workgroup the call runs, as flat indices `begin..end`.
     pub thread_begin: u64,
     pub thread_end: u64,
@@ -86,7 +123,7 @@ pub struct CpuLeading {
 }
 
 /// Parameters of the CPU entry point before the kernel's own.
-pub const CPU_LEADING_ARGS: usize = 10;
+pub const CPU_LEADING_ARGS: usize = 12;
 
 /// Words those parameters take (the shared memory is a `memref<?xi8>` of five words).
 pub const CPU_LEADING_WORDS: usize = CPU_LEADING_ARGS + 4;
@@ -100,8 +137,10 @@ impl CpuLeading {
             self.group_end,
             self.groups_x,
             self.groups_y,
+            self.groups_z,
             self.size_x,
             self.size_y,
+            self.size_z,
             self.thread_begin,
             self.thread_end,
             shared[0],
@@ -158,8 +197,24 @@ mod tests {
     }
 
     #[test]
+    fn regions_carry_their_margin_and_indices_after_the_data() {
+        assert_eq!(region_2d(0x2000, 3, 5, 1), [0x2000, 0x2000, 0, 3, 5, 5, 1, 1]);
+        assert_eq!(
+            region_3d(0x3000, 2, 3, 5, 0),
+            [0x3000, 0x3000, 0, 2, 3, 5, 15, 5, 1, 0]
+        );
+        assert_eq!(
+            indexed(0x1000, 9, 0x4000, 2),
+            [0x1000, 0x1000, 0, 9, 1, 0x4000, 0x4000, 0, 2, 1]
+        );
+    }
+
+    #[test]
     fn hidden_gpu_words_follow_the_declared_order() {
-        assert_eq!(gpu_hidden_words(4, 1024, 96), [4, 1024, 96]);
+        assert_eq!(
+            gpu_hidden_words([4, 5, 6], 1024, [96, 97, 98]),
+            [4, 5, 6, 1024, 96, 97, 98]
+        );
     }
 
     #[test]
@@ -169,17 +224,19 @@ mod tests {
             group_end: 2,
             groups_x: 3,
             groups_y: 4,
-            size_x: 5,
-            size_y: 6,
-            thread_begin: 7,
-            thread_end: 8,
+            groups_z: 5,
+            size_x: 6,
+            size_y: 7,
+            size_z: 8,
+            thread_begin: 9,
+            thread_end: 10,
             shared_address: 0x9000,
             shared_bytes: 64,
             barrier: 0xb,
         };
         assert_eq!(
             leading.words(),
-            [1, 2, 3, 4, 5, 6, 7, 8, 0x9000, 0x9000, 0, 64, 1, 0xb]
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x9000, 0x9000, 0, 64, 1, 0xb]
         );
     }
 }

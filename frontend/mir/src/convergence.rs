@@ -168,7 +168,7 @@ fn rvalue_varies(body: &Body, rv: &Rvalue, varying: &[bool]) -> bool {
         Rvalue::RegionIndex(_) | Rvalue::RegionCoord(..) => true,
         Rvalue::AtomicRmw(..) | Rvalue::AtomicCas(..) => true,
         Rvalue::Subgroup(op, _) => *op != SubgroupOp::Size,
-        Rvalue::Len(_) | Rvalue::RegionExtent(..) => false,
+        Rvalue::Len(_) | Rvalue::RegionExtent(..) | Rvalue::RegionEnd(..) => false,
         Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => any(&[a]),
         Rvalue::BinaryOp(_, a, b) => any(&[a, b]),
         Rvalue::Intrinsic(_, args) => args.iter().any(|a| operand_varies(body, a, varying)),
@@ -453,6 +453,7 @@ fn rvalue_operands(rv: &Rvalue) -> Vec<&Operand> {
         | Rvalue::Len(_)
         | Rvalue::RegionIndex(_)
         | Rvalue::RegionCoord(..)
-        | Rvalue::RegionExtent(..) => Vec::new(),
+        | Rvalue::RegionExtent(..)
+        | Rvalue::RegionEnd(..) => Vec::new(),
     }
 }

@@ -308,5 +308,6 @@ fn remap_rvalue(rv: &Rvalue, local: &impl Fn(Local) -> Local) -> Rvalue {
         Rvalue::RegionIndex(l) => Rvalue::RegionIndex(local(*l)),
         Rvalue::RegionCoord(l, d) => Rvalue::RegionCoord(local(*l), *d),
         Rvalue::RegionExtent(l, d) => Rvalue::RegionExtent(local(*l), *d),
+        Rvalue::RegionEnd(l, d) => Rvalue::RegionEnd(local(*l), *d),
     }
 }

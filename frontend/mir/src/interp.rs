@@ -48,23 +48,36 @@ pub struct Launch {
 pub enum ArgValue {
     /// The data of a region, slice or atomic argument: the raw bits of each element (a
     /// `bool` is 0 or 1, an `f32` its bits in the low half, a signed integer its two's
-    /// complement in the low bits). A 2-D region (`Linear2D`, `Stencil2D`) carries its row
-    /// length.
+    /// complement in the low bits), and how a region lays them out.
     Buffer {
         elem: ScalarTy,
         data: Vec<u64>,
-        row_len: Option<usize>,
+        layout: Layout,
     },
     Scalar(Const),
 }
 
+/// How a region argument's elements are laid out and handed to threads, beyond what its
+/// strategy says; the default is a plain 1-D region.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Layout {
+    /// Elements per row of a 2-D or 3-D region.
+    pub row_len: Option<usize>,
+    /// Rows per plane of a 3-D region.
+    pub plane_rows: Option<usize>,
+    /// An interior region's margin: its threads start this far from each edge.
+    pub margin: usize,
+    /// The indices of an `Indexed` region: thread `t` owns element `indices[t]`.
+    pub indices: Option<Vec<usize>>,
+}
+
 impl ArgValue {
-    /// A buffer of `data` (raw bits per element) without a row length.
+    /// A buffer of `data` (raw bits per element) laid out as a plain 1-D region.
     pub fn buffer(elem: ScalarTy, data: Vec<u64>) -> ArgValue {
         ArgValue::Buffer {
             elem,
             data,
-            row_len: None,
+            layout: Layout::default(),
         }
     }
 }
@@ -331,15 +344,28 @@ fn check_launch(body: &Body, launch: &Launch) -> Result<(), InterpError> {
 struct Buffer {
     elem: ScalarTy,
     data: Vec<u64>,
-    /// `Some` for 2-D regions: (row length, rows).
-    rows: Option<(u64, u64)>,
+    /// Row length, rows per plane, planes, as `RegionExtent` reports them: a 1-D region
+    /// is one row, a 2-D region one plane.
+    extents: [u64; 3],
+    margin: u64,
+    /// An `Indexed` region's indices: its element `t` is the data's `indices[t]`.
+    indices: Option<Vec<u64>>,
     strategy: Option<Strategy>,
 }
 
 impl Buffer {
-    /// (row length, rows), as `RegionExtent` reports them: a 1-D region is one row.
-    fn extents(&self) -> (u64, u64) {
-        self.rows.unwrap_or((self.data.len() as u64, 1))
+    /// Where element `index` of the container is in its data.
+    fn slot(&self, index: u64) -> Option<usize> {
+        let index = match &self.indices {
+            Some(indices) => *indices.get(usize::try_from(index).ok()?)?,
+            None => index,
+        };
+        usize::try_from(index).ok().filter(|&i| i < self.data.len())
+    }
+
+    /// The container's length: its elements, or an `Indexed` region's indices.
+    fn len(&self) -> u64 {
+        self.indices.as_ref().map_or(self.data.len(), Vec::len) as u64
     }
 }
 
@@ -359,12 +385,7 @@ fn bind_buffers(body: &Body, args: &[ArgValue]) -> Result<Vec<Option<Buffer>>, I
             Ty::Slice(e) | Ty::Atomic(e) => (e, None),
             _ => continue,
         };
-        let ArgValue::Buffer {
-            elem,
-            data,
-            row_len,
-        } = arg
-        else {
+        let ArgValue::Buffer { elem, data, layout } = arg else {
             return Err(InterpError::BadArguments(format!(
                 "`{local}` has type `{}` but is given a scalar",
                 decl.ty
@@ -376,22 +397,22 @@ fn bind_buffers(body: &Body, args: &[ArgValue]) -> Result<Vec<Option<Buffer>>, I
                 decl.ty
             )));
         }
-        let rows = match (strategy.is_some_and(Strategy::is_2d), *row_len) {
-            (false, _) => None,
-            (true, Some(w)) if w > 0 && data.len().is_multiple_of(w) => {
-                Some((w as u64, (data.len() / w) as u64))
+        let extents = region_extents(local, &decl.ty, data.len(), layout)?;
+        let indices = match strategy {
+            Some(Strategy::Indexed) => {
+                let indices = layout.indices.as_ref().ok_or_else(|| {
+                    InterpError::BadArguments(format!("`{local}` is an `Indexed` region without indices"))
+                })?;
+                Some(indices.iter().map(|&i| i as u64).collect())
             }
-            (true, _) => {
-                return Err(InterpError::BadArguments(format!(
-                    "`{local}` is a 2-D region of {} elements: it needs a positive row length dividing that, got {row_len:?}",
-                    data.len()
-                )));
-            }
+            _ => None,
         };
         buffers[local.index()] = Some(Buffer {
             elem: want,
             data: data.iter().map(|&v| v & mask(want)).collect(),
-            rows,
+            extents,
+            margin: layout.margin as u64,
+            indices,
             strategy,
         });
     }
@@ -413,6 +434,42 @@ fn bind_scalars(body: &Body, args: &[ArgValue]) -> Result<Vec<u64>, InterpError>
         }
     }
     Ok(locals)
+}
+
+/// A region's extents (row length, rows per plane, planes) from its layout, checked as a
+/// launch checks them.
+fn region_extents(
+    local: Local,
+    ty: &Ty,
+    len: usize,
+    layout: &Layout,
+) -> Result<[u64; 3], InterpError> {
+    let rank = match ty {
+        Ty::Region(_, s) => s.rank(),
+        _ => 1,
+    };
+    let bad = |what: &str| {
+        Err(InterpError::BadArguments(format!(
+            "`{local}` is a {rank}-D region of {len} elements: {what}, got {layout:?}"
+        )))
+    };
+    let (row_len, plane_rows) = match rank {
+        1 => return Ok([len as u64, 1, 1]),
+        2 => (layout.row_len, Some(layout.row_len.map_or(0, |w| len / w.max(1)))),
+        _ => (layout.row_len, layout.plane_rows),
+    };
+    let (Some(w), Some(h)) = (row_len, plane_rows) else {
+        return bad("it needs a row length (and for 3-D, rows per plane)");
+    };
+    let plane = w.checked_mul(h).unwrap_or(0);
+    if plane == 0 || !len.is_multiple_of(plane) {
+        return bad("its extents must be positive and divide its length");
+    }
+    let extents = [w, h, len / plane].map(|e| e as u64);
+    if extents[..rank as usize].iter().any(|&e| e < 2 * layout.margin as u64) {
+        return bad("its margin must leave an interior");
+    }
+    Ok(extents)
 }
 
 /// Writes what the kernel may have changed back into the arguments.
@@ -554,7 +611,8 @@ fn uses_atomic_results(body: &Body) -> bool {
         | Rvalue::Len(_)
         | Rvalue::RegionIndex(_)
         | Rvalue::RegionCoord(..)
-        | Rvalue::RegionExtent(..) => false,
+        | Rvalue::RegionExtent(..)
+        | Rvalue::RegionEnd(..) => false,
     };
     let terminator_reads = |t: &TerminatorKind| match t {
         TerminatorKind::SwitchInt { discr, .. } => read(discr),
@@ -764,10 +822,10 @@ impl Machine<'_> {
                 .load(elem, at)
                 .ok_or_else(|| InterpError::UnwrittenShared { at: self.at(t) });
         }
-        let data = &self.buffer(container).data;
-        match usize::try_from(index).ok().and_then(|i| data.get(i)) {
-            Some(v) => Ok(*v),
-            None => Err(self.out_of_bounds(t, container, index, data.len() as u64)),
+        let buffer = self.buffer(container);
+        match buffer.slot(index) {
+            Some(i) => Ok(buffer.data[i]),
+            None => Err(self.out_of_bounds(t, container, index, buffer.len())),
         }
     }
 
@@ -788,11 +846,11 @@ impl Machine<'_> {
                 .store(elem, offset + index as usize * elem.size_bytes(), value);
             return Ok(());
         }
-        let len = self.buffer(container).data.len() as u64;
-        if index >= len {
-            return Err(self.out_of_bounds(t, container, index, len));
-        }
-        self.buffer_mut(container).data[index as usize] = value;
+        let buffer = self.buffer(container);
+        let Some(i) = buffer.slot(index) else {
+            return Err(self.out_of_bounds(t, container, index, buffer.len()));
+        };
+        self.buffer_mut(container).data[i] = value;
         Ok(())
     }
 
@@ -840,9 +898,15 @@ impl Machine<'_> {
             Rvalue::Len(l) => self.len(*l),
             Rvalue::RegionIndex(l) => self.region_index(t, *l),
             Rvalue::RegionCoord(l, d) => self.region_coord(t, *l, *d),
-            Rvalue::RegionExtent(l, d) => {
-                let (width, rows) = self.buffer(*l).extents();
-                if *d == 0 { width } else { rows }
+            Rvalue::RegionExtent(l, d) => self.buffer(*l).extents[*d as usize % 3],
+            Rvalue::RegionEnd(l, d) => {
+                let buffer = self.buffer(*l);
+                let margin = if buffer.strategy.is_some_and(|s| s.rank() > 1) {
+                    buffer.margin
+                } else {
+                    0
+                };
+                buffer.extents[*d as usize % 3] - margin
             }
         })
     }
@@ -887,8 +951,9 @@ impl Machine<'_> {
     fn len(&self, l: Local) -> u64 {
         match self.shared.views[l.index()] {
             Some((_, len)) => len,
-            // The element count, also of a 2-D region (its flat view's length).
-            None => self.buffer(l).data.len() as u64,
+            // The element count, also of a 2-D region (its flat view's length), or an
+            // `Indexed` region's index count.
+            None => self.buffer(l).len(),
         }
     }
 
@@ -896,20 +961,25 @@ impl Machine<'_> {
     fn region_index(&self, t: &Thread, l: Local) -> u64 {
         let buffer = self.buffer(l);
         match buffer.strategy.expect("validated: a region") {
-            Strategy::Linear1D => self.global_id(t, 0),
+            Strategy::Linear1D | Strategy::Indexed => self.global_id(t, 0),
             Strategy::Chunked(n) => self.global_id(t, 0).wrapping_mul(n as u64),
-            Strategy::Linear2D | Strategy::Stencil2D(_) => self
-                .global_id(t, 1)
-                .wrapping_mul(buffer.extents().0)
-                .wrapping_add(self.global_id(t, 0)),
+            Strategy::Linear2D | Strategy::Stencil2D(_) | Strategy::Linear3D => {
+                let [w, h, _] = buffer.extents;
+                let coord = |d| self.region_coord(t, l, d);
+                (coord(2).wrapping_mul(h).wrapping_add(coord(1)))
+                    .wrapping_mul(w)
+                    .wrapping_add(coord(0))
+            }
         }
     }
 
     fn region_coord(&self, t: &Thread, l: Local, d: u8) -> u64 {
-        let two_d = self.buffer(l).strategy.is_some_and(Strategy::is_2d);
-        match (two_d, d) {
-            (false, 1) => 0,
-            _ => self.global_id(t, d as usize),
+        let buffer = self.buffer(l);
+        let rank = buffer.strategy.map_or(1, Strategy::rank);
+        match (rank, d) {
+            (1, 0) => self.global_id(t, 0),
+            (r, d) if d >= r => 0,
+            _ => self.global_id(t, d as usize) + buffer.margin,
         }
     }
 }

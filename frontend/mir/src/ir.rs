@@ -160,12 +160,28 @@ pub enum Strategy {
     /// A read-only 2-D region: the thread at (x, y) reads the neighbourhood of radius `R`
     /// around (row y, column x).
     Stencil2D(u32),
+    /// A 3-D region, x fastest: the thread at (x, y, z) owns element (plane z, row y,
+    /// column x).
+    Linear3D,
+    /// Thread `t` (along x) owns element `indices[t]` of the data, where the indices are a
+    /// second array the host checked to be in bounds and pairwise distinct. The region's
+    /// `Len` is the number of indices, and its element `t` is the data's `indices[t]`.
+    Indexed,
 }
 
 impl Strategy {
     /// Whether the region is laid out in rows (and passed to kernels as a 2-D memref).
     pub fn is_2d(self) -> bool {
         matches!(self, Strategy::Linear2D | Strategy::Stencil2D(_))
+    }
+
+    /// Dimensions of the region's coordinates and extents: 1, 2 or 3.
+    pub fn rank(self) -> u8 {
+        match self {
+            Strategy::Linear1D | Strategy::Chunked(_) | Strategy::Indexed => 1,
+            Strategy::Linear2D | Strategy::Stencil2D(_) => 2,
+            Strategy::Linear3D => 3,
+        }
     }
 
     /// Whether threads may write the region.
@@ -184,6 +200,8 @@ impl Strategy {
         match name {
             "Linear1D" => Some(Strategy::Linear1D),
             "Linear2D" => Some(Strategy::Linear2D),
+            "Linear3D" => Some(Strategy::Linear3D),
+            "Indexed" => Some(Strategy::Indexed),
             _ => param("Chunked<")
                 .map(Strategy::Chunked)
                 .or_else(|| param("Stencil2D<").map(Strategy::Stencil2D)),
@@ -198,6 +216,8 @@ impl fmt::Display for Strategy {
             Strategy::Linear2D => f.write_str("Linear2D"),
             Strategy::Chunked(n) => write!(f, "Chunked<{n}>"),
             Strategy::Stencil2D(r) => write!(f, "Stencil2D<{r}>"),
+            Strategy::Linear3D => f.write_str("Linear3D"),
+            Strategy::Indexed => f.write_str("Indexed"),
         }
     }
 }
@@ -736,10 +756,14 @@ pub enum Rvalue {
     Cast(Operand, ScalarTy),
     Len(Local),
     RegionIndex(Local),
-    /// The thread's coordinate in a region along a dimension (0: column/x, 1: row/y).
+    /// The thread's coordinate in a region along a dimension (0: column/x, 1: row/y,
+    /// 2: plane/z), in the whole region: an interior region's threads start at its margin.
     RegionCoord(Local, u8),
-    /// A region's extent along a dimension (0: row length, 1: row count).
+    /// A region's extent along a dimension (0: row length, 1: rows per plane, 2: planes).
     RegionExtent(Local, u8),
+    /// The end of the coordinates a region's threads own along a dimension: its extent,
+    /// less the margin of an interior region (`Region::interior`).
+    RegionEnd(Local, u8),
 }
 
 #[derive(Clone, Debug, PartialEq)]

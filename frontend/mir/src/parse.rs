@@ -812,16 +812,16 @@ impl Parser {
             self.expect(")")?;
             return Ok(Rvalue::AtomicCas(place, current, new));
         }
-        if w == "RegionCoord" || w == "RegionExtent" {
+        if w == "RegionCoord" || w == "RegionExtent" || w == "RegionEnd" {
             self.pos += 2;
             let l = self.local()?;
             self.expect(",")?;
-            let d: u8 = self.number("a dimension (0 or 1)")?;
+            let d: u8 = self.number("a dimension (0, 1 or 2)")?;
             self.expect(")")?;
-            return Ok(if w == "RegionCoord" {
-                Rvalue::RegionCoord(l, d)
-            } else {
-                Rvalue::RegionExtent(l, d)
+            return Ok(match w {
+                "RegionCoord" => Rvalue::RegionCoord(l, d),
+                "RegionExtent" => Rvalue::RegionExtent(l, d),
+                _ => Rvalue::RegionEnd(l, d),
             });
         }
         if w == "Len" || w == "RegionIndex" {

@@ -50,6 +50,7 @@ impl fmt::Display for Rvalue {
             Rvalue::RegionIndex(l) => write!(f, "RegionIndex({l})"),
             Rvalue::RegionCoord(l, d) => write!(f, "RegionCoord({l}, {d})"),
             Rvalue::RegionExtent(l, d) => write!(f, "RegionExtent({l}, {d})"),
+            Rvalue::RegionEnd(l, d) => write!(f, "RegionEnd({l}, {d})"),
         }
     }
 }

@@ -10,8 +10,8 @@
 //! | access | proof required |
 //! |---|---|
 //! | `_s[_i]` read of a slice, a `Stencil2D` region or a shared array | `_i < Len(_s)` holds (a constant bound for static shared arrays) |
-//! | `_r[_i]` of a `Linear1D` region | `_i` is `RegionIndex(_r)` and `RegionIndex(_r) < Len(_r)` holds |
-//! | `_r[_i]` of a `Linear2D` region | `_i` is `RegionIndex(_r)` and both coordinates are below their extents |
+//! | `_r[_i]` of a `Linear1D` or `Indexed` region | `_i` is `RegionIndex(_r)` and `RegionIndex(_r) < Len(_r)` holds |
+//! | `_r[_i]` of a `Linear2D` or `Linear3D` region | `_i` is `RegionIndex(_r)` and every coordinate is below its `RegionEnd` (or its extent) |
 //! | `_r[_i]` of a `Chunked<N>` region | `_i` is `RegionIndex(_r)` or `RegionIndex(_r) + k` with `k < min(Len(_r) - RegionIndex(_r), N)`, and `RegionIndex(_r) < Len(_r)` |
 //! | safe write `_s[_i]` of a shared array | `_i` is the thread's rank in its workgroup (`(tz * dy + ty) * dx + tx`) or `k * threads + rank` with `k < Len(_s) / threads`, and in bounds |
 //! | `AtomicRmw`/`AtomicCas` on `_a[_i]` | `_i < Len(_a)` |
@@ -19,8 +19,12 @@
 //!
 //! Writes to slices and `Stencil2D` regions, and plain reads or writes of atomics, are
 //! refused. Statements made by the `unsafe` raw shared-memory API need only the bounds
-//! proof. A `Linear1D`/`Chunked` region's elements are distinct per thread because the
-//! host's `check_launch` refuses geometry that would give two threads one index.
+//! proof. A region's elements are distinct per thread because the host's `check_launch`
+//! refuses geometry that would give two threads one index, and an `Indexed` region's
+//! indices that are out of bounds or repeated: element `t` of an `Indexed` region is the
+//! data's `indices[t]`, so proving `t` owned and below `Len` (the index count) suffices.
+//! An interior region's coordinates start at its margin and its `RegionEnd` is its
+//! extent less the margin; the host refuses a margin that leaves no interior.
 //!
 //! # How facts are found
 //!
@@ -499,6 +503,7 @@ impl Analysis<'_> {
             Rvalue::RegionIndex(l) => self.values.intern(Expr::RegionIndex(*l)),
             Rvalue::RegionCoord(l, d) => self.values.intern(Expr::RegionCoord(*l, *d)),
             Rvalue::RegionExtent(l, d) => self.values.intern(Expr::RegionExtent(*l, *d)),
+            Rvalue::RegionEnd(l, d) => self.values.intern(Expr::RegionEnd(*l, *d)),
             Rvalue::Position(p, d) => self.values.intern(Expr::Position(*p, *d)),
         };
         match s.place.index {
@@ -709,8 +714,9 @@ impl Analysis<'_> {
                 "{shown} reaches an element of an `Atomic` without an atomic operation"
             )),
             (Ty::Region(_, s), _) if s.is_writable() => (!self.owned(state, container, s, i)).then(|| {
+                let a = if s == Strategy::Indexed { "an" } else { "a" };
                 format!(
-                    "{shown} is not proven to be this thread's own element: a `{s}` region is reached only at its `RegionIndex`, inside the check that the thread's element exists"
+                    "{shown} is not proven to be this thread's own element: {a} `{s}` region is reached only at its `RegionIndex`, inside the check that the thread's element exists"
                 )
             }),
             (Ty::Shared(..), Access::Write) if !raw => (!self.own_slot(state, container, i)).then(|| {
@@ -761,14 +767,19 @@ impl Analysis<'_> {
         let own = self.values.intern(Expr::RegionIndex(r));
         let len = self.values.intern(Expr::Len(r));
         match strategy {
-            Strategy::Linear1D => i == own && self.less(state, own, len),
-            Strategy::Linear2D => {
+            Strategy::Linear1D | Strategy::Indexed => i == own && self.less(state, own, len),
+            Strategy::Linear2D | Strategy::Linear3D => {
+                // Below the end of the owned coordinates or the whole extent: either keeps
+                // the element inside the region (an interior's end is below its extent).
                 let inside = |a: &mut Self, d: u8| {
                     let c = a.values.intern(Expr::RegionCoord(r, d));
-                    let e = a.values.intern(Expr::RegionExtent(r, d));
-                    a.less(state, c, e)
+                    let ends = [Expr::RegionEnd(r, d), Expr::RegionExtent(r, d)];
+                    ends.into_iter().any(|e| {
+                        let e = a.values.intern(e);
+                        a.less(state, c, e)
+                    })
                 };
-                i == own && inside(self, 0) && inside(self, 1)
+                i == own && (0..strategy.rank()).all(|d| inside(self, d))
             }
             Strategy::Chunked(n) => {
                 if !self.less(state, own, len) {

@@ -271,6 +271,7 @@ fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
                 | Rvalue::Intrinsic(..)
                 | Rvalue::RegionCoord(..)
                 | Rvalue::RegionExtent(..)
+                | Rvalue::RegionEnd(..)
                 | Rvalue::Len(_)
         );
         if let Some(c) = folded
@@ -319,7 +320,8 @@ fn substitute(rv: &mut Rvalue, state: &State) {
         | Rvalue::Len(_)
         | Rvalue::RegionIndex(_)
         | Rvalue::RegionCoord(..)
-        | Rvalue::RegionExtent(..) => {}
+        | Rvalue::RegionExtent(..)
+        | Rvalue::RegionEnd(..) => {}
     }
 }
 
@@ -401,7 +403,8 @@ fn fold_rvalue(body: &Body, rv: &Rvalue, state: &State) -> Option<Const> {
     if let Some(c) = crate::interp::evaluate(rv, &|op| value(op, state)) {
         return Some(c);
     }
-    let one_dimensional = |l: &Local| matches!(body.locals.get(l.index()).map(|d| d.ty), Some(Ty::Region(_, s)) if !s.is_2d());
+    // Past a region's rank, every thread is at coordinate 0 of an extent of 1.
+    let beyond_rank = |l: &Local, d: &u8| matches!(body.locals.get(l.index()).map(|d| d.ty), Some(Ty::Region(_, s)) if *d >= s.rank());
     match rv {
         Rvalue::BinaryOp(op, a, b) => identity(
             *op,
@@ -411,13 +414,15 @@ fn fold_rvalue(body: &Body, rv: &Rvalue, state: &State) -> Option<Const> {
             value(a, state),
             value(b, state),
         ),
-        Rvalue::RegionCoord(l, 1) if one_dimensional(l) => Some(Const::Int(0, ScalarTy::Usize)),
+        Rvalue::RegionCoord(l, d) if beyond_rank(l, d) => Some(Const::Int(0, ScalarTy::Usize)),
         // A static shared array's length is its declared one.
         Rvalue::Len(l) => match body.locals.get(l.index()).map(|d| d.ty) {
             Some(Ty::Shared(_, Some(n))) => Some(Const::Int(n as i128, ScalarTy::Usize)),
             _ => None,
         },
-        Rvalue::RegionExtent(l, 1) if one_dimensional(l) => Some(Const::Int(1, ScalarTy::Usize)),
+        Rvalue::RegionExtent(l, d) | Rvalue::RegionEnd(l, d) if beyond_rank(l, d) => {
+            Some(Const::Int(1, ScalarTy::Usize))
+        }
         _ => None,
     }
 }

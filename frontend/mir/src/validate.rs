@@ -293,13 +293,13 @@ impl Validator<'_> {
                     format!("`Len` needs a region or slice, `{l}` has type `{t}`"),
                 ),
             },
-            Rvalue::RegionCoord(l, d) | Rvalue::RegionExtent(l, d) => {
+            Rvalue::RegionCoord(l, d) | Rvalue::RegionExtent(l, d) | Rvalue::RegionEnd(l, d) => {
                 match self.local_ty(bb, span, *l)? {
-                    Ty::Region(..) if *d <= 1 => Ok(ScalarTy::Usize),
+                    Ty::Region(..) if *d <= 2 => Ok(ScalarTy::Usize),
                     Ty::Region(..) => self.err(
                         Some(bb),
                         span,
-                        format!("dimension {d} is out of range; regions have dimensions 0 and 1"),
+                        format!("dimension {d} is out of range; regions have dimensions 0, 1 and 2"),
                     ),
                     t => self.err(
                         Some(bb),
@@ -753,6 +753,7 @@ impl Validator<'_> {
             | Rvalue::RegionIndex(_)
             | Rvalue::RegionCoord(..)
             | Rvalue::RegionExtent(..)
+            | Rvalue::RegionEnd(..)
             | Rvalue::Position(..) => {}
         }
         Ok(())

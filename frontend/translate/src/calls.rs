@@ -192,7 +192,7 @@ impl Translator {
                 m,
                 "use `get_mut()` as `if let Some(v) = region.get_mut() { ... }`",
             ),
-            "row" | "col" | "width" | "height" if m.args.is_empty() => {
+            "row" | "col" | "x" | "y" | "z" | "width" | "height" | "depth" if m.args.is_empty() => {
                 self.region_geometry_call(m, &name, span)
             }
             "get_clamped" if m.args.len() == 2 => {
@@ -280,7 +280,9 @@ impl Translator {
         Ok(Some((Operand::Copy(Place::local(t)), elem)))
     }
 
-    /// `region.row()`, `col()`, `width()` and `height()` of a two-dimensional region.
+    /// A multi-dimensional region's coordinates and extents: `row()`, `col()`, `width()`
+    /// and `height()` of a 2-D region; `x()`, `y()`, `z()`, `width()`, `height()` and
+    /// `depth()` of a `Linear3D` one.
     fn region_geometry_call(
         &mut self,
         m: &syn::ExprMethodCall,
@@ -288,17 +290,25 @@ impl Translator {
         span: SynSpan,
     ) -> Result<Value> {
         let region = self.region_receiver(&m.receiver)?;
-        if !self.strategy_of(region).is_2d() {
+        let rank = self.strategy_of(region).rank();
+        let dim = match (rank, name) {
+            (2, "col") | (3, "x") | (2 | 3, "width") => Some(0),
+            (2, "row") | (3, "y") | (2 | 3, "height") => Some(1),
+            (3, "z" | "depth") => Some(2),
+            _ => None,
+        };
+        let Some(dim) = dim else {
             return error(
                 &m.method,
-                format!("`{name}()` is defined on `Linear2D` and `Stencil2D` regions"),
+                format!(
+                    "`{name}()` is not defined on a `{}` region: 2-D regions have `row()`, `col()`, `width()` and `height()`; `Linear3D` regions `x()`, `y()`, `z()`, `width()`, `height()` and `depth()`",
+                    self.strategy_of(region)
+                ),
             );
-        }
+        };
         let v = match name {
-            "col" => self.coord(region, 0, span),
-            "row" => self.coord(region, 1, span),
-            "width" => self.extent(region, 0, span),
-            _ => self.extent(region, 1, span),
+            "width" | "height" | "depth" => self.extent(region, dim, span),
+            _ => self.coord(region, dim, span),
         };
         Ok(Some((v, ScalarTy::Usize)))
     }

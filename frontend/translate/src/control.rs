@@ -79,36 +79,13 @@ impl Translator {
         }
         match pat {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
-                // The value's own type decides when there is no annotation; an unsuffixed
-                // literal then takes rustc's default (`i32`, `f64`).
-                let key = position(id.ident.span());
-                let hinted = annotated.or_else(|| self.hints.get(&key).copied());
-                let mut flexible = false;
-                let (value, ty) = match (&local.init, hinted) {
-                    (Some(init), expected) => {
-                        let inferred = self.infer(&init.expr);
-                        flexible = expected.is_none() && inferred.is_none();
-                        let (op, ty) = self.scalar_expr(&init.expr, expected.or(inferred))?;
-                        (Some(op), hinted.unwrap_or(ty))
-                    }
-                    (None, Some(ty)) => (None, ty),
-                    (None, None) => {
-                        return error(local, "a `let` without a value needs a type annotation");
-                    }
-                };
-                let l = self.declare(
-                    Ty::Scalar(ty),
-                    id.mutability.is_some(),
-                    Some((&id.ident, id.ident.span())),
-                );
-                if flexible {
-                    self.flexible.insert(l, key);
-                }
-                if let Some(op) = value {
-                    self.push(Place::local(l), Rvalue::Use(op), local.span());
-                }
+                let init = local.init.as_ref().map(|i| &*i.expr);
+                let l = self.scalar_let(id, init, annotated, local.span(), local.span())?;
                 self.bind(&id.ident, Binding::Local(l));
                 Ok(())
+            }
+            syn::Pat::Tuple(names) if annotated.is_none() => {
+                self.tuple_let(names, local.init.as_ref().map(|i| &*i.expr), local)
             }
             syn::Pat::Wild(_) => {
                 if let Some(init) = &local.init {
@@ -118,9 +95,87 @@ impl Translator {
             }
             other => error(
                 other,
-                "only `let name = ...` and `let mut name = ...` are supported in kernels",
+                "only `let name = ...`, `let mut name = ...` and `let (a, b) = (x, y);` are supported in kernels",
             ),
         }
+    }
+
+    /// A scalar local for `let id = init;` (or `let id: T;`), assigned but not yet bound
+    /// to its name.
+    fn scalar_let(
+        &mut self,
+        id: &syn::PatIdent,
+        init: Option<&syn::Expr>,
+        annotated: Option<ScalarTy>,
+        span: SynSpan,
+        whole: SynSpan,
+    ) -> Result<Local> {
+        // The value's own type decides when there is no annotation; an unsuffixed
+        // literal then takes rustc's default (`i32`, `f64`).
+        let key = position(id.ident.span());
+        let hinted = annotated.or_else(|| self.hints.get(&key).copied());
+        let mut flexible = false;
+        let (value, ty) = match (init, hinted) {
+            (Some(init), expected) => {
+                let inferred = self.infer(init);
+                flexible = expected.is_none() && inferred.is_none();
+                let (op, ty) = self.scalar_expr(init, expected.or(inferred))?;
+                (Some(op), hinted.unwrap_or(ty))
+            }
+            (None, Some(ty)) => (None, ty),
+            (None, None) => {
+                return Err(super::TranslateError {
+                    span: whole,
+                    message: "a `let` without a value needs a type annotation".into(),
+                });
+            }
+        };
+        let l = self.declare(
+            Ty::Scalar(ty),
+            id.mutability.is_some(),
+            Some((&id.ident, id.ident.span())),
+        );
+        if flexible {
+            self.flexible.insert(l, key);
+        }
+        if let Some(op) = value {
+            self.push(Place::local(l), Rvalue::Use(op), span);
+        }
+        Ok(l)
+    }
+
+    /// `let (a, mut b, _) = (x, y, z);`: every value is computed, left to right, before
+    /// any name is bound, as in Rust (so `let (a, b) = (b, a);` swaps).
+    fn tuple_let(
+        &mut self,
+        names: &syn::PatTuple,
+        init: Option<&syn::Expr>,
+        local: &syn::Local,
+    ) -> Result<()> {
+        const FORM: &str = "a tuple pattern binds a tuple of as many values: `let (a, b) = (x, y);`";
+        let Some(syn::Expr::Tuple(values)) = init.map(strip_parens) else {
+            return error(local, FORM);
+        };
+        if names.elems.len() != values.elems.len() {
+            return error(local, FORM);
+        }
+        let mut bound = Vec::new();
+        for (pat, value) in names.elems.iter().zip(&values.elems) {
+            match pat {
+                syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                    let l = self.scalar_let(id, Some(value), None, value.span(), local.span())?;
+                    bound.push((&id.ident, l));
+                }
+                syn::Pat::Wild(_) => {
+                    self.expr(value, None)?;
+                }
+                other => return error(other, FORM),
+            }
+        }
+        for (name, l) in bound {
+            self.bind(name, Binding::Local(l));
+        }
+        Ok(())
     }
 
     /// `const N: T = value;` inside a kernel: an immutable local (rustc has checked that

@@ -262,7 +262,7 @@ pub fn param_kind(ty: &syn::Type, subst: &Substitution, consts: &ConstValues) ->
                     return error(
                         strategy,
                         format!(
-                            "unsupported partitioning strategy `{name}`; supported: `Linear1D`, `Linear2D`, `Chunked<N>` and `Stencil2D<R>` with N and R integer literals or `const` items"
+                            "unsupported partitioning strategy `{name}`; supported: `Linear1D`, `Linear2D`, `Linear3D`, `Indexed`, `Chunked<N>` and `Stencil2D<R>` with N and R integer literals or `const` items"
                         ),
                     );
                 };

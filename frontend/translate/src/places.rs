@@ -47,20 +47,27 @@ impl Translator {
             b.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, a, c), span)
         };
         let owned = match strategy {
-            Strategy::Linear1D | Strategy::Chunked(_) => {
+            Strategy::Linear1D | Strategy::Chunked(_) | Strategy::Indexed => {
                 let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
                 lt(self, Operand::Copy(Place::local(index)), len)
             }
-            Strategy::Linear2D => {
-                let (col, row) = (self.coord(region, 0, span), self.coord(region, 1, span));
-                let (width, height) = (self.extent(region, 0, span), self.extent(region, 1, span));
-                let in_row = lt(self, col, width);
-                let in_col = lt(self, row, height);
-                self.assign_temp(
-                    ScalarTy::Bool,
-                    Rvalue::BinaryOp(BinOp::BitAnd, in_row, in_col),
-                    span,
-                )
+            Strategy::Linear2D | Strategy::Linear3D => {
+                // Every coordinate below the end of those the region's threads own.
+                let mut owned = None;
+                for d in 0..strategy.rank() {
+                    let coord = self.coord(region, d, span);
+                    let end = self.assign_temp(ScalarTy::Usize, Rvalue::RegionEnd(region, d), span);
+                    let inside = lt(self, coord, end);
+                    owned = Some(match owned {
+                        None => inside,
+                        Some(so_far) => self.assign_temp(
+                            ScalarTy::Bool,
+                            Rvalue::BinaryOp(BinOp::BitAnd, so_far, inside),
+                            span,
+                        ),
+                    });
+                }
+                owned.expect("a multi-dimensional region has coordinates")
             }
             Strategy::Stencil2D(_) => {
                 return error(

@@ -73,6 +73,16 @@ impl<'c, 'a> Emitter<'c, 'a> {
                     span,
                 )
             }
+            Rvalue::RegionEnd(l, d) => {
+                // The extent less the margin: an interior's threads stop that far from the
+                // far edge, as they start that far from the near one.
+                let region = self.container(*l);
+                let dim = [("dim", self.i64_attr(*d as i64))];
+                let (extent, _) = self.index_query(ops::EXTENT, &[region], &dim, span);
+                let (margin, _) = self.index_query(ops::MARGIN, &[region], &[], span);
+                let t = self.scalar(ScalarTy::I64);
+                (self.value("arith.subi", &[extent, margin], t, span), ScalarTy::Usize)
+            }
             Rvalue::RegionIndex(l) => {
                 self.index_query(ops::REGION_INDEX, &[self.container(*l)], &[], span)
             }

@@ -121,11 +121,6 @@ fn zeroed_words(bytes: u128) -> Option<Vec<u64>> {
 }
 
 fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
-    if launch.workgroups[2] != 1 || launch.workgroup_size[2] != 1 {
-        return Err(Error::InvalidLaunch(
-            "the CPU backend runs one- and two-dimensional launches only".into(),
-        ));
-    }
     let entry = crate::compile::cpu(launch.descriptor)?;
 
     // Scratch copies of writable regions, 8-byte aligned for any element type.
@@ -147,7 +142,7 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     let p = panic.as_mut_ptr() as u64;
     words.extend(offload_mir::abi::memref_1d(p, PANIC_BUFFER_WORDS as u64));
 
-    let groups = launch.workgroups[0] as u64 * launch.workgroups[1] as u64;
+    let groups: u64 = launch.workgroups.iter().map(|&g| g as u64).product();
     let host = crate::device::host_threads().min(groups as usize).max(1) as u64;
     let layout = launch.body.shared_layout();
     if launch.dyn_cache > MAX_DYNAMIC_SHARED {
@@ -161,11 +156,10 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     let shared_bytes = layout.dynamic_offset + launch.dyn_cache as usize;
     let workgroup = Workgroup {
         entry,
-        // Workgroups are numbered row by row over the whole launch; a split launch's
-        // share is the one-dimensional range from `group_base`.
-        groups: [launch.groups[0] as u64, launch.groups[1] as u64],
-        size_x: launch.workgroup_size[0] as u64,
-        size_y: launch.workgroup_size[1] as u64,
+        // Workgroups are numbered x fastest, then y, then z, over the whole launch; a
+        // split launch's share is the one-dimensional range from `group_base`.
+        groups: launch.groups.map(u64::from),
+        size: launch.workgroup_size.map(u64::from),
         kernel_words: &words,
     };
     let fibers = launch.body.synchronizes();
@@ -184,7 +178,7 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
                         workgroup.run_fibers(group, shared, &mut stacks);
                     }
                 } else {
-                    let threads = workgroup.size_x * workgroup.size_y;
+                    let threads = workgroup.size.iter().product();
                     let mut words = workgroup.words([begin, end], [0, threads], shared);
                     // SAFETY: see `Workgroup::call`; no barriers, so no barrier state.
                     unsafe { workgroup.call(&mut words) };
@@ -311,10 +305,9 @@ unsafe fn parallel_copy(from: *const u8, to: *mut u8, bytes: usize) {
 /// What every call of one launch's entry point shares.
 struct Workgroup<'a> {
     entry: CpuEntry,
-    /// The whole launch's workgroups in x and y.
-    groups: [u64; 2],
-    size_x: u64,
-    size_y: u64,
+    /// The whole launch's workgroups, and threads per workgroup, in x, y and z.
+    groups: [u64; 3],
+    size: [u64; 3],
     /// The kernel ABI's words: regions, slices, scalars, the panic buffer.
     kernel_words: &'a [u64],
 }
@@ -348,8 +341,10 @@ impl Workgroup<'_> {
             group_end: groups[1],
             groups_x: self.groups[0],
             groups_y: self.groups[1],
-            size_x: self.size_x,
-            size_y: self.size_y,
+            groups_z: self.groups[2],
+            size_x: self.size[0],
+            size_y: self.size[1],
+            size_z: self.size[2],
             thread_begin: threads[0],
             thread_end: threads[1],
             shared_address: shared.0,
@@ -384,7 +379,7 @@ impl Workgroup<'_> {
         stacks: &mut Vec<corosensei::stack::DefaultStack>,
     ) {
         use corosensei::{Coroutine, CoroutineResult};
-        let threads = self.size_x * self.size_y;
+        let threads: u64 = self.size.iter().product();
         let mut fibers = Vec::with_capacity(threads as usize);
         for thread in 0..threads {
             let stack = match stacks.pop() {

@@ -223,7 +223,7 @@ fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         .map_err(driver_error("allowing the requested dynamic shared memory (`dyn_cache`)"))?;
     }
     let stream = ctx.default_stream();
-    let (words, buffers) = upload(&launch, &stream)?;
+    let uploaded = upload(&launch, &stream)?;
     let writes_host = launch
         .args
         .iter()
@@ -245,18 +245,28 @@ fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     // on, and a panic surfaces at its issuer's next `to_vec` or `offload::synchronize` on
     // this device (see `Pending`).
     if writes_device && !writes_host {
-        return launch_async(&func, &launch, words, buffers, issuer, ordinal, &stream);
+        return launch_async(&func, &launch, uploaded, issuer, ordinal, &stream);
     }
-    launch_sync(&func, &launch, words, buffers, issuer, ordinal, &stream)
+    launch_sync(&func, &launch, uploaded, issuer, ordinal, &stream)
 }
 
-/// Copies each argument with host data to the device; the kernel ABI's words, and the
-/// device buffers, one per argument with data, in order.
+/// A launch's arguments on the device: the kernel ABI's words, the device copies of host
+/// data (kept alive until the kernel has run), and which of them go back to the host.
+struct Uploaded {
+    words: Vec<u64>,
+    buffers: Vec<CudaSlice<u8>>,
+    /// Host data the kernel may write: the buffer's position in `buffers`, then the
+    /// host slice (pointer, bytes) and where it sits in the buffer.
+    written: Vec<(usize, *mut u8, usize, usize)>,
+}
+
+/// Copies each argument with host data (and an `Indexed` region's indices) to the device.
 fn upload(
     launch: &Launch<'_, '_>,
     stream: &Arc<cudarc::driver::CudaStream>,
-) -> Result<(Vec<u64>, Vec<CudaSlice<u8>>), Error> {
+) -> Result<Uploaded, Error> {
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
+    let mut written = Vec::new();
     let words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
         // SAFETY: `data` is the argument's borrowed slice of `bytes` bytes.
         let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
@@ -277,18 +287,24 @@ fn upload(
         }
         .map_err(driver_error("copying an argument to the device"))?;
         let address = device_address(&buffer, stream);
+        if kind.copied_back() && bytes > 0 {
+            written.push((buffers.len(), data, bytes, offset));
+        }
         buffers.push(buffer);
         Ok(address)
     })?;
-    Ok((words, buffers))
+    Ok(Uploaded {
+        words,
+        buffers,
+        written,
+    })
 }
 
 /// A launch that writes device buffers and no host data: enqueued, not waited for.
 fn launch_async(
     func: &CudaFunction,
     launch: &Launch<'_, '_>,
-    words: Vec<u64>,
-    buffers: Vec<CudaSlice<u8>>,
+    uploaded: Uploaded,
     issuer: Issuer,
     ordinal: usize,
     stream: &Arc<cudarc::driver::CudaStream>,
@@ -309,10 +325,10 @@ fn launch_async(
     let report = slab.address + (slot * PANIC_BUFFER_WORDS * std::mem::size_of::<i64>()) as u64;
     // Recorded before the launch: if it fails, its slot just stays zero.
     pending.kernels.push(launch.descriptor);
-    pending.inputs.extend(buffers);
+    pending.inputs.extend(uploaded.buffers);
     // SAFETY: the slot and the copies of host inputs live in `pending` until a
     // synchronisation after the kernel has finished.
-    unsafe { enqueue(func, launch, words, report, stream) }
+    unsafe { enqueue(func, launch, uploaded.words, report, stream) }
 }
 
 /// A launch that writes host data (or nothing): run to its end, its panic read, the
@@ -320,8 +336,7 @@ fn launch_async(
 fn launch_sync(
     func: &CudaFunction,
     launch: &Launch<'_, '_>,
-    words: Vec<u64>,
-    buffers: Vec<CudaSlice<u8>>,
+    uploaded: Uploaded,
     issuer: Issuer,
     ordinal: usize,
     stream: &Arc<cudarc::driver::CudaStream>,
@@ -331,6 +346,11 @@ fn launch_sync(
     // for its next `to_vec` or `offload::synchronize`, but the copies of their host inputs
     // are freed once the wait below has covered them.
     let slab = slab(ordinal, stream)?;
+    let Uploaded {
+        words,
+        buffers,
+        written,
+    } = uploaded;
     // SAFETY: `slab` and `buffers` live until the stream is synchronised below.
     unsafe { enqueue(func, launch, words, slab.address, stream) }?;
     let entry = registry().get(&(issuer, ordinal)).cloned();
@@ -348,31 +368,51 @@ fn launch_sync(
         return Err(error);
     }
     release(ordinal, [slab]);
-    // `buffers` holds one buffer per argument with data, in order; copy back those the
-    // kernel may have written.
-    let with_data = launch.args.iter().filter(|a| a.kind.bytes().is_some());
-    for (arg, buffer) in with_data
-        .zip(&buffers)
-        .filter(|(a, _)| a.kind.copied_back())
-    {
-        let (data, bytes) = arg.kind.bytes().expect("arguments with buffers have data");
-        let (offset, _) = arg
-            .kind
-            .placement()
-            .expect("arguments with data are placed");
-        if bytes == 0 {
-            continue;
-        }
+    for (buffer, data, bytes, offset) in written {
         // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes.
         let host = unsafe { std::slice::from_raw_parts_mut(data, bytes) };
         stream
-            .memcpy_dtoh(&buffer.slice(offset..offset + bytes), host)
+            .memcpy_dtoh(&buffers[buffer].slice(offset..offset + bytes), host)
             .map_err(driver_error("copying a region back"))?;
     }
     stream
         .synchronize()
         .map_err(driver_error("copying results back"))?;
     Ok(())
+}
+
+/// The most workgroups a CUDA grid may have along x, y and z (every GPU since compute
+/// capability 3.0).
+const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
+/// One grid of a launch: the workgroups `start .. start + count` along each axis.
+#[derive(Debug, PartialEq, Eq)]
+struct GridPart {
+    start: [u32; 3],
+    count: [u32; 3],
+}
+
+/// The grids a launch of `workgroups` runs as: one, unless an axis has more workgroups
+/// than a grid may.
+fn grid_parts(workgroups: [u32; 3]) -> Vec<GridPart> {
+    let ranges = |d: usize| {
+        (0..workgroups[d].div_ceil(MAX_GRID[d])).map(move |i| {
+            let start = i * MAX_GRID[d];
+            (start, (workgroups[d] - start).min(MAX_GRID[d]))
+        })
+    };
+    let mut parts = Vec::new();
+    for (z, nz) in ranges(2) {
+        for (y, ny) in ranges(1) {
+            for (x, nx) in ranges(0) {
+                parts.push(GridPart {
+                    start: [x, y, z],
+                    count: [nx, ny, nz],
+                });
+            }
+        }
+    }
+    parts
 }
 
 /// Enqueues the kernel with argument words `words`, then the panic buffer at `report` and
@@ -389,34 +429,40 @@ unsafe fn enqueue(
     stream: &Arc<cudarc::driver::CudaStream>,
 ) -> Result<(), Error> {
     words.extend(abi::memref_1d(report, PANIC_BUFFER_WORDS as u64));
-    words.extend(abi::gpu_hidden_words(
-        launch.group_base as u64,
-        launch.dyn_cache as u64,
-        launch.groups[0] as u64,
-    ));
-
-    let mut builder = stream.launch_builder(func);
-    // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many bytes
-    // as the parameter has, which on little-endian hosts are the value's own.
-    for w in &words {
-        builder.arg(w);
+    let block_dim = (
+        launch.workgroup_size[0],
+        launch.workgroup_size[1],
+        launch.workgroup_size[2],
+    );
+    // A launch with more workgroups along an axis than a grid may have runs as several
+    // grids, each told where it starts; workgroups are independent, so running them
+    // one grid after another on the stream is the same launch.
+    let hidden = words.len();
+    words.extend([0; abi::GPU_HIDDEN.len()]);
+    for part in grid_parts(launch.workgroups) {
+        // A share of a split launch starts at its first workgroup in x.
+        let mut base = part.start.map(u64::from);
+        base[0] += launch.group_base as u64;
+        words[hidden..].copy_from_slice(&abi::gpu_hidden_words(
+            base,
+            launch.dyn_cache as u64,
+            launch.groups.map(u64::from),
+        ));
+        let mut builder = stream.launch_builder(func);
+        // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many
+        // bytes as the parameter has, which on little-endian hosts are the value's own.
+        for w in &words {
+            builder.arg(w);
+        }
+        let config = LaunchConfig {
+            grid_dim: (part.count[0], part.count[1], part.count[2]),
+            block_dim,
+            shared_mem_bytes: launch.dyn_cache,
+        };
+        // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
+        // against the MIR signature), and the caller keeps what they point to alive.
+        unsafe { builder.launch(config) }.map_err(driver_error("launching the kernel"))?;
     }
-    let config = LaunchConfig {
-        grid_dim: (
-            launch.workgroups[0],
-            launch.workgroups[1],
-            launch.workgroups[2],
-        ),
-        block_dim: (
-            launch.workgroup_size[0],
-            launch.workgroup_size[1],
-            launch.workgroup_size[2],
-        ),
-        shared_mem_bytes: launch.dyn_cache,
-    };
-    // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
-    // against the MIR signature), and the caller keeps what they point to alive.
-    unsafe { builder.launch(config) }.map_err(driver_error("launching the kernel"))?;
     Ok(())
 }
 

@@ -207,21 +207,21 @@ impl RawKernel {
     }
 
     /// The kernel ABI's words for `params`, then the panic buffer and the hidden GPU
-    /// parameters of a launch of `workgroups_x` workgroups in x.
-    fn words(&self, params: &[Word], workgroups_x: u32) -> Vec<u64> {
-        use offload_mir::abi::{PANIC_BUFFER_WORDS, gpu_hidden_words, memref_1d, memref_2d};
+    /// parameters of a launch of `workgroups` workgroups (x, y, z).
+    fn words(&self, params: &[Word], workgroups: [u32; 3]) -> Vec<u64> {
+        use offload_mir::abi::{PANIC_BUFFER_WORDS, gpu_hidden_words, memref_1d, region_2d};
         let mut words = Vec::new();
         for p in params {
             match *p {
                 Word::Memref(at, len) => words.extend(memref_1d(at, len as u64)),
                 Word::Memref2d(at, rows, row_len) => {
-                    words.extend(memref_2d(at, rows as u64, row_len as u64))
+                    words.extend(region_2d(at, rows as u64, row_len as u64, 0))
                 }
                 Word::Scalar(bits) => words.push(bits),
             }
         }
         words.extend(memref_1d(self.addr(&self.panic), PANIC_BUFFER_WORDS as u64));
-        words.extend(gpu_hidden_words(0, 0, workgroups_x as u64));
+        words.extend(gpu_hidden_words([0; 3], 0, workgroups.map(u64::from)));
         words
     }
 
@@ -335,7 +335,7 @@ fn reduce(n: usize, reps: usize) -> Result<()> {
             Word::Memref(k.addr(&dx), n),
             Word::Scalar(stride as u64),
         ],
-        grid,
+        [grid, 1, 1],
     );
     let timing = k.time(&words, linear(grid), reps, &|| {
         k.stream.memset_zeros(&mut *out.borrow_mut())?;
@@ -391,7 +391,7 @@ fn fir_bench(n: usize, reps: usize) -> Result<()> {
         if !constant {
             params.push(Word::Memref(k.addr(&dt), 16));
         }
-        let words = k.words(&params, workgroups);
+        let words = k.words(&params, [workgroups, 1, 1]);
         let timing = k.time(&words, linear(workgroups), reps, &|| Ok(()))?;
         print_bandwidth(label, n, timing, reps, 8.0 * n as f64);
     }
@@ -443,7 +443,7 @@ fn matmul_bench(n: usize, reps: usize) -> Result<()> {
             Word::Memref(k.addr(&db), n * n),
             Word::Scalar(n as u64),
         ],
-        tiles,
+        [tiles, tiles, 1],
     );
     let cfg = LaunchConfig {
         grid_dim: (tiles, tiles, 1),
@@ -702,7 +702,7 @@ fn saxpy_words(k: &RawKernel, y: u64, x: u64, n: usize, a: f32, workgroups: u32)
             Word::Memref(x, n),
             Word::Scalar(a.to_bits() as u64),
         ],
-        workgroups,
+        [workgroups, 1, 1],
     )
 }
 

@@ -81,7 +81,8 @@ fn operands_mut(rv: &mut Rvalue) -> Vec<&mut Operand> {
         | Rvalue::Len(_)
         | Rvalue::RegionIndex(_)
         | Rvalue::RegionCoord(..)
-        | Rvalue::RegionExtent(..) => Vec::new(),
+        | Rvalue::RegionExtent(..)
+        | Rvalue::RegionEnd(..) => Vec::new(),
     }
 }
 

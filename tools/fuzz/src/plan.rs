@@ -9,7 +9,7 @@ use crate::Broken;
 use crate::builder::Builder;
 use crate::values::random_bits;
 use fastrand::Rng;
-use offload_mir::interp::{ArgValue, Launch, bits_const};
+use offload_mir::interp::{ArgValue, Launch, Layout, bits_const};
 use offload_mir::{AtomicOp, Local, ScalarTy, Strategy, Ty};
 
 #[derive(Clone, Copy, Debug)]
@@ -177,7 +177,10 @@ fn declare(rng: &mut Rng, b: &mut Builder, plan: &mut Plan, kind: ArgKind, non_e
             plan.args.push(ArgValue::Buffer {
                 elem,
                 data: data(rng, elem, len),
-                row_len,
+                layout: Layout {
+                    row_len,
+                    ..Layout::default()
+                },
             });
         }
         ArgKind::Slice(elem) => {

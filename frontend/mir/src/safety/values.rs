@@ -26,6 +26,7 @@ pub enum Expr {
     RegionIndex(Local),
     RegionCoord(Local, u8),
     RegionExtent(Local, u8),
+    RegionEnd(Local, u8),
     Position(Position, u8),
     Binary(BinOp, Sym, Sym),
     Unary(UnOp, Sym),

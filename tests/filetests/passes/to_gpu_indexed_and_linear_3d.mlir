@@ -1,0 +1,18 @@
+// pipeline: builtin.module(convert-offload-to-gpu)
+module {
+  func.func @scatter(%arg0: !offload.region<f32, "Indexed">, %arg1: !offload.region<f32, "Linear3D">, %arg2: index) attributes {offload.kernel} {
+    %0 = "offload.len"(%arg0) : (!offload.region<f32, "Indexed">) -> index
+    %1 = "offload.load"(%arg0, %arg2) : (!offload.region<f32, "Indexed">, index) -> f32
+    "offload.store"(%1, %arg0, %arg2) : (f32, !offload.region<f32, "Indexed">, index) -> ()
+    %2 = "offload.extent"(%arg1) {dim = 2 : i64} : (!offload.region<f32, "Linear3D">) -> index
+    %3 = "offload.margin"(%arg1) : (!offload.region<f32, "Linear3D">) -> index
+    %4 = arith.addi %2, %3 : index
+    %5 = "offload.workgroup_id"() {dim = 2 : i64} : () -> index
+    %6 = "offload.workgroup_count"() {dim = 1 : i64} : () -> index
+    %7 = arith.addi %4, %5 : index
+    %8 = arith.addi %7, %6 : index
+    %9 = arith.addi %8, %0 : index
+    "offload.store"(%1, %arg1, %9) : (f32, !offload.region<f32, "Linear3D">, index) -> ()
+    return
+  }
+}
