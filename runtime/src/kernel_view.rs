@@ -18,7 +18,8 @@ pub struct Region<T, S> {
 const NEVER: &str = "kernel bodies are type-checked on the host, never run there";
 
 impl<T, S> Region<T, S> {
-    /// The (first) element index this thread owns under the region's strategy.
+    /// The (first) element index this thread owns under the region's strategy; for an
+    /// `Indexed` region, the thread's position in the indices.
     pub fn index(&self) -> usize {
         unreachable!("{NEVER}")
     }

@@ -657,3 +657,34 @@ fn driver_error(during: &'static str) -> impl FnOnce(cudarc::driver::DriverError
         message: e.to_string(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_launch_within_the_grid_limits_is_one_grid() {
+        assert_eq!(
+            grid_parts([4096, 65535, 3]),
+            [GridPart {
+                start: [0, 0, 0],
+                count: [4096, 65535, 3]
+            }]
+        );
+    }
+
+    #[test]
+    fn axes_past_the_grid_limits_run_as_several_grids() {
+        let parts = grid_parts([2, 70_000, 65_536]);
+        let starts: Vec<[u32; 3]> = parts.iter().map(|p| p.start).collect();
+        assert_eq!(
+            starts,
+            [[0, 0, 0], [0, 65535, 0], [0, 0, 65535], [0, 65535, 65535]]
+        );
+        let counts: Vec<[u32; 3]> = parts.iter().map(|p| p.count).collect();
+        assert_eq!(
+            counts,
+            [[2, 65535, 65535], [2, 4465, 65535], [2, 65535, 1], [2, 4465, 1]]
+        );
+    }
+}
