@@ -60,15 +60,10 @@ pub enum LowerError {
 /// What NVIDIA GPUs fix: warps of [`offload_mir::abi::NVIDIA_WARP`] lanes.
 const GPU_FACTS: TargetFacts = TargetFacts {
     subgroup_size: offload_mir::abi::NVIDIA_WARP,
-    no_z: false,
 };
 
-/// What the CPU backend fixes: one-lane subgroups, and launches without z (the runtime
-/// refuses others there).
-const CPU_FACTS: TargetFacts = TargetFacts {
-    subgroup_size: 1,
-    no_z: true,
-};
+/// What the CPU backend fixes: one-lane subgroups.
+const CPU_FACTS: TargetFacts = TargetFacts { subgroup_size: 1 };
 
 /// PTX for one kernel, with the name of its entry point.
 #[derive(Clone, Debug)]

@@ -2311,6 +2311,14 @@ fn label_3d(mut out: Region<u32, Linear3D>, base: &[u32]) {
     }
 }
 
+#[offload_kernel]
+fn positions_z(mut out: Region<u32, Linear3D>) {
+    let p = thread_idx(2) + 10 * workgroup_idx(2) + 100 * workgroup_dim(2) + 1000 * workgroup_count(2);
+    if let Some(v) = out.get_mut() {
+        *v = p as u32;
+    }
+}
+
 pub fn linear_3d_regions(o: LaunchOptions) -> CaseResult {
     let (w, h, d) = (13usize, 7usize, 5usize);
     let base: Vec<u32> = (0..w * h * d).map(|i| (i % 3) as u32).collect();
@@ -2332,6 +2340,16 @@ pub fn linear_3d_regions(o: LaunchOptions) -> CaseResult {
     let mut out = vec![0u32; w * h * d];
     label_3d(cube, Region::new_3d(&mut out, w, h), &base).map_err(|e| e.to_string())?;
     compare("linear 3d (4x4x4 workgroups)", &out, &want)?;
+    // Positions along z, in the same launch.
+    let mut out = vec![0u32; w * h * d];
+    positions_z(cube, Region::new_3d(&mut out, w, h)).map_err(|e| e.to_string())?;
+    let want_z: Vec<u32> = (0..w * h * d)
+        .map(|i| {
+            let z = i / (w * h);
+            (z % 4 + 10 * (z / 4) + 100 * 4 + 1000 * 2) as u32
+        })
+        .collect();
+    compare("positions along z", &out, &want_z)?;
     let mut ragged = vec![0u32; w * h * d - 1];
     let result = label_3d(o, Region::new_3d(&mut ragged, w, h), &base);
     expect_error(

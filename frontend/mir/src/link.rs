@@ -40,14 +40,11 @@ impl Linked {
 pub struct TargetFacts {
     /// Lanes per subgroup: 32 on NVIDIA GPUs, 1 on the CPU backend.
     pub subgroup_size: u32,
-    /// Whether launches have no z extent (the CPU backend's): every thread and workgroup
-    /// is then the first of one along z.
-    pub no_z: bool,
 }
 
 impl Linked {
     /// This kernel with what `target` fixes folded in: the subgroup size, on a one-lane
-    /// target every subgroup operation's value, without z the z positions, then constant
+    /// target every subgroup operation's value, then constant
     /// branches folded again. Lowering calls this so that no branch on a target constant is left for
     /// MLIR's canonicalizer to cut off (see `simplify`). Folding constants keeps what
     /// the verifier proved.

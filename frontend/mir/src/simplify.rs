@@ -97,20 +97,10 @@ fn fold(body: &mut Body, keep_asserts: bool) -> Vec<bool> {
 
 /// Replaces what `target` fixes: `subgroup_size()`; with one lane, the lane (0) and
 /// every exchange (a lane's own value: shuffles and reductions return their operand, a
-/// ballot its bit, `any`/`all` their operand); without z, the z positions (index 0 of 1).
+/// ballot its bit, `any`/`all` their operand).
 pub fn specialize(body: &mut Body, target: crate::TargetFacts) {
     let width = target.subgroup_size;
-    let usize_ = |v: i128| Rvalue::Use(Operand::Const(Const::Int(v, ScalarTy::Usize)));
     for s in body.blocks.iter_mut().flat_map(|b| b.statements.iter_mut()) {
-        if let Rvalue::Position(p, 2) = s.rvalue
-            && target.no_z
-        {
-            s.rvalue = match p {
-                Position::Thread | Position::Workgroup => usize_(0),
-                Position::WorkgroupSize | Position::WorkgroupCount => usize_(1),
-            };
-            continue;
-        }
         let Rvalue::Subgroup(op, args) = &s.rvalue else {
             continue;
         };

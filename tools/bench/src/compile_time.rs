@@ -141,12 +141,9 @@ fn measure(shape: Shape, n: usize) -> Result<Times> {
     let ptx = ms(t);
 
     // The same again step by step, with the facts `compile_cpu` and `compile_ptx` fold in
-    // (one-lane subgroups and no z on the CPU, 32-lane warps on the GPU).
+    // (one-lane subgroups on the CPU, 32-lane warps on the GPU).
     let t = Instant::now();
-    let on_cpu = linked.for_target(TargetFacts {
-        subgroup_size: 1,
-        no_z: true,
-    });
+    let on_cpu = linked.for_target(TargetFacts { subgroup_size: 1 });
     let cpu_specialize = ms(t);
     let session = Session::new()?;
     let t = Instant::now();
@@ -158,10 +155,7 @@ fn measure(shape: Shape, n: usize) -> Result<Times> {
     drop(module);
     drop(session);
     let t = Instant::now();
-    let on_gpu = linked.for_target(TargetFacts {
-        subgroup_size: 32,
-        no_z: false,
-    });
+    let on_gpu = linked.for_target(TargetFacts { subgroup_size: 32 });
     let gpu_specialize = ms(t);
     let session = Session::new()?;
     let mut module = session.offload_module(&on_gpu)?;
