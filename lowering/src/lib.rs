@@ -23,12 +23,13 @@ mod offload_to_gpu;
 mod partition;
 mod pipeline;
 mod rewrite;
+pub mod rocm;
 mod ssa;
 
 pub use cpu::{CpuKernel, CpuObject};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
 pub use llvm::{CpuTarget, RegistryEntry, registry_object};
-pub use pipeline::{GpuTarget, Session, Stage};
+pub use pipeline::{AmdTarget, GpuTarget, Session, Stage};
 
 use offload_mir::{Linked, TargetFacts};
 
@@ -52,6 +53,12 @@ pub enum LowerError {
     /// that a pass of the pipeline the user gave refuses.
     #[error("{diagnostics}")]
     Input { diagnostics: String },
+    /// AMD GPU code without the ROCm device libraries or LLVM's linker.
+    #[error("{0}")]
+    Rocm(String),
+    /// A target that does not name a chip.
+    #[error("{0}")]
+    Target(String),
     /// A pipeline given as text that does not name passes correctly.
     #[error("bad pass pipeline `{pipeline}`: {message}")]
     Pipeline { pipeline: String, message: String },
@@ -64,6 +71,59 @@ const GPU_FACTS: TargetFacts = TargetFacts {
 
 /// What the CPU backend fixes: one-lane subgroups.
 const CPU_FACTS: TargetFacts = TargetFacts { subgroup_size: 1 };
+
+/// What an AMD chip fixes: wavefronts of 64 lanes (CDNA) or 32 (RDNA).
+fn amd_facts(target: &AmdTarget) -> TargetFacts {
+    TargetFacts {
+        subgroup_size: target.wavefront(),
+    }
+}
+
+/// One AMD code object (HSACO) holding every kernel of `bodies`, for `target`; with
+/// `assembly`, its AMDGPU assembly instead.
+pub fn compile_amd(
+    bodies: &[Linked],
+    target: &AmdTarget,
+    assembly: bool,
+) -> Result<Vec<u8>, LowerError> {
+    let session = Session::new()?;
+    let mut module = rocdl_module(&session, bodies, target)?;
+    session.to_code_object(&mut module, assembly)
+}
+
+/// `bodies` lowered for `target` into one module, each kernel in its own `gpu.module`
+/// of LLVM and ROCDL dialects.
+fn rocdl_module<'s>(
+    session: &'s Session,
+    bodies: &[Linked],
+    target: &AmdTarget,
+) -> Result<melior::ir::Module<'s>, LowerError> {
+    let mut modules = Vec::new();
+    for body in bodies {
+        let body = &body.for_target(amd_facts(target));
+        let mut module = session.offload_module(body)?;
+        session.to_gpu_amd(&mut module, target)?;
+        session.to_rocdl(&mut module, target)?;
+        dump(body, Stage::Rocdl, &module);
+        modules.push(module);
+    }
+    let mut modules = modules.into_iter();
+    let Some(mut all) = modules.next() else {
+        return Err(LowerError::Target("no kernels to compile".into()));
+    };
+    for module in modules {
+        // SAFETY: both modules are live in one context; each top-level operation of
+        // `module` is moved once, before the first of `all` (its gpu.module).
+        unsafe {
+            let anchor = rewrite::first_operation(all.body().to_raw());
+            for op in rewrite::operations(module.body().to_raw()) {
+                rewrite::move_before(op, anchor);
+            }
+        }
+    }
+    session.merge_gpu_modules(&mut all);
+    Ok(all)
+}
 
 /// PTX for one kernel, with the name of its entry point.
 #[derive(Clone, Debug)]
@@ -116,10 +176,14 @@ pub fn emit(
 ) -> Result<Vec<(Stage, String)>, LowerError> {
     // The `offload` stage alone is target-neutral; the others start from the kernel
     // specialised for their target, as `compile_cpu` and `compile_ptx` do.
+    if matches!(last, Stage::Rocdl | Stage::Amdgcn) {
+        return emit_amd(body, last, &AmdTarget::default());
+    }
     let body = &match last {
         Stage::Offload => body.clone(),
         Stage::Cpu => body.for_target(CPU_FACTS),
         Stage::Gpu | Stage::Llvm | Stage::Ptx => body.for_target(GPU_FACTS),
+        Stage::Rocdl | Stage::Amdgcn => unreachable!("emitted by `emit_amd`"),
     };
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
@@ -142,6 +206,36 @@ pub fn emit(
                 out.push((Stage::Ptx, session.to_ptx(&mut module)?));
             }
         }
+        Stage::Rocdl | Stage::Amdgcn => unreachable!("emitted by `emit_amd`"),
+    }
+    Ok(out)
+}
+
+/// The text of every stage for an AMD GPU from `offload` up to `last` (`gpu`, `rocdl`
+/// or `amdgcn`, the code object's assembly), in order.
+pub fn emit_amd(
+    body: &Linked,
+    last: Stage,
+    target: &AmdTarget,
+) -> Result<Vec<(Stage, String)>, LowerError> {
+    let body = &body.for_target(amd_facts(target));
+    let session = Session::new()?;
+    let mut module = session.offload_module(body)?;
+    let text = |m: &melior::ir::Module<'_>| m.as_operation().to_string();
+    let mut out = vec![(Stage::Offload, text(&module))];
+    if last == Stage::Offload {
+        return Ok(out);
+    }
+    session.to_gpu_amd(&mut module, target)?;
+    out.push((Stage::Gpu, text(&module)));
+    if last == Stage::Gpu {
+        return Ok(out);
+    }
+    session.to_rocdl(&mut module, target)?;
+    out.push((Stage::Rocdl, text(&module)));
+    if last == Stage::Amdgcn {
+        let assembly = session.to_code_object(&mut module, true)?;
+        out.push((Stage::Amdgcn, String::from_utf8_lossy(&assembly).into_owned()));
     }
     Ok(out)
 }

@@ -6,7 +6,11 @@
 //! and z. It maps thread positions to `gpu.thread_id`, `gpu.block_id` (+ that base),
 //! `gpu.block_dim` and those workgroup counts; shared arrays to workgroup
 //! `memref.global`s (dynamic shared memory to `gpu.dynamic_shared_memory`); barriers to
-//! `gpu.barrier`; and subgroup operations to warp shuffles and votes (32 lanes).
+//! `gpu.barrier`; and subgroup operations to warp shuffles and votes.
+//!
+//! The module's `offload.subgroup_size` attribute (default 32, an NVIDIA warp; 64 for
+//! AMD's CDNA wavefronts) sets the subgroup width, and `offload.vendor = "amd"` asks for
+//! ballots as ROCDL's rather than NVVM's.
 
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
@@ -16,7 +20,27 @@ use offload_dialect::ops;
 
 pub const NAME: &str = "convert-offload-to-gpu";
 
+/// What the module's attributes say of the GPU the kernels are for.
+#[derive(Copy, Clone)]
+struct Subgroups {
+    width: i64,
+    amd: bool,
+}
+
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
+    // SAFETY: `root` is the live module operation.
+    let subgroups_of = unsafe {
+        Subgroups {
+            width: rewrite::int_attribute(root.to_raw(), SUBGROUP_SIZE_ATTR).unwrap_or(WARP),
+            amd: rewrite::string_attribute(root.to_raw(), VENDOR_ATTR).as_deref() == Some("amd"),
+        }
+    };
+    if ![32, 64].contains(&subgroups_of.width) {
+        return Err(refuse(
+            root.to_raw(),
+            format!("`{SUBGROUP_SIZE_ATTR}` must be 32 or 64, not {}", subgroups_of.width),
+        ));
+    }
     for func in kernel_abi::kernels(root) {
         // SAFETY: `func` and everything collected under it belong to the live module, and
         // each handle is used before the operation it names is erased.
@@ -43,7 +67,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let groups = [0, 1, 2].map(|d| parameter(GpuHidden::Workgroups(d)));
             rewrite::set_function_type(context, func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
-            subgroups(context, func_ref)?;
+            subgroups(context, func_ref, subgroups_of)?;
             for op in rewrite::collect(func_ref, ops::BARRIER) {
                 rewrite::Inserter::before(context, op).op("gpu.barrier", &[], &[], &[]);
                 rewrite::replace(op, &[]);
@@ -98,8 +122,15 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
     Ok(())
 }
 
-/// Threads per warp, the subgroup of NVIDIA GPUs.
+/// Threads per warp, the subgroup of NVIDIA GPUs, and the width without
+/// [`SUBGROUP_SIZE_ATTR`].
 pub const WARP: i64 = offload_mir::abi::NVIDIA_WARP as i64;
+
+/// The module attribute giving the subgroup width the kernels are lowered for.
+pub const SUBGROUP_SIZE_ATTR: &str = "offload.subgroup_size";
+
+/// The module attribute naming the GPU vendor (`"amd"`; NVIDIA without it).
+pub const VENDOR_ATTR: &str = "offload.vendor";
 
 /// Replaces each `offload.alloc_shared` with a view of workgroup memory; returns the
 /// `memref.global` declarations the kernel's `gpu.module` needs.
@@ -113,6 +144,7 @@ unsafe fn workgroup_memory(
     dynamic_bytes: MlirValue,
 ) -> Result<Vec<String>, PassError> {
     let space = "#gpu.address_space<workgroup>";
+    let (kernel, _) = kernel_abi::signature(func)?;
     let mut globals = Vec::new();
     for (k, op) in rewrite::collect(func, ops::ALLOC_SHARED)
         .into_iter()
@@ -126,7 +158,8 @@ unsafe fn workgroup_memory(
             let view_ty = b.ty(&format!("memref<?x{elem}, {space}>"));
             let view = match shared.len {
                 Some(len) => {
-                    let symbol = format!("__offload_shared_{k}");
+                    // Named by kernel, so the kernels of one file can share a module.
+                    let symbol = format!("__offload_shared_{kernel}_{k}");
                     let ty = format!("memref<{len}x{elem}, {space}>");
                     globals.push(format!(
                         "  memref.global \"private\" @{symbol} : {ty} {{alignment = {} : i64}}\n",
@@ -156,18 +189,23 @@ unsafe fn workgroup_memory(
     Ok(globals)
 }
 
-/// Lowers the subgroup ops to warp-level `gpu.shuffle`, `gpu.lane_id` and
-/// `nvvm.vote.sync`; reductions are five butterfly shuffle steps.
+/// Lowers the subgroup ops to `gpu.shuffle`, `gpu.lane_id` and a ballot (`nvvm.vote.sync`
+/// or `rocdl.ballot`); reductions are butterfly shuffle steps (five for 32 lanes, six for
+/// 64).
 ///
 /// # Safety
 ///
 /// `func` is a live kernel.
-unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(), PassError> {
+unsafe fn subgroups(
+    context: &Context,
+    func: OperationRef<'_, '_>,
+    Subgroups { width, amd }: Subgroups,
+) -> Result<(), PassError> {
     // SAFETY (whole function): every handle was just collected from the live kernel and
     // each op is replaced once.
     unsafe {
         for op in rewrite::collect(func, ops::SUBGROUP_SIZE) {
-            let v = rewrite::Inserter::before(context, op).index_constant(WARP);
+            let v = rewrite::Inserter::before(context, op).index_constant(width);
             rewrite::replace(op, &[v]);
         }
         for op in rewrite::collect(func, ops::SUBGROUP_LANE) {
@@ -183,7 +221,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
             };
             let b = rewrite::Inserter::before(context, op);
             let value = rewrite::operand(op, 0);
-            let v = shuffle(&b, value, rewrite::operand(op, 1), mode);
+            let v = shuffle(&b, value, rewrite::operand(op, 1), mode, width);
             rewrite::replace(op, &[v]);
         }
         for op in rewrite::collect(func, ops::SUBGROUP_REDUCE) {
@@ -192,7 +230,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
             let b = rewrite::Inserter::before(context, op);
             let ty = rewrite::value_type(rewrite::operand(op, 0));
             let mut acc = rewrite::operand(op, 0);
-            let mut offset = WARP / 2;
+            let mut offset = width / 2;
             while offset > 0 {
                 let lane = b.op(
                     "arith.constant",
@@ -200,7 +238,7 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
                     &[b.int(32)],
                     &[("value", b.i32_attr(offset))],
                 )[0];
-                let other = shuffle(&b, acc, lane, "xor");
+                let other = shuffle(&b, acc, lane, "xor", width);
                 acc = b.op(&combine, &[acc, other], &[ty], &[])[0];
                 offset /= 2;
             }
@@ -208,6 +246,18 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
         }
         for op in rewrite::collect(func, ops::BALLOT) {
             let b = rewrite::Inserter::before(context, op);
+            if amd {
+                // One bit per lane of the wavefront.
+                let bits = b.int(width as u32);
+                let mask = b.op("rocdl.ballot", &[rewrite::operand(op, 0)], &[bits], &[])[0];
+                let v = if width == 64 {
+                    vec![mask]
+                } else {
+                    b.op("arith.extui", &[mask], &[b.int(64)], &[])
+                };
+                rewrite::replace(op, &v);
+                continue;
+            }
             let all_lanes = b.op(
                 "arith.constant",
                 &[],
@@ -228,15 +278,21 @@ unsafe fn subgroups(context: &Context, func: OperationRef<'_, '_>) -> Result<(),
 }
 
 /// `value` from the lane `lane` selects under `mode` (`idx` or `xor`); the caller's own
-/// value where that lane is outside the warp.
-fn shuffle(b: &rewrite::Inserter<'_>, value: MlirValue, lane: MlirValue, mode: &str) -> MlirValue {
+/// value where that lane is outside the subgroup of `width` lanes.
+fn shuffle(
+    b: &rewrite::Inserter<'_>,
+    value: MlirValue,
+    lane: MlirValue,
+    mode: &str,
+    width: i64,
+) -> MlirValue {
     // SAFETY: `value` is a live SSA value of the kernel being converted.
     let ty = unsafe { rewrite::value_type(value) };
     let width = b.op(
         "arith.constant",
         &[],
         &[b.int(32)],
-        &[("value", b.i32_attr(WARP))],
+        &[("value", b.i32_attr(width))],
     )[0];
     let r = b.op(
         "gpu.shuffle",

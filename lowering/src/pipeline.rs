@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! MIR ──emit──▶ offload ──partition, convert-offload-to-gpu──▶ gpu ──NVVM──▶ llvm ──▶ ptx
+//!                  │                                            └──ROCDL──▶ rocdl ──▶ HSACO
 //!                  └────partition, convert-offload-to-cpu──▶ cpu ──LLVM──▶ JIT
 //! ```
 //!
@@ -41,6 +42,10 @@ pub enum Stage {
     Ptx,
     /// The CPU backend's host function, in the LLVM dialect.
     Cpu,
+    /// The LLVM and ROCDL dialects inside the `gpu.module`, for an AMD GPU.
+    Rocdl,
+    /// AMDGPU assembly of the code object.
+    Amdgcn,
 }
 
 impl Stage {
@@ -51,6 +56,8 @@ impl Stage {
             Stage::Llvm => "llvm",
             Stage::Ptx => "ptx",
             Stage::Cpu => "cpu",
+            Stage::Rocdl => "rocdl",
+            Stage::Amdgcn => "amdgcn",
         }
     }
 }
@@ -83,6 +90,41 @@ impl Default for GpuTarget {
     /// The H200's chip.
     fn default() -> Self {
         GpuTarget::for_compute_capability(9, 0)
+    }
+}
+
+/// Which AMD chip to generate code for: `gfx90a`, `gfx942`, `gfx1100`, ...
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct AmdTarget {
+    pub chip: String,
+}
+
+impl AmdTarget {
+    /// The target for `chip`, which must be `gfx` and the chip's number.
+    pub fn new(chip: &str) -> Result<AmdTarget, LowerError> {
+        let number = chip.strip_prefix("gfx").unwrap_or("");
+        if number.len() < 3 || !number.chars().all(|c| c.is_ascii_alphanumeric()) {
+            return Err(LowerError::Target(format!(
+                "`{chip}` is not an AMD GPU: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
+            )));
+        }
+        Ok(AmdTarget { chip: chip.into() })
+    }
+
+    /// Lanes per wavefront, the subgroup: 64 on GCN and CDNA chips (`gfx9..` and
+    /// before), 32 on RDNA (`gfx10..` on), as LLVM compiles for each by default.
+    pub fn wavefront(&self) -> u32 {
+        let generation = &self.chip["gfx".len()..];
+        if generation.len() >= 4 { 32 } else { 64 }
+    }
+}
+
+impl Default for AmdTarget {
+    /// The MI300's chip.
+    fn default() -> Self {
+        AmdTarget {
+            chip: "gfx942".into(),
+        }
     }
 }
 
@@ -175,6 +217,110 @@ impl Session {
         self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)
     }
 
+    /// `offload` → `gpu` for an AMD GPU: subgroups as wide as its wavefront, ballots
+    /// through ROCDL.
+    pub fn to_gpu_amd(&self, module: &mut Module<'_>, target: &AmdTarget) -> Result<(), LowerError> {
+        use crate::offload_to_gpu::{SUBGROUP_SIZE_ATTR, VENDOR_ATTR};
+        let width = melior::ir::attribute::IntegerAttribute::new(
+            melior::ir::Type::parse(&self.context, "i64").expect("a builtin type parses"),
+            target.wavefront() as i64,
+        );
+        let vendor = melior::ir::attribute::StringAttribute::new(&self.context, "amd");
+        let root = module.as_operation().to_raw();
+        // SAFETY: `root` is the live module operation.
+        unsafe {
+            crate::rewrite::set_attribute(root, SUBGROUP_SIZE_ATTR, width.into());
+            crate::rewrite::set_attribute(root, VENDOR_ATTR, vendor.into());
+        }
+        self.to_gpu(module)
+    }
+
+    /// `gpu` → LLVM/ROCDL dialects for `target`.
+    pub fn to_rocdl(&self, module: &mut Module<'_>, target: &AmdTarget) -> Result<(), LowerError> {
+        let pipeline = format!(
+            "builtin.module(convert-scf-to-cf, expand-strided-metadata, lower-affine, \
+             rocdl-attach-target{{chip={chip} O=3}}, arith-expand, \
+             convert-math-to-rocdl{{chipset={chip}}}, \
+             gpu.module(convert-gpu-to-rocdl{{chipset={chip}}}, canonicalize, cse, \
+             reconcile-unrealized-casts))",
+            chip = target.chip
+        );
+        self.run(module, "rocdl", &[MATH_TO_INTRINSICS], &pipeline)
+    }
+
+    /// Moves every kernel's `gpu.module` into the first one, so that one code object
+    /// holds them all; a function declared in several (a math library's) is kept once.
+    pub fn merge_gpu_modules(&self, module: &mut Module<'_>) {
+        use crate::rewrite;
+        let modules = rewrite::collect(module.as_operation(), "gpu.module");
+        let Some((&first, rest)) = modules.split_first() else {
+            return;
+        };
+        // SAFETY: every handle was just collected from the live module; each moved or
+        // erased operation is used once.
+        unsafe {
+            let into = rewrite::entry_block(first);
+            let anchor = rewrite::first_operation(into);
+            let mut symbols: std::collections::HashSet<String> = rewrite::operations(into)
+                .into_iter()
+                .filter_map(|op| rewrite::symbol_name(op))
+                .collect();
+            for &other in rest {
+                for op in rewrite::operations(rewrite::entry_block(other)) {
+                    let name = rewrite::symbol_name(op);
+                    let declared = name.as_ref().is_some_and(|n| symbols.contains(n))
+                        && rewrite::is_declaration(op);
+                    if declared {
+                        rewrite::erase(op);
+                    } else {
+                        symbols.extend(name);
+                        rewrite::move_before(op, anchor);
+                    }
+                }
+                rewrite::erase(other);
+            }
+        }
+    }
+
+    /// The code object of the `gpu.module` lowered by [`Self::to_rocdl`]: HSACO bytes, or
+    /// with `assembly` its AMDGPU assembly.
+    pub fn to_code_object(
+        &self,
+        module: &mut Module<'_>,
+        assembly: bool,
+    ) -> Result<Vec<u8>, LowerError> {
+        let toolkit = crate::rocm::toolkit().map_err(LowerError::Rocm)?;
+        let format = if assembly { "isa" } else { "bin" };
+        let pipeline = format!(
+            "builtin.module(gpu-module-to-binary{{format={format} toolkit={}}})",
+            toolkit.display()
+        );
+        self.run(module, "hsaco", &[], &pipeline)?;
+        self.gpu_object(module, "hsaco")
+    }
+
+    /// The bytes of the one `gpu.binary`'s first object.
+    fn gpu_object(&self, module: &Module<'_>, stage: &'static str) -> Result<Vec<u8>, LowerError> {
+        let binaries = crate::rewrite::collect(module.as_operation(), "gpu.binary");
+        let [binary] = binaries[..] else {
+            return Err(LowerError::Internal {
+                stage,
+                diagnostics: format!("expected one gpu.binary, found {}", binaries.len()),
+            });
+        };
+        // SAFETY: `binary` is a live `gpu.binary` op; its `objects` attribute is an array of
+        // `#gpu.object`s, as the op's verifier guarantees.
+        unsafe {
+            let objects = OperationRef::from_raw(binary)
+                .attribute("objects")
+                .map_err(|e| LowerError::Internal {
+                    stage,
+                    diagnostics: e.to_string(),
+                })?;
+            Ok(crate::rewrite::first_gpu_object(objects))
+        }
+    }
+
     /// LLVM/NVVM dialects → PTX text.
     pub fn to_ptx(&self, module: &mut Module<'_>) -> Result<String, LowerError> {
         self.run(
@@ -183,33 +329,15 @@ impl Session {
             &[],
             "builtin.module(gpu-module-to-binary{format=isa})",
         )?;
-        let binaries = crate::rewrite::collect(module.as_operation(), "gpu.binary");
-        let [binary] = binaries[..] else {
-            return Err(LowerError::Internal {
-                stage: "ptx",
-                diagnostics: format!("expected one gpu.binary, found {}", binaries.len()),
-            });
-        };
-        // SAFETY: `binary` is a live `gpu.binary` op; its `objects` attribute is an array of
-        // `#gpu.object`s, as the op's verifier guarantees.
-        unsafe {
-            let binary = OperationRef::from_raw(binary);
-            let objects = binary
-                .attribute("objects")
-                .map_err(|e| LowerError::Internal {
-                    stage: "ptx",
-                    diagnostics: e.to_string(),
-                })?;
-            let bytes = crate::rewrite::first_gpu_object(objects);
-            let ptx = String::from_utf8_lossy(&bytes).into_owned();
-            let unresolved = crate::libdevice::unresolved(&ptx);
-            if !unresolved.is_empty() {
-                return Err(LowerError::Libdevice(crate::libdevice::missing_message(
-                    &unresolved,
-                )));
-            }
-            Ok(ptx)
+        let bytes = self.gpu_object(module, "ptx")?;
+        let ptx = String::from_utf8_lossy(&bytes).into_owned();
+        let unresolved = crate::libdevice::unresolved(&ptx);
+        if !unresolved.is_empty() {
+            return Err(LowerError::Libdevice(crate::libdevice::missing_message(
+                &unresolved,
+            )));
         }
+        Ok(ptx)
     }
 
     /// `offload` → the CPU backend's host function, in the LLVM dialect.

@@ -368,6 +368,50 @@ pub unsafe fn insert_before(anchor: MlirOperation, op: MlirOperation) {
     unsafe { mlirBlockInsertOwnedOperationBefore(mlirOperationGetBlock(anchor), anchor, op) }
 }
 
+/// Moves a live operation to just before `anchor` (in any block of the same context).
+///
+/// # Safety
+///
+/// Both must be live, and `op` must not contain `anchor`.
+pub unsafe fn move_before(op: MlirOperation, anchor: MlirOperation) {
+    unsafe { mlirOperationMoveBefore(op, anchor) }
+}
+
+/// The operations of a live block, in order.
+///
+/// # Safety
+///
+/// `block` must be live.
+pub unsafe fn operations(block: MlirBlock) -> Vec<MlirOperation> {
+    unsafe {
+        let mut out = Vec::new();
+        let mut op = mlirBlockGetFirstOperation(block);
+        while !op.ptr.is_null() {
+            out.push(op);
+            op = mlirOperationGetNextInBlock(op);
+        }
+        out
+    }
+}
+
+/// The symbol a live operation defines (its `sym_name`), if any.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn symbol_name(op: MlirOperation) -> Option<String> {
+    unsafe { string_attribute(op, "sym_name") }
+}
+
+/// Whether a live operation's first region has no block: a function declaration.
+///
+/// # Safety
+///
+/// `op` must be live and have a region.
+pub unsafe fn is_declaration(op: MlirOperation) -> bool {
+    unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)).ptr.is_null() }
+}
+
 /// Moves the body of `from`'s first region into `to`'s first region.
 ///
 /// # Safety

@@ -6,7 +6,7 @@
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
 use offload_frontend as translate;
-use offload_lowering::{GpuTarget, Session, Stage};
+use offload_lowering::{AmdTarget, GpuTarget, Session, Stage};
 use offload_mir::{Body, BodyKind, print_module, validate};
 use std::{path::PathBuf, process::ExitCode};
 
@@ -33,9 +33,11 @@ struct Cli {
     /// Writes the output to this file instead of stdout.
     #[arg(short = 'o', long = "output")]
     output: Option<PathBuf>,
-    /// The NVIDIA chip for the `llvm` and `ptx` stages.
-    #[arg(long, default_value = "sm_90")]
-    chip: String,
+    /// The chip: NVIDIA's (`sm_90`) for the `llvm` and `ptx` stages, AMD's (`gfx942`,
+    /// `gfx1100`) for `rocdl`, `amdgcn` and `hsaco`; `gpu` is lowered for an AMD chip's
+    /// wavefront when one is named.
+    #[arg(long)]
+    chip: Option<String>,
     /// CUDA's libdevice.10.bc, linked into the `ptx` stage for kernels that call math
     /// functions (default: `OFFLOAD_LIBDEVICE`, else the CUDA toolkit's).
     #[arg(long)]
@@ -56,6 +58,13 @@ enum Emit {
     Llvm,
     Ptx,
     Cpu,
+    /// The LLVM and ROCDL dialects, for an AMD GPU (`--chip`, default `gfx942`).
+    Rocdl,
+    /// AMDGPU assembly of the code object.
+    Amdgcn,
+    /// One AMD code object (an ELF shared object) holding every kernel of the file;
+    /// binary, so written with `-o`.
+    Hsaco,
     /// Every GPU stage in order, each under a header.
     All,
 }
@@ -87,21 +96,36 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let text = output(&cli)?;
+    let bytes = if cli.emit == Emit::Hsaco {
+        if cli.output.is_none() {
+            bail!("`--emit hsaco` writes a binary code object: name its file with `-o`");
+        }
+        code_object(&cli)?
+    } else {
+        output(&cli)?.into_bytes()
+    };
     match &cli.output {
         Some(path) => {
-            std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+            std::fs::write(path, bytes).with_context(|| format!("cannot write {}", path.display()))
         }
-        None => out(&text),
+        None => out(&bytes),
     }
 }
 
-/// What `cli` asks to print.
-fn output(cli: &Cli) -> Result<String> {
-    let display = cli.file.display().to_string();
-    if cli.file.extension().is_some_and(|e| e == "mlir") {
-        return mlir_file(&display, cli.pass_pipeline.as_deref());
+/// The file's kernels in one AMD code object.
+fn code_object(cli: &Cli) -> Result<Vec<u8>> {
+    if cli.pass_pipeline.is_some() || cli.file.extension().is_some_and(|e| e == "mlir") {
+        bail!("`--emit hsaco` takes a `.rs` or `.mir` file, without `--pass-pipeline`");
     }
+    let kernels = linked_kernels(cli)?;
+    let target = AmdTarget::new(cli.chip.as_deref().unwrap_or("gfx942"))?;
+    Ok(offload_lowering::compile_amd(&kernels, &target, false)?)
+}
+
+/// The bodies of the `.rs` or `.mir` file `cli` names (only `--kernel`'s, if given),
+/// validated.
+fn bodies(cli: &Cli) -> Result<Vec<Body>> {
+    let display = cli.file.display().to_string();
     let source = std::fs::read_to_string(&cli.file)
         .with_context(|| format!("cannot read {}", cli.file.display()))?;
     let mut bodies = if cli.file.extension().is_some_and(|e| e == "mir") {
@@ -118,19 +142,33 @@ fn output(cli: &Cli) -> Result<String> {
     for body in &bodies {
         validate(body)?;
     }
-    if cli.emit == Emit::Mir && cli.pass_pipeline.is_none() {
-        return Ok(print_module(&bodies));
-    }
-    // Kernels are lowered linked with the file's device functions and verified.
+    Ok(bodies)
+}
+
+/// The file's kernels, linked with its device functions and verified.
+fn linked_kernels(cli: &Cli) -> Result<Vec<offload_mir::Linked>> {
+    let bodies = bodies(cli)?;
     let device: Vec<&Body> = bodies
         .iter()
         .filter(|b| b.kind == BodyKind::Device)
         .collect();
-    let kernels = bodies
+    bodies
         .iter()
         .filter(|b| b.kind == BodyKind::Kernel)
         .map(|k| offload_mir::link(k, &device).map_err(|e| anyhow::anyhow!("{e}")))
-        .collect::<Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// What `cli` asks to print.
+fn output(cli: &Cli) -> Result<String> {
+    let display = cli.file.display().to_string();
+    if cli.file.extension().is_some_and(|e| e == "mlir") {
+        return mlir_file(&display, cli.pass_pipeline.as_deref());
+    }
+    if cli.emit == Emit::Mir && cli.pass_pipeline.is_none() {
+        return Ok(print_module(&bodies(cli)?));
+    }
+    let kernels = linked_kernels(cli)?;
     if let Some(pipeline) = &cli.pass_pipeline {
         let session = Session::new()?;
         let mut text = String::new();
@@ -145,22 +183,37 @@ fn output(cli: &Cli) -> Result<String> {
         let linked: Vec<Body> = kernels.iter().map(|b| b.body().clone()).collect();
         return Ok(print_module(&linked));
     }
-    let target = GpuTarget {
-        chip: cli.chip.clone(),
-        libdevice: cli.libdevice.clone().or(GpuTarget::default().libdevice),
-        ..GpuTarget::default()
-    };
+    let chip = cli.chip.as_deref();
+    let amd = matches!(cli.emit, Emit::Rocdl | Emit::Amdgcn)
+        || chip.is_some_and(|c| c.starts_with("gfx"));
     let last = match cli.emit {
         Emit::Offload => Stage::Offload,
         Emit::Gpu => Stage::Gpu,
+        Emit::Llvm | Emit::Ptx if amd => bail!(
+            "`--chip {}` is an AMD GPU: its stages are `gpu`, `rocdl`, `amdgcn` and `hsaco`",
+            chip.unwrap_or_default()
+        ),
         Emit::Llvm => Stage::Llvm,
+        Emit::All if amd => Stage::Amdgcn,
         Emit::Ptx | Emit::All => Stage::Ptx,
         Emit::Cpu => Stage::Cpu,
-        Emit::Mir | Emit::Linked => unreachable!("handled above"),
+        Emit::Rocdl => Stage::Rocdl,
+        Emit::Amdgcn => Stage::Amdgcn,
+        Emit::Mir | Emit::Linked | Emit::Hsaco => unreachable!("handled above"),
+    };
+    let amd_target = AmdTarget::new(chip.filter(|_| amd).unwrap_or("gfx942"))?;
+    let target = GpuTarget {
+        chip: chip.filter(|_| !amd).unwrap_or("sm_90").to_string(),
+        libdevice: cli.libdevice.clone().or(GpuTarget::default().libdevice),
+        ..GpuTarget::default()
     };
     let mut text = String::new();
     for body in &kernels {
-        let stages = offload_lowering::emit(body, last, &target)?;
+        let stages = if amd {
+            offload_lowering::emit_amd(body, last, &amd_target)?
+        } else {
+            offload_lowering::emit(body, last, &target)?
+        };
         if cli.emit == Emit::All {
             text.push_str(&format!(
                 "// ===== {} :: mir =====\n{}\n",
@@ -193,9 +246,9 @@ fn mlir_file(path: &str, pipeline: Option<&str>) -> Result<String> {
 }
 
 /// Writes to stdout; a closed pipe (`offload-opt ... | head`) ends the output quietly.
-fn out(text: &str) -> Result<()> {
+fn out(bytes: &[u8]) -> Result<()> {
     use std::io::Write;
-    match std::io::stdout().lock().write_all(text.as_bytes()) {
+    match std::io::stdout().lock().write_all(bytes) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => std::process::exit(0),
         other => Ok(other?),
     }
@@ -209,6 +262,21 @@ fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
         let at = e.span().start();
         anyhow::anyhow!("{display}:{}:{}: {e}", at.line, at.column + 1)
     })?;
+    // Integer `const` items of the file, which strategies may name (`Chunked<COLS>`).
+    let consts: Vec<(String, u32)> = file
+        .items
+        .iter()
+        .filter_map(|item| match item {
+            syn::Item::Const(c) => match &*c.expr {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Int(i),
+                    ..
+                }) => Some((c.ident.to_string(), i.base10_parse().ok()?)),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
     let mut bodies = Vec::new();
     for item in &file.items {
         let syn::Item::Fn(f) = item else { continue };
@@ -224,7 +292,7 @@ fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
         }
         for subst in translate::instances(&f.sig).map_err(located)? {
             let body = if kernel {
-                translate::translate_instance(f, display, &subst)
+                translate::translate_instance_with(f, display, &subst, &consts)
             } else {
                 translate::translate_device(f, display, &subst)
             };

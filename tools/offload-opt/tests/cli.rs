@@ -263,3 +263,119 @@ fn the_jit_leaves_no_files_behind() {
     assert!(left.is_empty(), "left behind: {left:?}");
     let _ = std::fs::remove_dir_all(&tmp);
 }
+
+/// The conformance suite's kernels, by the names `--emit linked` prints them under.
+fn conformance_kernels() -> Vec<String> {
+    let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/cases.rs");
+    let (ok, stdout, stderr) = run(&[cases, "--emit", "linked"], None);
+    assert!(ok, "{stderr}");
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix("kernel "))
+        .map(|l| l[..l.find('(').unwrap()].to_string())
+        .collect()
+}
+
+/// The bits of an AMDGPU ELF header's flags that name the chip (LLVM's `ELF.h`).
+const EF_AMDGPU_MACH: u32 = 0x0ff;
+
+/// Checks that `path` is an AMD GPU code object for `mach` (the ELF header's
+/// `EF_AMDGPU_MACH` code of the chip) holding each of `kernels` with its kernel
+/// descriptor, and nothing undefined; returns how many kernels it holds.
+fn check_code_object(path: &std::path::Path, mach: u32, kernels: &[String]) -> usize {
+    use object::read::elf::{ElfFile64, FileHeader};
+    use object::{Object, ObjectSymbol};
+    let data = std::fs::read(path).unwrap();
+    let elf = ElfFile64::<object::Endianness>::parse(&data[..]).unwrap();
+    let (header, endian) = (elf.elf_header(), elf.endian());
+    assert_eq!(header.e_machine(endian), object::elf::EM_AMDGPU);
+    assert_eq!(header.e_type(endian), object::elf::ET_DYN);
+    assert_eq!(header.e_flags(endian) & EF_AMDGPU_MACH, mach);
+    let names: std::collections::HashSet<String> = elf
+        .symbols()
+        .chain(elf.dynamic_symbols())
+        .filter(|s| !s.is_undefined())
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect();
+    let undefined: Vec<String> = elf
+        .dynamic_symbols()
+        .filter(|s| s.is_undefined() && s.name().is_ok_and(|n| !n.is_empty()))
+        .filter_map(|s| s.name().ok().map(str::to_string))
+        .collect();
+    assert!(undefined.is_empty(), "undefined in the code object: {undefined:?}");
+    for k in kernels {
+        assert!(names.contains(k), "no symbol `{k}`");
+        assert!(names.contains(&format!("{k}.kd")), "no kernel descriptor `{k}.kd`");
+    }
+    names.iter().filter(|n| n.ends_with(".kd")).count()
+}
+
+#[test]
+fn the_conformance_suite_compiles_to_amd_code_objects() {
+    let kernels = conformance_kernels();
+    assert!(kernels.len() > 50, "only {} kernels found", kernels.len());
+    let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/cases.rs");
+    let dir = std::env::temp_dir().join(format!("offload-opt-hsaco-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    // CDNA 3 (wave64) and RDNA 3 (wave32).
+    for (chip, mach) in [
+        ("gfx942", 0x04c),
+        ("gfx1100", 0x041),
+    ] {
+        let out = dir.join(format!("{chip}.hsaco"));
+        let out_arg = out.to_string_lossy().into_owned();
+        let (ok, _, stderr) = run(&[cases, "--emit", "hsaco", "--chip", chip, "-o", &out_arg], None);
+        assert!(ok, "{chip}: {stderr}");
+        let held = check_code_object(&out, mach, &kernels);
+        assert_eq!(held, kernels.len(), "{chip}: kernel descriptors");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn amd_stages_print_for_the_chip_named() {
+    const SUM: &str = "
+#[offload_kernel]
+fn sums(mut y: Region<f32, Linear1D>) {
+    let s = subgroup_sum(1.0f32);
+    if let Some(v) = y.get_mut() {
+        *v = s;
+    }
+}
+";
+    // Six butterfly steps for CDNA's 64 lanes, five for RDNA's 32.
+    for (chip, width, steps) in [("gfx942", 64, 6), ("gfx1100", 32, 5)] {
+        let (ok, gpu, stderr) = run(&["--emit", "gpu", "--chip", chip], Some(("k.rs", SUM)));
+        assert!(ok, "{stderr}");
+        assert!(gpu.contains(&format!("arith.constant {width} : i32")), "{chip}: {gpu}");
+        assert_eq!(gpu.matches("gpu.shuffle  xor").count(), steps, "{chip}: {gpu}");
+        let (ok, rocdl, stderr) = run(&["--emit", "rocdl", "--chip", chip], Some(("k.rs", SUM)));
+        assert!(ok, "{stderr}");
+        assert!(rocdl.contains(&format!("#rocdl.target<O = 3, chip = \"{chip}\">")), "{rocdl}");
+        let (ok, asm, stderr) = run(&["--emit", "amdgcn", "--chip", chip], Some(("k.rs", SUM)));
+        assert!(ok, "{stderr}");
+        assert!(asm.contains(&format!(".amdgcn_target \"amdgcn-amd-amdhsa--{chip}\"")), "{asm}");
+    }
+}
+
+#[test]
+fn amd_misuse_is_a_clear_error() {
+    let (ok, _, stderr) = run(&["--emit", "hsaco"], Some(("k.rs", SAXPY)));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "error: `--emit hsaco` writes a binary code object: name its file with `-o`"
+    );
+    let (ok, _, stderr) = run(&["--emit", "rocdl", "--chip", "gfx"], Some(("k.rs", SAXPY)));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "error: `gfx` is not an AMD GPU: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
+    );
+    let (ok, _, stderr) = run(&["--emit", "ptx", "--chip", "gfx942"], Some(("k.rs", SAXPY)));
+    assert!(!ok);
+    assert_eq!(
+        stderr.trim(),
+        "error: `--chip gfx942` is an AMD GPU: its stages are `gpu`, `rocdl`, `amdgcn` and `hsaco`"
+    );
+}

@@ -1,0 +1,87 @@
+//! What MLIR's ROCDL serializer needs to turn a kernel into a code object (HSACO): the
+//! ROCm device libraries' bitcode (`ocml`, `ockl` and the `oclc_*` control libraries,
+//! linked into every kernel) and an `ld.lld` that links the object into a shared code
+//! object. MLIR looks for both inside one folder laid out as ROCm installs itself
+//! (`DIR/amdgcn/bitcode/*.bc`, `DIR/llvm/bin/ld.lld`); Debian puts the bitcode elsewhere
+//! (`rocm-device-libs`: `/usr/lib/x86_64-linux-gnu/amdgcn/bitcode`) and LLVM's linker in
+//! its own prefix, so without a ROCm install a folder of links in that layout is made.
+
+use std::path::{Path, PathBuf};
+
+/// Where the device libraries' bitcode may be, in order: `OFFLOAD_ROCM_DEVICE_LIBS`
+/// (a folder of `.bc` files), a ROCm install, Debian's package.
+pub fn bitcode_candidates() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    if let Some(dir) = std::env::var_os("OFFLOAD_ROCM_DEVICE_LIBS") {
+        out.push(PathBuf::from(dir));
+    }
+    for var in ["ROCM_PATH", "HIP_PATH"] {
+        if let Some(dir) = std::env::var_os(var) {
+            out.push(Path::new(&dir).join("amdgcn/bitcode"));
+        }
+    }
+    out.push("/opt/rocm/amdgcn/bitcode".into());
+    out.push("/usr/lib/x86_64-linux-gnu/amdgcn/bitcode".into());
+    out.push("/usr/lib/aarch64-linux-gnu/amdgcn/bitcode".into());
+    out
+}
+
+/// LLVM's linker for AMDGPU code objects: the one beside the LLVM this crate was built
+/// against, else a versioned one on `PATH`.
+fn linker() -> Option<PathBuf> {
+    let prefix = option_env!("MLIR_SYS_220_PREFIX").unwrap_or("/usr/lib/llvm-22");
+    let beside = Path::new(prefix).join("bin/ld.lld");
+    if beside.is_file() {
+        return Some(beside);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| [dir.join("ld.lld-22"), dir.join("ld.lld")])
+        .find(|p| p.is_file())
+}
+
+/// A folder in ROCm's layout holding the device libraries and the linker, made (as
+/// links, under the temporary folder) when none exists; or why there is none.
+pub fn toolkit() -> Result<PathBuf, String> {
+    let candidates = bitcode_candidates();
+    let searched = if std::env::var_os("OFFLOAD_ROCM_DEVICE_LIBS").is_some() {
+        &candidates[..1]
+    } else {
+        &candidates[..]
+    };
+    let Some(bitcode) = searched.iter().find(|d| d.join("ocml.bc").is_file()) else {
+        let looked: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
+        return Err(format!(
+            "AMD GPU code needs the ROCm device libraries (`ocml.bc`, `ockl.bc`, ...); none were found in {} (on Debian: `apt install rocm-device-libs`; or set OFFLOAD_ROCM_DEVICE_LIBS to their folder)",
+            looked.join(", ")
+        ));
+    };
+    let Some(lld) = linker() else {
+        return Err("AMD GPU code objects are linked with LLVM's `ld.lld`, which was not found beside LLVM 22 or on PATH".into());
+    };
+    // A ROCm install already in the layout MLIR expects.
+    if let Some(root) = bitcode.parent().and_then(Path::parent)
+        && root.join("llvm/bin/ld.lld").is_file()
+    {
+        return Ok(root.to_path_buf());
+    }
+    let root = std::env::temp_dir().join(format!("offload-rocm-{}", user_id()));
+    let link = |target: &Path, at: &Path| -> Result<(), String> {
+        if std::fs::read_link(at).is_ok_and(|t| t == target) {
+            return Ok(());
+        }
+        let _ = std::fs::remove_file(at);
+        std::fs::create_dir_all(at.parent().expect("a link inside the folder"))
+            .and_then(|()| std::os::unix::fs::symlink(target, at))
+            .map_err(|e| format!("cannot lay out ROCm's folders in {}: {e}", root.display()))
+    };
+    link(bitcode, &root.join("amdgcn/bitcode"))?;
+    link(&lld, &root.join("llvm/bin/ld.lld"))?;
+    Ok(root)
+}
+
+/// This process's user (the owner of `/proc/self`), to keep users' folders apart.
+fn user_id() -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata("/proc/self").map_or(0, |m| m.uid())
+}
