@@ -103,3 +103,23 @@ fn workgroup_kernel_gpu_and_cpu_stages() {
         insta::assert_snapshot!(format!("features.{name}"), text);
     }
 }
+
+/// The AMD path: saxpy's ROCDL stage for CDNA 3 (`gfx942`), and the workgroup kernel's
+/// `gpu` stage there, whose subgroup reductions take six butterfly steps over 64 lanes.
+#[test]
+fn amd_rocdl_and_wave64_stages() {
+    use offload_lowering::{AmdTarget, emit_amd};
+    let gfx942 = AmdTarget::new("gfx942").unwrap();
+    for body in crate::kernels("saxpy.rs") {
+        let all = emit_amd(&body, Stage::Rocdl, &gfx942).unwrap_or_else(|e| panic!("{e}"));
+        let (stage, text) = all.last().unwrap();
+        insta::assert_snapshot!(format!("{}.{}", body.name, stage.name()), text);
+    }
+    let body = crate::kernels("features.rs")
+        .into_iter()
+        .find(|b| b.name == "workgroup_sum")
+        .expect("the workgroup kernel");
+    let all = emit_amd(&body, Stage::Gpu, &gfx942).unwrap_or_else(|e| panic!("{e}"));
+    let (_, text) = all.last().unwrap();
+    insta::assert_snapshot!("features.workgroup_sum.gpu_gfx942", text);
+}
