@@ -26,7 +26,7 @@
 mod output;
 mod sources;
 
-use offload_lowering::{CpuTarget, GpuTarget};
+use offload_lowering::{AmdTarget, CpuTarget, GpuTarget};
 use std::path::PathBuf;
 
 /// Targets built when none are given: PTX for Ampere and Hopper (newer NVIDIA chips run
@@ -40,8 +40,10 @@ pub enum Error {
     /// Not run by Cargo as a build script (`OUT_DIR` or `CARGO_MANIFEST_DIR` unset).
     #[error("`{0}` is not set: offload-build runs from a build script")]
     NotInBuildScript(&'static str),
-    /// A target that is neither `cpu` nor an NVIDIA chip `sm_XY`.
-    #[error("unknown target `{0}`: expected `cpu` or an NVIDIA chip such as `sm_90`")]
+    /// A target that is neither `cpu` nor an NVIDIA chip `sm_XY` nor an AMD one `gfxN`.
+    #[error(
+        "unknown target `{0}`: expected `cpu`, an NVIDIA chip such as `sm_90` or an AMD one such as `gfx942`"
+    )]
     UnknownTarget(String),
     /// Building for another machine than this one.
     #[error(
@@ -104,7 +106,8 @@ impl Builder {
         }
     }
 
-    /// The targets to build: `cpu` and NVIDIA chips (`sm_80`, `sm_90`, `sm_90a`, ...).
+    /// The targets to build: `cpu`, NVIDIA chips (`sm_80`, `sm_90`, `sm_90a`, ...) and AMD
+    /// ones (`gfx90a`, `gfx942`, `gfx1100`, ...: a code object each).
     /// `OFFLOAD_TARGETS=sm_90,cpu` in the build's environment overrides them.
     pub fn targets<I, S>(mut self, targets: I) -> Builder
     where
@@ -196,12 +199,18 @@ fn host_target() -> Result<CpuTarget, Error> {
 enum Target {
     Cpu,
     Gpu(GpuTarget),
+    Amd(AmdTarget),
 }
 
 impl Target {
     fn parse(name: &str) -> Result<Target, Error> {
         if name == "cpu" {
             return Ok(Target::Cpu);
+        }
+        if name.starts_with("gfx") {
+            return AmdTarget::new(name)
+                .map(Target::Amd)
+                .map_err(|_| Error::UnknownTarget(name.to_string()));
         }
         let digits = name
             .strip_prefix("sm_")
@@ -232,7 +241,12 @@ impl Target {
             Target::Gpu(gpu) => {
                 let ptx = offload_lowering::compile_ptx(&kernel.linked, gpu)
                     .map_err(|e| kernel.error(e))?;
-                out.add_ptx(kernel, &gpu.chip, ptx.ptx);
+                out.add_code(kernel, &gpu.chip, ptx.ptx.into_bytes());
+            }
+            Target::Amd(amd) => {
+                let code = offload_lowering::compile_amd(std::slice::from_ref(&kernel.linked), amd, false)
+                    .map_err(|e| kernel.error(e))?;
+                out.add_code(kernel, &amd.chip, code);
             }
         }
         Ok(())

@@ -40,14 +40,15 @@ impl Output {
         RegistryEntry {
             key: offload_mir::code_key(kernel.linked.body()),
             target: target.to_string(),
-            ptx: None,
+            code: None,
             cpu_symbol: None,
         }
     }
 
-    pub(crate) fn add_ptx(&mut self, kernel: &Kernel, chip: &str, ptx: String) {
+    /// The kernel's device code for `chip`: PTX, or an AMD code object.
+    pub(crate) fn add_code(&mut self, kernel: &Kernel, chip: &str, code: Vec<u8>) {
         self.entries.push(RegistryEntry {
-            ptx: Some(ptx),
+            code: Some(code),
             ..Output::entry(kernel, chip)
         });
     }

@@ -448,18 +448,19 @@ unsafe fn emit(module: Module, target: &CpuTarget) -> Result<Vec<u8>, LowerError
 #[derive(Clone, Debug)]
 pub struct RegistryEntry {
     pub key: String,
-    /// `sm_90`, `cpu`.
+    /// `sm_90`, `gfx942`, `cpu`.
     pub target: String,
-    /// The PTX, for a chip.
-    pub ptx: Option<String>,
+    /// The device code, for a chip: PTX text for an NVIDIA chip, a code object (HSACO)
+    /// for an AMD one.
+    pub code: Option<Vec<u8>>,
     /// The entry point's symbol, for the CPU, defined by another object of the library.
     pub cpu_symbol: Option<String>,
 }
 
 /// An object whose constructor, run before `main`, registers `entries` with the runtime:
 /// it calls the runtime's `offload_aot_register(table, count)` with a table in the
-/// layout of the runtime's `AotEntry` (per row: the key, the target and the PTX as
-/// pointer and length, then the CPU entry point or null). It defines no symbol, so the
+/// layout of the runtime's `AotEntry` (per row: the key, the target and the device code
+/// as pointer and length, then the CPU entry point or null). It defines no symbol, so the
 /// objects of several crates link side by side; nothing refers to it, so it must be
 /// linked whole.
 pub fn registry_object(
@@ -498,7 +499,7 @@ unsafe fn build_registry(
         let mut fields = [ptr, i64_type, ptr, i64_type, ptr, i64_type, ptr];
         let row_type = LLVMStructTypeInContext(context, fields.as_mut_ptr(), 7, 0);
         // A private constant holding `text`, and its length.
-        let string = |text: &str| -> [Value; 2] {
+        let string = |text: &[u8]| -> [Value; 2] {
             let value = LLVMConstStringInContext2(context, text.as_ptr().cast(), text.len(), 1);
             let global = LLVMAddGlobal(module, LLVMTypeOf(value), c"".as_ptr());
             LLVMSetInitializer(global, value);
@@ -510,10 +511,10 @@ unsafe fn build_registry(
         let entry_type = LLVMFunctionType(void, entry_params.as_mut_ptr(), 1, 0);
         let mut rows: Vec<Value> = Vec::with_capacity(entries.len());
         for e in entries {
-            let [key, key_len] = string(&e.key);
-            let [target, target_len] = string(&e.target);
-            let [ptx, ptx_len] = match &e.ptx {
-                Some(ptx) => string(ptx),
+            let [key, key_len] = string(e.key.as_bytes());
+            let [target, target_len] = string(e.target.as_bytes());
+            let [code, code_len] = match &e.code {
+                Some(code) => string(code),
                 None => [LLVMConstNull(ptr), LLVMConstInt(i64_type, 0, 0)],
             };
             let cpu = match &e.cpu_symbol {
@@ -526,7 +527,7 @@ unsafe fn build_registry(
                 }
                 None => LLVMConstNull(ptr),
             };
-            let mut values = [key, key_len, target, target_len, ptx, ptx_len, cpu];
+            let mut values = [key, key_len, target, target_len, code, code_len, cpu];
             rows.push(LLVMConstStructInContext(context, values.as_mut_ptr(), 7, 0));
         }
         let table_type = LLVMArrayType2(row_type, rows.len() as u64);

@@ -1,5 +1,6 @@
-//! Code built ahead of time by `offload-build`: the PTX per chip and the CPU entry point
-//! of each kernel, linked into the program as a static library.
+//! Code built ahead of time by `offload-build`: the PTX per NVIDIA chip, the code object
+//! per AMD chip and the CPU entry point of each kernel, linked into the program as a
+//! static library.
 //!
 //! The library registers its code before `main` runs: a constructor in it calls
 //! [`offload_aot_register`] with a table of [`AotEntry`]s. Nothing is declared in the
@@ -12,9 +13,9 @@ use offload_mir::abi::CpuEntry;
 use std::sync::Mutex;
 
 /// One kernel's code for one target, as the library's table holds it (`offload-build`
-/// writes the same layout): the linked kernel's code key, the target (`sm_90`, `cpu`),
-/// the PTX (for a chip) and the entry point (for the CPU), each string as bytes and a
-/// length.
+/// writes the same layout): the linked kernel's code key, the target (`sm_90`, `gfx942`,
+/// `cpu`), the device code (PTX or a code object, for a chip) and the entry point (for
+/// the CPU), each string as bytes and a length.
 #[doc(hidden)]
 #[repr(C)]
 pub struct AotEntry {
@@ -22,8 +23,8 @@ pub struct AotEntry {
     key_len: usize,
     target: *const u8,
     target_len: usize,
-    ptx: *const u8,
-    ptx_len: usize,
+    code: *const u8,
+    code_len: usize,
     cpu: Option<CpuEntry>,
 }
 
@@ -32,7 +33,7 @@ pub struct AotEntry {
 struct Entry {
     key: &'static str,
     target: &'static str,
-    ptx: Option<&'static str>,
+    code: Option<&'static [u8]>,
     cpu: Option<CpuEntry>,
 }
 
@@ -51,13 +52,11 @@ static REGISTRY: Mutex<Vec<Entry>> = Mutex::new(Vec::new());
 pub unsafe extern "C" fn offload_aot_register(entries: *const AotEntry, count: usize) {
     // SAFETY: the caller's contract: the table and its strings live for the program.
     let table = unsafe { std::slice::from_raw_parts(entries, count) };
-    let text = |ptr: *const u8, len: usize| -> Option<&'static str> {
-        if ptr.is_null() {
-            return None;
-        }
+    let bytes = |ptr: *const u8, len: usize| -> Option<&'static [u8]> {
         // SAFETY: a non-null string points at `len` bytes living for the program.
-        std::str::from_utf8(unsafe { std::slice::from_raw_parts(ptr, len) }).ok()
+        (!ptr.is_null()).then(|| unsafe { std::slice::from_raw_parts(ptr, len) })
     };
+    let text = |ptr, len| std::str::from_utf8(bytes(ptr, len)?).ok();
     let mut registry = REGISTRY
         .lock()
         .unwrap_or_else(|poisoned| poisoned.into_inner());
@@ -69,7 +68,7 @@ pub unsafe extern "C" fn offload_aot_register(entries: *const AotEntry, count: u
         registry.push(Entry {
             key,
             target,
-            ptx: text(e.ptx, e.ptx_len),
+            code: bytes(e.code, e.code_len),
             cpu: e.cpu,
         });
     }
@@ -107,9 +106,19 @@ impl AotCode {
         let built: Vec<(&str, &'static str)> = self
             .entries
             .iter()
-            .filter_map(|e| Some((e.target, e.ptx?)))
+            .filter(|e| e.target.starts_with("sm_"))
+            .filter_map(|e| Some((e.target, std::str::from_utf8(e.code?).ok()?)))
             .collect();
         best_ptx(&built, chip)
+    }
+
+    /// The code object built for the AMD chip `chip` (`gfx942`): a code object runs on
+    /// the chip it was built for only.
+    pub(crate) fn code_object_for(&self, chip: &str) -> Option<&'static [u8]> {
+        self.entries
+            .iter()
+            .find(|e| e.target == chip && chip.starts_with("gfx"))
+            .and_then(|e| e.code)
     }
 }
 

@@ -91,6 +91,21 @@ pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<A
     })
 }
 
+/// A code object for a kernel and AMD chip (`gfx942`): built ahead of time, else
+/// compiled now.
+pub(crate) fn code_object(
+    descriptor: &'static KernelDescriptor,
+    chip: &str,
+) -> Result<Arc<Vec<u8>>, Error> {
+    static CACHE: CompileCache<Vec<u8>> = CompileCache::new();
+    CACHE.get_or_compile(key(descriptor, chip), || {
+        match descriptor.aot()?.code_object_for(chip) {
+            Some(code) => Ok(code.to_vec()),
+            None => jit_code_object(descriptor, chip),
+        }
+    })
+}
+
 /// The kernel's CPU entry point: built ahead of time, else compiled now.
 pub(crate) fn cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
     if let Some(entry) = descriptor.aot()?.cpu() {
@@ -174,6 +189,35 @@ fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, 
     Ok(kernel.ptx)
 }
 
+/// A code object compiled in this process or an earlier one ([`crate::disk_cache`]),
+/// else now.
+#[cfg(feature = "jit")]
+fn jit_code_object(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Vec<u8>, Error> {
+    let body = descriptor.body()?;
+    let target =
+        offload_lowering::AmdTarget::new(chip).map_err(|e| compile_error(descriptor, e))?;
+    let disk = crate::disk_cache::DiskCache::from_env();
+    // Everything the code object depends on: the kernel as linked, the chip, the compiler.
+    let key = format!(
+        "hsaco\n{}\n{}\n{}\n{}",
+        env!("CARGO_PKG_VERSION"),
+        compiler_build(),
+        target.chip,
+        body.body()
+    );
+    if let Some(code) = disk.as_ref().and_then(|d| d.get(&key)) {
+        tracing::debug!(kernel = descriptor.name, chip, "code object from the disk cache");
+        return Ok(code);
+    }
+    COMPILES.fetch_add(1, Ordering::Relaxed);
+    let code = offload_lowering::compile_amd(std::slice::from_ref(body), &target, false)
+        .map_err(|e| compile_error(descriptor, e))?;
+    if let Some(disk) = disk {
+        disk.put(&key, &code);
+    }
+    Ok(code)
+}
+
 /// Stands for the build of the compiler linked into this program: the executable's size
 /// and modification time. A rebuild, which may change the lowering, makes new cache keys;
 /// runs of one build share them.
@@ -194,6 +238,11 @@ fn compiler_build() -> String {
 
 #[cfg(not(feature = "jit"))]
 fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, Error> {
+    Err(no_code(descriptor, chip))
+}
+
+#[cfg(not(feature = "jit"))]
+fn jit_code_object(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Vec<u8>, Error> {
     Err(no_code(descriptor, chip))
 }
 

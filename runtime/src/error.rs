@@ -51,6 +51,14 @@ pub enum Error {
         /// The driver's error.
         message: String,
     },
+    /// A HIP runtime call failed, or the runtime could not be loaded.
+    #[error("HIP error while {during}: {message}")]
+    Hip {
+        /// What the runtime was doing, e.g. `launching the kernel`.
+        during: &'static str,
+        /// HIP's error.
+        message: String,
+    },
     /// The kernel could not be compiled for the chosen device.
     #[error("kernel `{kernel}` could not be compiled: {message}")]
     Compile {

@@ -1,9 +1,10 @@
 //! This machine's devices: listing them, the default one, the one a launch runs on, and
 //! waiting for all of them.
 
-use crate::{Device, Error, device::parse_selection};
+use crate::{Device, Error, device::parse_selection_with};
 
-/// Every device of this machine: CUDA GPUs first, in driver order, then the CPU.
+/// Every device of this machine: CUDA GPUs first, in driver order, then AMD GPUs in
+/// HIP's order, then the CPU.
 /// `device = N` in a launch indexes this list.
 pub fn devices() -> Vec<Device> {
     crate::backend::devices()
@@ -17,7 +18,7 @@ pub fn default_device() -> Result<Device, Error> {
 }
 
 /// The device a launch runs on: `device = N` if given, else `OFFLOAD_DEVICE`
-/// (`cpu` or `cuda:N`), else the device of its device-resident buffers, else the first GPU,
+/// (`cpu`, `cuda:N` or `hip:N`), else the device of its device-resident buffers, else the first GPU,
 /// else the CPU.
 pub fn select(index: Option<usize>, resident: Option<Device>) -> Result<Device, Error> {
     let all = devices();
@@ -28,7 +29,7 @@ pub fn select(index: Option<usize>, resident: Option<Device>) -> Result<Device, 
         });
     }
     if let Ok(value) = std::env::var("OFFLOAD_DEVICE") {
-        return parse_selection(&value, &all);
+        return parse_selection_with(&value, &all, crate::backend::why_no_hip().as_deref());
     }
     if let Some(device) = resident {
         return Ok(device);

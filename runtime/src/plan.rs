@@ -6,7 +6,7 @@ use crate::{
     args::{ArgKind, KernelArg},
     kernel::KernelDescriptor,
 };
-use offload_mir::Body;
+use offload_mir::{Body, abi};
 
 /// A checked launch, ready for a backend.
 pub(crate) struct LaunchPlan<'b, 'a> {
@@ -56,4 +56,139 @@ pub(crate) fn abi_words(
         );
     }
     Ok(words)
+}
+
+/// The words after a GPU kernel's own: its panic buffer, then the hidden parameters
+/// ([`offload_mir::abi::GPU_HIDDEN`]), which each grid of a launch sets for itself.
+pub(crate) struct GpuGrids {
+    /// Where the hidden words start.
+    hidden: usize,
+    /// The first workgroup's x index: 0, or a share's start in a split launch.
+    group_base: u32,
+    dyn_cache: u32,
+    /// The whole launch's workgroups.
+    groups: [u32; 3],
+}
+
+impl GpuGrids {
+    /// Appends `launch`'s panic buffer at `report` and room for the hidden words to
+    /// `words`.
+    pub(crate) fn new(launch: &LaunchPlan<'_, '_>, words: &mut Vec<u64>, report: u64) -> GpuGrids {
+        GpuGrids::append(words, report, launch.group_base, launch.dyn_cache, launch.groups)
+    }
+
+    fn append(
+        words: &mut Vec<u64>,
+        report: u64,
+        group_base: u32,
+        dyn_cache: u32,
+        groups: [u32; 3],
+    ) -> GpuGrids {
+        words.extend(abi::memref_1d(report, abi::PANIC_BUFFER_WORDS as u64));
+        let hidden = words.len();
+        words.extend([0; abi::GPU_HIDDEN.len()]);
+        GpuGrids {
+            hidden,
+            group_base,
+            dyn_cache,
+            groups,
+        }
+    }
+
+    /// Sets the hidden words for grid `part`: where its workgroups start (a share of a
+    /// split launch also from its first workgroup in x), the dynamic shared memory, and
+    /// the whole launch's workgroups.
+    pub(crate) fn enter(&self, words: &mut [u64], part: &GridPart) {
+        let mut base = part.start.map(u64::from);
+        base[0] += self.group_base as u64;
+        words[self.hidden..].copy_from_slice(&abi::gpu_hidden_words(
+            base,
+            self.dyn_cache as u64,
+            self.groups.map(u64::from),
+        ));
+    }
+}
+
+// A launch with more workgroups along an axis than a grid may have runs as several
+// grids, each told where it starts; workgroups are independent, so running them one
+// grid after another on a stream is the same launch.
+
+/// The most workgroups a grid may have along x, y and z: CUDA's limits (every GPU since
+/// compute capability 3.0), within HIP's too.
+const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
+
+/// One grid of a launch: the workgroups `start .. start + count` along each axis.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) struct GridPart {
+    pub start: [u32; 3],
+    pub count: [u32; 3],
+}
+
+/// The grids a launch of `workgroups` runs as: one, unless an axis has more workgroups
+/// than a grid may.
+pub(crate) fn grid_parts(workgroups: [u32; 3]) -> Vec<GridPart> {
+    let ranges = |d: usize| {
+        (0..workgroups[d].div_ceil(MAX_GRID[d])).map(move |i| {
+            let start = i * MAX_GRID[d];
+            (start, (workgroups[d] - start).min(MAX_GRID[d]))
+        })
+    };
+    let mut parts = Vec::new();
+    for (z, nz) in ranges(2) {
+        for (y, ny) in ranges(1) {
+            for (x, nx) in ranges(0) {
+                parts.push(GridPart {
+                    start: [x, y, z],
+                    count: [nx, ny, nz],
+                });
+            }
+        }
+    }
+    parts
+}
+
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_words_follow_the_kernel_abi() {
+        // A kernel's own words, then the panic buffer's descriptor, then per grid the
+        // hidden words in `GPU_HIDDEN`'s order.
+        let mut words = vec![11, 12];
+        let grids = GpuGrids::append(&mut words, 0x5000, 3, 256, [2, 70_000, 1]);
+        let parts = grid_parts([2, 70_000, 1]);
+        grids.enter(&mut words, &parts[1]);
+        let mut want = vec![11, 12];
+        want.extend(abi::memref_1d(0x5000, abi::PANIC_BUFFER_WORDS as u64));
+        want.extend(abi::gpu_hidden_words([3, 65535, 0], 256, [2, 70_000, 1]));
+        assert_eq!(words, want);
+    }
+
+    #[test]
+    fn a_launch_within_the_grid_limits_is_one_grid() {
+        assert_eq!(
+            grid_parts([4096, 65535, 3]),
+            [GridPart {
+                start: [0, 0, 0],
+                count: [4096, 65535, 3]
+            }]
+        );
+    }
+
+    #[test]
+    fn axes_past_the_grid_limits_run_as_several_grids() {
+        let parts = grid_parts([2, 70_000, 65_536]);
+        let starts: Vec<[u32; 3]> = parts.iter().map(|p| p.start).collect();
+        assert_eq!(
+            starts,
+            [[0, 0, 0], [0, 65535, 0], [0, 0, 65535], [0, 65535, 65535]]
+        );
+        let counts: Vec<[u32; 3]> = parts.iter().map(|p| p.count).collect();
+        assert_eq!(
+            counts,
+            [[2, 65535, 65535], [2, 4465, 65535], [2, 65535, 1], [2, 4465, 1]]
+        );
+    }
 }

@@ -83,6 +83,27 @@ fn every_kernel_instance_gets_code_for_every_target() {
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
+/// AMD chips get a code object per kernel instance, held by the registry.
+#[test]
+fn amd_targets_get_a_code_object_per_kernel() {
+    let (src, out) = crate_with("amd", KERNELS);
+    let report = Builder::new()
+        .targets(["gfx942", "gfx1100"])
+        .sources(&src)
+        .out_dir(&out)
+        .compile()
+        .unwrap();
+    assert_eq!(report.kernels, ["saxpy", "scale::<f32>", "scale::<f64>"]);
+    let library = std::fs::read(&report.library).unwrap();
+    let count = |needle: &[u8]| library.windows(needle.len()).filter(|w| *w == needle).count();
+    // Each code object is an AMDGPU ELF naming its chip.
+    assert_eq!(count(b"amdgcn-amd-amdhsa--gfx942"), 3, "one code object per instance");
+    assert_eq!(count(b"amdgcn-amd-amdhsa--gfx1100"), 3, "one code object per instance");
+    // saxpy's kernel descriptor, named in each code object's symbol tables and metadata.
+    assert!(count(b"saxpy.kd") >= 2, "{}", count(b"saxpy.kd"));
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}
+
 #[test]
 fn a_kernel_that_does_not_compile_fails_the_build_at_its_line() {
     let lib = "use offload::prelude::*;
@@ -121,7 +142,7 @@ fn unknown_targets_are_refused() {
         .unwrap_err();
     assert_eq!(
         error.to_string(),
-        "unknown target `sm_9x`: expected `cpu` or an NVIDIA chip such as `sm_90`"
+        "unknown target `sm_9x`: expected `cpu`, an NVIDIA chip such as `sm_90` or an AMD one such as `gfx942`"
     );
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }

@@ -153,7 +153,7 @@ fn device_selection_strings() {
         offload::parse_selection("tpu", &all)
             .unwrap_err()
             .to_string(),
-        "OFFLOAD_DEVICE=`tpu`: expected `cpu` or `cuda:N`"
+        "OFFLOAD_DEVICE=`tpu`: expected `cpu`, `cuda:N` or `hip:N`"
     );
 }
 

@@ -16,6 +16,7 @@ use crate::{
     plan::LaunchPlan as Launch,
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use crate::plan::{GpuGrids, grid_parts};
 use offload_mir::abi;
 use std::{
     collections::HashMap,
@@ -381,40 +382,6 @@ fn launch_sync(
     Ok(())
 }
 
-/// The most workgroups a CUDA grid may have along x, y and z (every GPU since compute
-/// capability 3.0).
-const MAX_GRID: [u32; 3] = [i32::MAX as u32, 65535, 65535];
-
-/// One grid of a launch: the workgroups `start .. start + count` along each axis.
-#[derive(Debug, PartialEq, Eq)]
-struct GridPart {
-    start: [u32; 3],
-    count: [u32; 3],
-}
-
-/// The grids a launch of `workgroups` runs as: one, unless an axis has more workgroups
-/// than a grid may.
-fn grid_parts(workgroups: [u32; 3]) -> Vec<GridPart> {
-    let ranges = |d: usize| {
-        (0..workgroups[d].div_ceil(MAX_GRID[d])).map(move |i| {
-            let start = i * MAX_GRID[d];
-            (start, (workgroups[d] - start).min(MAX_GRID[d]))
-        })
-    };
-    let mut parts = Vec::new();
-    for (z, nz) in ranges(2) {
-        for (y, ny) in ranges(1) {
-            for (x, nx) in ranges(0) {
-                parts.push(GridPart {
-                    start: [x, y, z],
-                    count: [nx, ny, nz],
-                });
-            }
-        }
-    }
-    parts
-}
-
 /// Enqueues the kernel with argument words `words`, then the panic buffer at `report` and
 /// the hidden GPU words.
 ///
@@ -428,26 +395,14 @@ unsafe fn enqueue(
     report: u64,
     stream: &Arc<cudarc::driver::CudaStream>,
 ) -> Result<(), Error> {
-    words.extend(abi::memref_1d(report, PANIC_BUFFER_WORDS as u64));
     let block_dim = (
         launch.workgroup_size[0],
         launch.workgroup_size[1],
         launch.workgroup_size[2],
     );
-    // A launch with more workgroups along an axis than a grid may have runs as several
-    // grids, each told where it starts; workgroups are independent, so running them
-    // one grid after another on the stream is the same launch.
-    let hidden = words.len();
-    words.extend([0; abi::GPU_HIDDEN.len()]);
+    let grids = GpuGrids::new(launch, &mut words, report);
     for part in grid_parts(launch.workgroups) {
-        // A share of a split launch starts at its first workgroup in x.
-        let mut base = part.start.map(u64::from);
-        base[0] += launch.group_base as u64;
-        words[hidden..].copy_from_slice(&abi::gpu_hidden_words(
-            base,
-            launch.dyn_cache as u64,
-            launch.groups.map(u64::from),
-        ));
+        grids.enter(&mut words, &part);
         let mut builder = stream.launch_builder(func);
         // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many
         // bytes as the parameter has, which on little-endian hosts are the value's own.
@@ -658,33 +613,3 @@ fn driver_error(during: &'static str) -> impl FnOnce(cudarc::driver::DriverError
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_launch_within_the_grid_limits_is_one_grid() {
-        assert_eq!(
-            grid_parts([4096, 65535, 3]),
-            [GridPart {
-                start: [0, 0, 0],
-                count: [4096, 65535, 3]
-            }]
-        );
-    }
-
-    #[test]
-    fn axes_past_the_grid_limits_run_as_several_grids() {
-        let parts = grid_parts([2, 70_000, 65_536]);
-        let starts: Vec<[u32; 3]> = parts.iter().map(|p| p.start).collect();
-        assert_eq!(
-            starts,
-            [[0, 0, 0], [0, 65535, 0], [0, 0, 65535], [0, 65535, 65535]]
-        );
-        let counts: Vec<[u32; 3]> = parts.iter().map(|p| p.count).collect();
-        assert_eq!(
-            counts,
-            [[2, 65535, 65535], [2, 4465, 65535], [2, 65535, 1], [2, 4465, 1]]
-        );
-    }
-}

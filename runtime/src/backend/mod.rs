@@ -1,10 +1,10 @@
 //! The backend seam: what the runtime needs of a device, and the devices that provide it.
 //! Everything above this module reaches a device only through [`Backend`] and
-//! [`Memory`](crate::memory::Memory); the CUDA and CPU backends sit behind it, and a third
-//! (AMD) goes beside them.
+//! [`Memory`](crate::memory::Memory); the CUDA, HIP (AMD) and CPU backends sit behind it.
 
 mod cpu;
 mod cuda;
+mod hip;
 
 use crate::{Device, Error, memory::Memory, plan::LaunchPlan};
 
@@ -32,13 +32,24 @@ pub(crate) fn of(device: &Device) -> Box<dyn Backend> {
             ordinal: *ordinal,
             device: device.clone(),
         }),
+        Device::Hip { ordinal, .. } => Box::new(hip::HipDevice {
+            ordinal: *ordinal,
+            device: device.clone(),
+        }),
         Device::Cpu => Box::new(cpu::Cpu),
     }
 }
 
-/// Every device of every backend: CUDA GPUs first, in driver order, then the CPU.
+/// Every device of every backend: CUDA GPUs first, in driver order, then AMD GPUs in
+/// HIP's order, then the CPU.
 pub(crate) fn devices() -> Vec<Device> {
     let mut all = cuda::devices();
+    all.extend(hip::devices());
     all.push(Device::Cpu);
     all
+}
+
+/// Why there are no AMD GPUs, when the HIP runtime is not there.
+pub(crate) fn why_no_hip() -> Option<String> {
+    hip::why_absent()
 }

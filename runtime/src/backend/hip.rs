@@ -1,0 +1,524 @@
+//! The AMD backend: the HIP runtime (`libamdhip64.so`), loaded when devices are first
+//! listed, as the CUDA backend loads the CUDA driver. Kernels run as code objects
+//! (HSACO) for the GPU's chip: built ahead of time, else compiled by the JIT
+//! ([`crate::compile::code_object`]).
+//!
+//! Every launch here is synchronous: arguments are copied in, the kernel runs, the panic
+//! buffer is read, and regions are copied back unless a thread panicked. Launches on
+//! device buffers wait too (the CUDA backend's asynchronous launches are not mirrored).
+//!
+//! A GPU's chip is read from the kernel driver's topology
+//! (`/sys/class/kfd/kfd/topology/nodes/*/properties`, `gfx_target_version`), in node
+//! order, which is the order HIP lists GPUs in when `HIP_VISIBLE_DEVICES` is not set.
+//!
+//! No AMD GPU has been reachable from the machines this was written on: the code here is
+//! compiled and its argument packing tested, but it has never run a kernel.
+
+use super::Backend;
+use crate::{
+    Device, Error, KernelDescriptor,
+    memory::Memory,
+    panic::{PANIC_BUFFER_WORDS, PanicWords},
+    plan::{GpuGrids, LaunchPlan, grid_parts},
+};
+use std::{
+    collections::HashMap,
+    ffi::{CStr, CString, c_char, c_int, c_uint, c_void},
+    sync::{Mutex, OnceLock},
+};
+
+/// Where the HIP runtime is looked for, in order.
+fn library_candidates() -> Vec<String> {
+    let mut out = Vec::new();
+    for var in ["ROCM_PATH", "HIP_PATH"] {
+        if let Ok(dir) = std::env::var(var) {
+            out.push(format!("{dir}/lib/libamdhip64.so"));
+        }
+    }
+    out.extend(
+        ["libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5"]
+            .map(String::from)
+            .into_iter()
+            .chain(["/opt/rocm/lib/libamdhip64.so".to_string()]),
+    );
+    out
+}
+
+type HipResult = c_int;
+const HIP_SUCCESS: HipResult = 0;
+const HIP_ERROR_OUT_OF_MEMORY: HipResult = 2;
+
+/// The HIP runtime functions the backend calls, resolved from the loaded library.
+struct Hip {
+    get_device_count: unsafe extern "C" fn(*mut c_int) -> HipResult,
+    device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> HipResult,
+    set_device: unsafe extern "C" fn(c_int) -> HipResult,
+    malloc: unsafe extern "C" fn(*mut *mut c_void, usize) -> HipResult,
+    free: unsafe extern "C" fn(*mut c_void) -> HipResult,
+    memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> HipResult,
+    memcpy_htod: unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> HipResult,
+    memcpy_dtoh: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> HipResult,
+    device_synchronize: unsafe extern "C" fn() -> HipResult,
+    module_load_data: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> HipResult,
+    module_get_function:
+        unsafe extern "C" fn(*mut *mut c_void, *mut c_void, *const c_char) -> HipResult,
+    #[allow(clippy::type_complexity)]
+    module_launch_kernel: unsafe extern "C" fn(
+        *mut c_void,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        c_uint,
+        *mut c_void,
+        *mut *mut c_void,
+        *mut *mut c_void,
+    ) -> HipResult,
+    get_error_string: unsafe extern "C" fn(HipResult) -> *const c_char,
+    /// Keeps the functions above loaded.
+    _library: libloading::Library,
+}
+
+/// The HIP runtime, loaded and initialised once; or why it is not there.
+fn hip() -> Result<&'static Hip, String> {
+    static HIP: OnceLock<Result<Hip, String>> = OnceLock::new();
+    HIP.get_or_init(load).as_ref().map_err(Clone::clone)
+}
+
+fn load() -> Result<Hip, String> {
+    let tried = library_candidates();
+    // SAFETY: loading the HIP runtime runs its initialisers, which are sound to run in
+    // any process.
+    let library = tried
+        .iter()
+        .find_map(|path| unsafe { libloading::Library::new(path) }.ok())
+        .ok_or_else(|| not_found(&tried))?;
+    // SAFETY: each symbol is looked up by its HIP name and given HIP's C signature.
+    unsafe {
+        macro_rules! function {
+            ($name:literal) => {
+                *library
+                    .get(concat!($name, "\0").as_bytes())
+                    .map_err(|e| format!("the HIP runtime lacks `{}`: {e}", $name))?
+            };
+        }
+        let init: unsafe extern "C" fn(c_uint) -> HipResult = function!("hipInit");
+        let hip = Hip {
+            get_device_count: function!("hipGetDeviceCount"),
+            device_get_name: function!("hipDeviceGetName"),
+            set_device: function!("hipSetDevice"),
+            malloc: function!("hipMalloc"),
+            free: function!("hipFree"),
+            memset: function!("hipMemset"),
+            memcpy_htod: function!("hipMemcpyHtoD"),
+            memcpy_dtoh: function!("hipMemcpyDtoH"),
+            device_synchronize: function!("hipDeviceSynchronize"),
+            module_load_data: function!("hipModuleLoadData"),
+            module_get_function: function!("hipModuleGetFunction"),
+            module_launch_kernel: function!("hipModuleLaunchKernel"),
+            get_error_string: function!("hipGetErrorString"),
+            _library: library,
+        };
+        match init(0) {
+            HIP_SUCCESS => Ok(hip),
+            e => Err(format!("the HIP runtime did not start: {}", hip.message(e))),
+        }
+    }
+}
+
+/// Why HIP is absent: no library at any of the paths `tried`.
+fn not_found(tried: &[String]) -> String {
+    format!(
+        "the HIP runtime was not found (tried {}); install ROCm or set ROCM_PATH",
+        tried.join(", ")
+    )
+}
+
+impl Hip {
+    fn message(&self, e: HipResult) -> String {
+        // SAFETY: HIP returns a static string for every error code.
+        let text = unsafe { (self.get_error_string)(e) };
+        if text.is_null() {
+            return format!("HIP error {e}");
+        }
+        // SAFETY: non-null, it is a NUL-terminated static string.
+        unsafe { CStr::from_ptr(text) }
+            .to_string_lossy()
+            .into_owned()
+    }
+
+    /// `Ok` for success, else the error of a call made `during` something.
+    fn check(&self, e: HipResult, during: &'static str) -> Result<(), Error> {
+        match e {
+            HIP_SUCCESS => Ok(()),
+            e => Err(Error::Hip {
+                during,
+                message: self.message(e),
+            }),
+        }
+    }
+
+    fn select(&self, ordinal: usize) -> Result<(), Error> {
+        // SAFETY: a plain call; an ordinal past the device count is an error code.
+        self.check(unsafe { (self.set_device)(ordinal as c_int) }, "selecting the GPU")
+    }
+}
+
+/// Why there is no HIP device, when the runtime is not there.
+pub(crate) fn why_absent() -> Option<String> {
+    hip().err()
+}
+
+pub(crate) fn devices() -> Vec<Device> {
+    static DEVICES: OnceLock<Vec<Device>> = OnceLock::new();
+    DEVICES
+        .get_or_init(|| {
+            let hip = match hip() {
+                Ok(hip) => hip,
+                Err(why) => {
+                    tracing::debug!("no AMD GPUs: {why}");
+                    return Vec::new();
+                }
+            };
+            let mut count = 0;
+            // SAFETY: `count` is a live out-parameter.
+            if unsafe { (hip.get_device_count)(&mut count) } != HIP_SUCCESS {
+                return Vec::new();
+            }
+            let arches = kfd_arches();
+            (0..count.max(0) as usize)
+                .filter_map(|ordinal| {
+                    let mut name = [0 as c_char; 256];
+                    // SAFETY: `name` holds 256 bytes, as the call is told.
+                    let named = unsafe {
+                        (hip.device_get_name)(name.as_mut_ptr(), name.len() as c_int, ordinal as c_int)
+                    };
+                    let name = if named == HIP_SUCCESS {
+                        // SAFETY: HIP wrote a NUL-terminated name into the buffer.
+                        unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned()
+                    } else {
+                        "unknown".into()
+                    };
+                    let arch = arches.get(ordinal)?.clone();
+                    Some(Device::Hip { ordinal, name, arch })
+                })
+                .collect()
+        })
+        .clone()
+}
+
+/// The GPUs' chips in the kernel driver's node order (CPU nodes have none).
+fn kfd_arches() -> Vec<String> {
+    let Ok(nodes) = std::fs::read_dir("/sys/class/kfd/kfd/topology/nodes") else {
+        return Vec::new();
+    };
+    let mut found: Vec<(u32, String)> = nodes
+        .filter_map(|node| {
+            let node = node.ok()?;
+            let index: u32 = node.file_name().to_str()?.parse().ok()?;
+            let properties = std::fs::read_to_string(node.path().join("properties")).ok()?;
+            let version = properties.lines().find_map(|l| {
+                l.strip_prefix("gfx_target_version ")?.trim().parse::<u32>().ok()
+            })?;
+            Some((index, arch_name(version)?))
+        })
+        .collect();
+    found.sort();
+    found.into_iter().map(|(_, arch)| arch).collect()
+}
+
+/// The chip a `gfx_target_version` names: major, minor and stepping as two decimal
+/// digits each, written `gfx` + major + minor and stepping in hexadecimal (90010 is
+/// `gfx90a`, 90402 `gfx942`, 110000 `gfx1100`); `None` for 0 (a CPU node).
+fn arch_name(version: u32) -> Option<String> {
+    if version == 0 {
+        return None;
+    }
+    let (major, minor, stepping) = (version / 10000, version / 100 % 100, version % 100);
+    Some(format!("gfx{major}{minor:x}{stepping:x}"))
+}
+
+pub(crate) struct HipDevice {
+    pub ordinal: usize,
+    pub device: Device,
+}
+
+/// Device memory from `hipMalloc`, freed when dropped.
+struct DeviceMemory {
+    ptr: *mut c_void,
+    ordinal: usize,
+}
+
+// SAFETY: a device address, used only through HIP calls, which are thread-safe.
+unsafe impl Send for DeviceMemory {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceMemory {}
+
+impl Drop for DeviceMemory {
+    fn drop(&mut self) {
+        if let Ok(hip) = hip()
+            && hip.select(self.ordinal).is_ok()
+        {
+            // SAFETY: `ptr` came from `hipMalloc` on this device and is freed once.
+            unsafe { (hip.free)(self.ptr) };
+        }
+    }
+}
+
+impl Memory for DeviceMemory {
+    fn address(&self) -> u64 {
+        self.ptr as u64
+    }
+
+    fn read(&self, into: &mut [u8]) -> Result<(), Error> {
+        let hip = hip().map_err(unavailable)?;
+        hip.select(self.ordinal)?;
+        // SAFETY: `into` is writable for its length, which the memory holds.
+        let e = unsafe { (hip.memcpy_dtoh)(into.as_mut_ptr().cast(), self.ptr, into.len()) };
+        hip.check(e, "copying a buffer from the device")
+    }
+
+    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        let hip = hip().map_err(unavailable)?;
+        hip.select(self.ordinal)?;
+        // SAFETY: the memory holds `offset + data.len()` bytes (the caller's contract).
+        let e = unsafe {
+            (hip.memcpy_htod)(self.ptr.cast::<u8>().add(offset).cast(), data.as_ptr().cast(), data.len())
+        };
+        hip.check(e, "copying a buffer part to the device")
+    }
+}
+
+fn unavailable(why: String) -> Error {
+    Error::Hip {
+        during: "loading the HIP runtime",
+        message: why,
+    }
+}
+
+impl HipDevice {
+    fn allocate(&self, hip: &Hip, bytes: usize) -> Result<DeviceMemory, Error> {
+        hip.select(self.ordinal)?;
+        let mut ptr = std::ptr::null_mut();
+        // A zero-length allocation stands in as one byte, as on CUDA.
+        // SAFETY: `ptr` is a live out-parameter.
+        match unsafe { (hip.malloc)(&mut ptr, bytes.max(1)) } {
+            HIP_SUCCESS => Ok(DeviceMemory {
+                ptr,
+                ordinal: self.ordinal,
+            }),
+            HIP_ERROR_OUT_OF_MEMORY => Err(Error::OutOfMemory {
+                device: self.device.to_string(),
+                bytes: bytes as u128,
+            }),
+            e => Err(Error::Hip {
+                during: "allocating device memory",
+                message: hip.message(e),
+            }),
+        }
+    }
+
+    /// The kernel's function on this GPU, its code object loaded once per process.
+    fn function(&self, hip: &Hip, descriptor: &'static KernelDescriptor) -> Result<Function, Error> {
+        static LOADED: OnceLock<Mutex<HashMap<(usize, usize), Function>>> = OnceLock::new();
+        let key = (descriptor as *const KernelDescriptor as usize, self.ordinal);
+        let mut loaded = LOADED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = loaded.get(&key) {
+            return Ok(*f);
+        }
+        let Device::Hip { arch, .. } = &self.device else {
+            unreachable!("a HIP backend is made for HIP devices");
+        };
+        let code = crate::compile::code_object(descriptor, arch)?;
+        hip.select(self.ordinal)?;
+        let mut module = std::ptr::null_mut();
+        // SAFETY: `code` is a whole code object; HIP copies what it keeps.
+        let e = unsafe { (hip.module_load_data)(&mut module, code.as_ptr().cast()) };
+        hip.check(e, "loading the kernel's code object")?;
+        let name = CString::new(descriptor.body()?.name.as_str()).expect("kernel names have no NUL");
+        let mut function = std::ptr::null_mut();
+        // SAFETY: `module` was just loaded; `name` is NUL-terminated.
+        let e = unsafe { (hip.module_get_function)(&mut function, module, name.as_ptr()) };
+        hip.check(e, "finding the kernel in its code object")?;
+        loaded.insert(key, Function(function));
+        Ok(Function(function))
+    }
+}
+
+/// A loaded kernel (a `hipFunction_t`), kept for the process.
+#[derive(Copy, Clone)]
+struct Function(*mut c_void);
+
+// SAFETY: a handle HIP lets any thread launch.
+unsafe impl Send for Function {}
+
+impl Backend for HipDevice {
+    fn launch(&self, launch: LaunchPlan<'_, '_>) -> Result<(), Error> {
+        let hip = hip().map_err(unavailable)?;
+        let Device::Hip { arch, .. } = &self.device else {
+            unreachable!("a HIP backend is made for HIP devices");
+        };
+        let wavefront = wavefront(arch);
+        let threads: u32 = launch.workgroup_size.iter().product();
+        if launch.body.uses_subgroups() && !threads.is_multiple_of(wavefront) {
+            return Err(Error::InvalidLaunch(format!(
+                "kernel `{}` uses subgroup operations, which need whole wavefronts: {threads} threads per workgroup is not a multiple of {wavefront}",
+                launch.body.name
+            )));
+        }
+        let function = self.function(hip, launch.descriptor)?;
+        // Device copies of host data, and which go back.
+        let mut buffers = Vec::new();
+        let mut written = Vec::new();
+        let mut words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
+            let (offset, full) = kind.placement().expect("arguments with data are placed");
+            let memory = self.allocate(hip, full)?;
+            // SAFETY: the memory holds `full` bytes, zeroed before a window is copied in.
+            unsafe {
+                if full != bytes {
+                    hip.check((hip.memset)(memory.ptr, 0, full), "zeroing device memory")?;
+                }
+                let at = memory.ptr.cast::<u8>().add(offset).cast();
+                hip.check((hip.memcpy_htod)(at, data.cast(), bytes), "copying an argument to the device")?;
+            }
+            if kind.copied_back() && bytes > 0 {
+                written.push((buffers.len(), data, bytes, offset));
+            }
+            let address = memory.ptr as u64;
+            buffers.push(memory);
+            Ok(address)
+        })?;
+        let report = self.allocate(hip, PANIC_BUFFER_WORDS * 8)?;
+        // SAFETY: the panic buffer holds its words.
+        let e = unsafe { (hip.memset)(report.ptr, 0, PANIC_BUFFER_WORDS * 8) };
+        hip.check(e, "zeroing the panic buffer")?;
+        let grids = GpuGrids::new(&launch, &mut words, report.ptr as u64);
+        for part in grid_parts(launch.workgroups) {
+            grids.enter(&mut words, &part);
+            let mut params = kernel_params(&mut words);
+            let [bx, by, bz] = launch.workgroup_size;
+            let [gx, gy, gz] = part.count;
+            // SAFETY: the parameters match the kernel ABI the code object was compiled
+            // with (checked against the MIR signature), and every buffer they point to
+            // lives until the device is synchronised below.
+            let e = unsafe {
+                (hip.module_launch_kernel)(
+                    function.0,
+                    gx,
+                    gy,
+                    gz,
+                    bx,
+                    by,
+                    bz,
+                    launch.dyn_cache,
+                    std::ptr::null_mut(),
+                    params.as_mut_ptr(),
+                    std::ptr::null_mut(),
+                )
+            };
+            hip.check(e, "launching the kernel")?;
+        }
+        // SAFETY: a plain call.
+        hip.check(unsafe { (hip.device_synchronize)() }, "running the kernel")?;
+        let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
+        report.read(panic_bytes(&mut panic))?;
+        if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
+            return Err(error);
+        }
+        for (buffer, data, bytes, offset) in written {
+            // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes,
+            // which the buffer holds from `offset`.
+            let e = unsafe {
+                (hip.memcpy_dtoh)(data.cast(), buffers[buffer].ptr.cast::<u8>().add(offset).cast(), bytes)
+            };
+            hip.check(e, "copying a region back")?;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<(), Error> {
+        let hip = hip().map_err(unavailable)?;
+        hip.select(self.ordinal)?;
+        // SAFETY: a plain call.
+        hip.check(unsafe { (hip.device_synchronize)() }, "waiting for the GPU")
+    }
+
+    fn allocate_zeroed(&self, bytes: u128) -> Result<Box<dyn Memory>, Error> {
+        let hip = hip().map_err(unavailable)?;
+        let size = usize::try_from(bytes).map_err(|_| Error::OutOfMemory {
+            device: self.device.to_string(),
+            bytes,
+        })?;
+        let memory = self.allocate(hip, size)?;
+        // SAFETY: the memory holds `size` bytes (at least one).
+        hip.check(unsafe { (hip.memset)(memory.ptr, 0, size.max(1)) }, "zeroing a buffer")?;
+        Ok(Box::new(memory))
+    }
+
+    fn upload(&self, data: &[u8]) -> Result<Box<dyn Memory>, Error> {
+        let hip = hip().map_err(unavailable)?;
+        let mut memory = self.allocate(hip, data.len())?;
+        memory.write(0, data)?;
+        Ok(Box::new(memory))
+    }
+}
+
+/// The lanes of a wavefront on `arch`: 64 on GCN and CDNA (`gfx9..` and before), 32 on
+/// RDNA (`gfx10..` on), as the lowering compiles for (`AmdTarget::wavefront`).
+fn wavefront(arch: &str) -> u32 {
+    if arch.len() >= "gfx".len() + 4 { 32 } else { 64 }
+}
+
+/// The panic words as the bytes a device copy fills.
+fn panic_bytes(words: &mut PanicWords) -> &mut [u8] {
+    // SAFETY: an array of `u64`s viewed as its bytes, all of which are valid `u8`s.
+    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), std::mem::size_of_val(words)) }
+}
+
+/// `hipModuleLaunchKernel`'s parameters: a pointer to each 64-bit word. HIP reads as
+/// many bytes as each parameter has, which on little-endian hosts are the value's own.
+fn kernel_params(words: &mut [u64]) -> Vec<*mut c_void> {
+    words.iter_mut().map(|w| (w as *mut u64).cast()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn chips_are_named_from_the_driver_topology() {
+        assert_eq!(arch_name(90010).as_deref(), Some("gfx90a"));
+        assert_eq!(arch_name(90402).as_deref(), Some("gfx942"));
+        assert_eq!(arch_name(110000).as_deref(), Some("gfx1100"));
+        assert_eq!(arch_name(0), None);
+        assert_eq!(wavefront("gfx942"), 64);
+        assert_eq!(wavefront("gfx1100"), 32);
+    }
+
+    #[test]
+    fn each_parameter_points_at_its_word() {
+        let mut words = vec![1u64, 2, 3];
+        let params = kernel_params(&mut words);
+        let read: Vec<u64> = params
+            .iter()
+            // SAFETY: each pointer points at a live word of `words`.
+            .map(|p| unsafe { *p.cast::<u64>() })
+            .collect();
+        assert_eq!(read, [1, 2, 3]);
+    }
+
+    #[test]
+    fn without_the_runtime_the_error_names_the_paths_tried() {
+        let tried = ["libamdhip64.so".to_string(), "/opt/rocm/lib/libamdhip64.so".to_string()];
+        assert_eq!(
+            not_found(&tried),
+            "the HIP runtime was not found (tried libamdhip64.so, /opt/rocm/lib/libamdhip64.so); install ROCm or set ROCM_PATH"
+        );
+        assert!(library_candidates().contains(&"/opt/rocm/lib/libamdhip64.so".to_string()));
+    }
+}
