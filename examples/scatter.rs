@@ -24,7 +24,9 @@ fn main() -> Result<(), Error> {
     // them into passes in which every cell appears at most once.
     let particles = cells_n * 3 / 2;
     let cell_of: Vec<usize> = (0..particles).map(|p| (p * 7919) % cells_n).collect();
-    let charge: Vec<f32> = (0..particles).map(|p| ((p % 13) as f32 - 6.0) * 0.5).collect();
+    let charge: Vec<f32> = (0..particles)
+        .map(|p| ((p % 13) as f32 - 6.0) * 0.5)
+        .collect();
     let mut passes: Vec<(Vec<usize>, Vec<f32>)> = Vec::new();
     let mut seen_in = vec![0usize; cells_n];
     for (p, &c) in cell_of.iter().enumerate() {

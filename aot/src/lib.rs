@@ -244,8 +244,9 @@ impl Target {
                 out.add_code(kernel, &gpu.chip, ptx.ptx.into_bytes());
             }
             Target::Amd(amd) => {
-                let code = offload_lowering::compile_amd(std::slice::from_ref(&kernel.linked), amd, false)
-                    .map_err(|e| kernel.error(e))?;
+                let code =
+                    offload_lowering::compile_amd(std::slice::from_ref(&kernel.linked), amd, false)
+                        .map_err(|e| kernel.error(e))?;
                 out.add_code(kernel, &amd.chip, code);
             }
         }

@@ -106,11 +106,9 @@ unsafe fn retype_arguments(
                 Some(ContainerType::Shared { .. }) | None => continue,
             };
             let rank = strategy.map_or(1, |s| s.rank() as usize);
-            let memref = melior::ir::Type::parse(
-                context,
-                &format!("memref<{}{elem}>", "?x".repeat(rank)),
-            )
-            .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
+            let memref =
+                melior::ir::Type::parse(context, &format!("memref<{}{elem}>", "?x".repeat(rank)))
+                    .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
             rewrite::set_argument_type(arg, memref);
             let Some(strategy) = strategy else {
                 continue;
@@ -194,7 +192,12 @@ unsafe fn lower_extents(
             let v = match usize::try_from(dim) {
                 Ok(d) if d < region.rank => {
                     let memref_dim = b.index_constant((region.rank - 1 - d) as i64);
-                    b.op("memref.dim", &[region.shaped, memref_dim], &[b.index()], &[])[0]
+                    b.op(
+                        "memref.dim",
+                        &[region.shaped, memref_dim],
+                        &[b.index()],
+                        &[],
+                    )[0]
                 }
                 Ok(_) => b.index_constant(1),
                 Err(_) => return Err(refuse(op, "`offload.extent` needs a `dim` of 0, 1 or 2")),
@@ -213,7 +216,9 @@ unsafe fn lower_extents(
 unsafe fn lower_margins(context: &Context, root: OperationRef<'_, '_>, collapsed: &Collapsed) {
     unsafe {
         for op in rewrite::collect(root, ops::MARGIN) {
-            let margin = collapsed.get(rewrite::operand(op, 0)).and_then(|r| r.margin);
+            let margin = collapsed
+                .get(rewrite::operand(op, 0))
+                .and_then(|r| r.margin);
             let v = margin.unwrap_or_else(|| Inserter::before(context, op).index_constant(0));
             rewrite::replace(op, &[v]);
         }
@@ -233,18 +238,18 @@ unsafe fn lower_loads_and_stores(
 ) {
     unsafe {
         // The memref and index an element of `container` is at.
-        let element = |b: &Inserter<'_>, container: MlirValue, index: MlirValue| {
-            match collapsed.get(container) {
-                Some(RegionArgument {
-                    indices: Some(indices),
-                    flat,
-                    ..
-                }) => {
-                    let at = b.op("memref.load", &[indices, index], &[b.int(64)], &[])[0];
-                    (flat, b.op("arith.index_cast", &[at], &[b.index()], &[])[0])
-                }
-                _ => (collapsed.view(container), index),
+        let element = |b: &Inserter<'_>, container: MlirValue, index: MlirValue| match collapsed
+            .get(container)
+        {
+            Some(RegionArgument {
+                indices: Some(indices),
+                flat,
+                ..
+            }) => {
+                let at = b.op("memref.load", &[indices, index], &[b.int(64)], &[])[0];
+                (flat, b.op("arith.index_cast", &[at], &[b.index()], &[])[0])
             }
+            _ => (collapsed.view(container), index),
         };
         for op in rewrite::collect(root, ops::LOAD) {
             let b = Inserter::before(context, op);

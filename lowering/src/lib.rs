@@ -235,7 +235,10 @@ pub fn emit_amd(
     out.push((Stage::Rocdl, text(&module)));
     if last == Stage::Amdgcn {
         let assembly = session.to_code_object(&mut module, true)?;
-        out.push((Stage::Amdgcn, String::from_utf8_lossy(&assembly).into_owned()));
+        out.push((
+            Stage::Amdgcn,
+            String::from_utf8_lossy(&assembly).into_owned(),
+        ));
     }
     Ok(out)
 }

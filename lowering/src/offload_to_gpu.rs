@@ -38,7 +38,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
     if ![32, 64].contains(&subgroups_of.width) {
         return Err(refuse(
             root.to_raw(),
-            format!("`{SUBGROUP_SIZE_ATTR}` must be 32 or 64, not {}", subgroups_of.width),
+            format!(
+                "`{SUBGROUP_SIZE_ATTR}` must be 32 or 64, not {}",
+                subgroups_of.width
+            ),
         ));
     }
     for func in kernel_abi::kernels(root) {

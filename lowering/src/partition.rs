@@ -47,7 +47,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     let dim = rewrite::int_attribute(op, "dim")
                         .ok_or_else(|| refuse(op, "`offload.region_coord` needs a `dim`"))?;
                     if !(0..3).contains(&dim) {
-                        return Err(refuse(op, format!("region dimension {dim} is out of range")));
+                        return Err(refuse(
+                            op,
+                            format!("region dimension {dim} is out of range"),
+                        ));
                     }
                     coordinate(&b, region, strategy, dim as u8)
                 };
@@ -97,7 +100,12 @@ fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> Mli
             let rank = strategy.rank();
             let mut at = coordinate(b, region, strategy, rank - 1);
             for d in (0..rank - 1).rev() {
-                let extent = b.op(ops::EXTENT, &[region], &[index], &[("dim", b.i64_attr(d as i64))])[0];
+                let extent = b.op(
+                    ops::EXTENT,
+                    &[region],
+                    &[index],
+                    &[("dim", b.i64_attr(d as i64))],
+                )[0];
                 let scaled = b.op("arith.muli", &[at, extent], &[index], &[])[0];
                 let c = coordinate(b, region, strategy, d);
                 at = b.op("arith.addi", &[scaled, c], &[index], &[])[0];

@@ -219,7 +219,11 @@ impl Session {
 
     /// `offload` → `gpu` for an AMD GPU: subgroups as wide as its wavefront, ballots
     /// through ROCDL.
-    pub fn to_gpu_amd(&self, module: &mut Module<'_>, target: &AmdTarget) -> Result<(), LowerError> {
+    pub fn to_gpu_amd(
+        &self,
+        module: &mut Module<'_>,
+        target: &AmdTarget,
+    ) -> Result<(), LowerError> {
         use crate::offload_to_gpu::{SUBGROUP_SIZE_ATTR, VENDOR_ATTR};
         let width = melior::ir::attribute::IntegerAttribute::new(
             melior::ir::Type::parse(&self.context, "i64").expect("a builtin type parses"),

@@ -329,7 +329,12 @@ pub unsafe fn insert_argument(
     at: MlirOperation,
 ) -> MlirValue {
     unsafe {
-        mlirBlockInsertArgument(block, pos as isize, ty.to_raw(), mlirOperationGetLocation(at))
+        mlirBlockInsertArgument(
+            block,
+            pos as isize,
+            ty.to_raw(),
+            mlirOperationGetLocation(at),
+        )
     }
 }
 
@@ -409,7 +414,11 @@ pub unsafe fn symbol_name(op: MlirOperation) -> Option<String> {
 ///
 /// `op` must be live and have a region.
 pub unsafe fn is_declaration(op: MlirOperation) -> bool {
-    unsafe { mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0)).ptr.is_null() }
+    unsafe {
+        mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0))
+            .ptr
+            .is_null()
+    }
 }
 
 /// Moves the body of `from`'s first region into `to`'s first region.

@@ -13,8 +13,8 @@
 //! regions, buffers are not copied, so there is no original to keep.
 
 use crate::{
-    AtomicData, Device, Error, IntoAtomic, IntoRegion, IntoSlice, OneDimensional,
-    Indexed, PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
+    AtomicData, Device, Error, Indexed, IntoAtomic, IntoRegion, IntoSlice, OneDimensional,
+    PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
     memory::{BufferLocation, Memory, SplitParts},
     scalar::Scalar,
 };

@@ -206,7 +206,11 @@ fn jit_code_object(descriptor: &'static KernelDescriptor, chip: &str) -> Result<
         body.body()
     );
     if let Some(code) = disk.as_ref().and_then(|d| d.get(&key)) {
-        tracing::debug!(kernel = descriptor.name, chip, "code object from the disk cache");
+        tracing::debug!(
+            kernel = descriptor.name,
+            chip,
+            "code object from the disk cache"
+        );
         return Ok(code);
     }
     COMPILES.fetch_add(1, Ordering::Relaxed);

@@ -93,7 +93,9 @@ pub(crate) fn parse_selection_with(
         ("hip", _) => ("HIP", String::new()),
         _ => ("CUDA", String::new()),
     };
-    Err(fail(format!("no {api} device {n}; this machine has {gpus}{why}")))
+    Err(fail(format!(
+        "no {api} device {n}; this machine has {gpus}{why}"
+    )))
 }
 
 /// How many host threads the CPU backend runs a launch on.
@@ -146,9 +148,13 @@ mod tests {
     fn without_hip_the_selection_says_why() {
         let all = [Device::Cpu];
         assert_eq!(
-            parse_selection_with("hip:0", &all, Some("the HIP runtime was not found (tried x)"))
-                .unwrap_err()
-                .to_string(),
+            parse_selection_with(
+                "hip:0",
+                &all,
+                Some("the HIP runtime was not found (tried x)")
+            )
+            .unwrap_err()
+            .to_string(),
             "OFFLOAD_DEVICE=`hip:0`: no HIP device 0; this machine has 0: the HIP runtime was not found (tried x)"
         );
     }

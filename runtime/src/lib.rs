@@ -100,6 +100,7 @@ pub mod prelude {
     };
     pub use crate::{
         Atomic, Chunked, DeviceBuffer, Error, Float, Indexed, Int, Linear1D, Linear2D, Linear3D,
-        Num, Region, SplitBuffer, Stencil2D, devices, offload, offload_device, offload_kernel, try_offload,
+        Num, Region, SplitBuffer, Stencil2D, devices, offload, offload_device, offload_kernel,
+        try_offload,
     };
 }

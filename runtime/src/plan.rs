@@ -74,7 +74,13 @@ impl GpuGrids {
     /// Appends `launch`'s panic buffer at `report` and room for the hidden words to
     /// `words`.
     pub(crate) fn new(launch: &LaunchPlan<'_, '_>, words: &mut Vec<u64>, report: u64) -> GpuGrids {
-        GpuGrids::append(words, report, launch.group_base, launch.dyn_cache, launch.groups)
+        GpuGrids::append(
+            words,
+            report,
+            launch.group_base,
+            launch.dyn_cache,
+            launch.groups,
+        )
     }
 
     fn append(
@@ -147,7 +153,6 @@ pub(crate) fn grid_parts(workgroups: [u32; 3]) -> Vec<GridPart> {
     parts
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -188,7 +193,12 @@ mod tests {
         let counts: Vec<[u32; 3]> = parts.iter().map(|p| p.count).collect();
         assert_eq!(
             counts,
-            [[2, 65535, 65535], [2, 4465, 65535], [2, 65535, 1], [2, 4465, 1]]
+            [
+                [2, 65535, 65535],
+                [2, 4465, 65535],
+                [2, 65535, 1],
+                [2, 4465, 1]
+            ]
         );
     }
 }

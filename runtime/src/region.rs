@@ -152,7 +152,11 @@ pub(crate) fn default_geometry(
             Ok(([groups(threads, workgroup_size[0])?, 1, 1], workgroup_size))
         }
         Strategy::Linear2D | Strategy::Stencil2D(_) | Strategy::Linear3D => {
-            let default = if strategy.rank() == 3 { [32, 4, 2] } else { [16, 16, 1] };
+            let default = if strategy.rank() == 3 {
+                [32, 4, 2]
+            } else {
+                [16, 16, 1]
+            };
             let workgroup_size = workgroup_size.unwrap_or(default);
             // Threads for the interior only: an interior region's first thread is at its
             // margin.

@@ -2313,7 +2313,8 @@ fn label_3d(mut out: Region<u32, Linear3D>, base: &[u32]) {
 
 #[offload_kernel]
 fn positions_z(mut out: Region<u32, Linear3D>) {
-    let p = thread_idx(2) + 10 * workgroup_idx(2) + 100 * workgroup_dim(2) + 1000 * workgroup_count(2);
+    let p =
+        thread_idx(2) + 10 * workgroup_idx(2) + 100 * workgroup_dim(2) + 1000 * workgroup_count(2);
     if let Some(v) = out.get_mut() {
         *v = p as u32;
     }
@@ -2382,7 +2383,10 @@ pub fn grids_past_the_y_limit_are_folded(o: LaunchOptions) -> CaseResult {
 /// A Jacobi sweep over the interior: every thread has all four neighbours.
 #[offload_kernel]
 fn jacobi_interior(mut next: Region<f64, Linear2D>, grid: Region<f64, Stencil2D<1>>) {
-    let sum = grid.get_clamped(-1, 0) + grid.get_clamped(1, 0) + grid.get_clamped(0, -1) + grid.get_clamped(0, 1);
+    let sum = grid.get_clamped(-1, 0)
+        + grid.get_clamped(1, 0)
+        + grid.get_clamped(0, -1)
+        + grid.get_clamped(0, 1);
     if let Some(v) = next.get_mut() {
         *v = 0.25 * sum;
     }
@@ -2469,8 +2473,7 @@ pub fn indexed_regions_scatter_safely(o: LaunchOptions) -> CaseResult {
     for (k, &i) in indices.iter().enumerate() {
         want[i] += values[k];
     }
-    scatter_add(o, Region::indexed(&mut data, &indices), &values)
-        .map_err(|e| e.to_string())?;
+    scatter_add(o, Region::indexed(&mut data, &indices), &values).map_err(|e| e.to_string())?;
     compare("indexed scatter", &data, &want)?;
     let repeated = [3usize, 9, 3];
     let result = scatter_add(o, Region::indexed(&mut data, &repeated), &values);

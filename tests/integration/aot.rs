@@ -95,10 +95,23 @@ fn amd_targets_get_a_code_object_per_kernel() {
         .unwrap();
     assert_eq!(report.kernels, ["saxpy", "scale::<f32>", "scale::<f64>"]);
     let library = std::fs::read(&report.library).unwrap();
-    let count = |needle: &[u8]| library.windows(needle.len()).filter(|w| *w == needle).count();
+    let count = |needle: &[u8]| {
+        library
+            .windows(needle.len())
+            .filter(|w| *w == needle)
+            .count()
+    };
     // Each code object is an AMDGPU ELF naming its chip.
-    assert_eq!(count(b"amdgcn-amd-amdhsa--gfx942"), 3, "one code object per instance");
-    assert_eq!(count(b"amdgcn-amd-amdhsa--gfx1100"), 3, "one code object per instance");
+    assert_eq!(
+        count(b"amdgcn-amd-amdhsa--gfx942"),
+        3,
+        "one code object per instance"
+    );
+    assert_eq!(
+        count(b"amdgcn-amd-amdhsa--gfx1100"),
+        3,
+        "one code object per instance"
+    );
     // saxpy's kernel descriptor, named in each code object's symbol tables and metadata.
     assert!(count(b"saxpy.kd") >= 2, "{}", count(b"saxpy.kd"));
     let _ = std::fs::remove_dir_all(out.parent().unwrap());

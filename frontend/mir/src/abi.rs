@@ -50,7 +50,9 @@ pub fn region_2d(address: u64, rows: u64, row_len: u64, margin: u64) -> [u64; 8]
 /// the margin of its interior.
 pub fn region_3d(address: u64, planes: u64, rows: u64, row_len: u64, margin: u64) -> [u64; 10] {
     let plane = rows * row_len;
-    [address, address, 0, planes, rows, row_len, plane, row_len, 1, margin]
+    [
+        address, address, 0, planes, rows, row_len, plane, row_len, 1, margin,
+    ]
 }
 
 /// The words of an `Indexed` region: its data (`len` elements at `address`) and its
@@ -198,7 +200,10 @@ mod tests {
 
     #[test]
     fn regions_carry_their_margin_and_indices_after_the_data() {
-        assert_eq!(region_2d(0x2000, 3, 5, 1), [0x2000, 0x2000, 0, 3, 5, 5, 1, 1]);
+        assert_eq!(
+            region_2d(0x2000, 3, 5, 1),
+            [0x2000, 0x2000, 0, 3, 5, 5, 1, 1]
+        );
         assert_eq!(
             region_3d(0x3000, 2, 3, 5, 0),
             [0x3000, 0x3000, 0, 2, 3, 5, 15, 5, 1, 0]

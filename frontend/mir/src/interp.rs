@@ -401,7 +401,9 @@ fn bind_buffers(body: &Body, args: &[ArgValue]) -> Result<Vec<Option<Buffer>>, I
         let indices = match strategy {
             Some(Strategy::Indexed) => {
                 let indices = layout.indices.as_ref().ok_or_else(|| {
-                    InterpError::BadArguments(format!("`{local}` is an `Indexed` region without indices"))
+                    InterpError::BadArguments(format!(
+                        "`{local}` is an `Indexed` region without indices"
+                    ))
                 })?;
                 Some(indices.iter().map(|&i| i as u64).collect())
             }
@@ -455,7 +457,10 @@ fn region_extents(
     };
     let (row_len, plane_rows) = match rank {
         1 => return Ok([len as u64, 1, 1]),
-        2 => (layout.row_len, Some(layout.row_len.map_or(0, |w| len / w.max(1)))),
+        2 => (
+            layout.row_len,
+            Some(layout.row_len.map_or(0, |w| len / w.max(1))),
+        ),
         _ => (layout.row_len, layout.plane_rows),
     };
     let (Some(w), Some(h)) = (row_len, plane_rows) else {
@@ -466,7 +471,10 @@ fn region_extents(
         return bad("its extents must be positive and divide its length");
     }
     let extents = [w, h, len / plane].map(|e| e as u64);
-    if extents[..rank as usize].iter().any(|&e| e < 2 * layout.margin as u64) {
+    if extents[..rank as usize]
+        .iter()
+        .any(|&e| e < 2 * layout.margin as u64)
+    {
         return bad("its margin must leave an interior");
     }
     Ok(extents)

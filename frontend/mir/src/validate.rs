@@ -299,7 +299,9 @@ impl Validator<'_> {
                     Ty::Region(..) => self.err(
                         Some(bb),
                         span,
-                        format!("dimension {d} is out of range; regions have dimensions 0, 1 and 2"),
+                        format!(
+                            "dimension {d} is out of range; regions have dimensions 0, 1 and 2"
+                        ),
                     ),
                     t => self.err(
                         Some(bb),

@@ -152,7 +152,8 @@ impl Translator {
         init: Option<&syn::Expr>,
         local: &syn::Local,
     ) -> Result<()> {
-        const FORM: &str = "a tuple pattern binds a tuple of as many values: `let (a, b) = (x, y);`";
+        const FORM: &str =
+            "a tuple pattern binds a tuple of as many values: `let (a, b) = (x, y);`";
         let Some(syn::Expr::Tuple(values)) = init.map(strip_parens) else {
             return error(local, FORM);
         };

@@ -113,9 +113,7 @@ impl Translator {
                     _ => None,
                 }
             }
-            "row" | "col" | "x" | "y" | "z" | "width" | "height" | "depth" => {
-                Some(ScalarTy::Usize)
-            }
+            "row" | "col" | "x" | "y" | "z" | "width" | "height" | "depth" => Some(ScalarTy::Usize),
             "leading_zeros" | "trailing_zeros" | "count_ones" => Some(ScalarTy::U32),
             method => match self.atomic_receiver(&m.receiver) {
                 Some(_) if method == "len" => Some(ScalarTy::Usize),

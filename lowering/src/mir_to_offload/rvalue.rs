@@ -81,7 +81,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 let (extent, _) = self.index_query(ops::EXTENT, &[region], &dim, span);
                 let (margin, _) = self.index_query(ops::MARGIN, &[region], &[], span);
                 let t = self.scalar(ScalarTy::I64);
-                (self.value("arith.subi", &[extent, margin], t, span), ScalarTy::Usize)
+                (
+                    self.value("arith.subi", &[extent, margin], t, span),
+                    ScalarTy::Usize,
+                )
             }
             Rvalue::RegionIndex(l) => {
                 self.index_query(ops::REGION_INDEX, &[self.container(*l)], &[], span)

@@ -9,6 +9,7 @@
 //! waits for every thread's work; only the reporting is per thread.
 
 use super::Backend;
+use crate::plan::{GpuGrids, grid_parts};
 use crate::{
     Device, Error, KernelDescriptor,
     memory::Memory,
@@ -16,7 +17,6 @@ use crate::{
     plan::LaunchPlan as Launch,
 };
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
-use crate::plan::{GpuGrids, grid_parts};
 use offload_mir::abi;
 use std::{
     collections::HashMap,
@@ -612,4 +612,3 @@ fn driver_error(during: &'static str) -> impl FnOnce(cudarc::driver::DriverError
         message: e.to_string(),
     }
 }
-

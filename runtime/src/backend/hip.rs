@@ -162,7 +162,10 @@ impl Hip {
 
     fn select(&self, ordinal: usize) -> Result<(), Error> {
         // SAFETY: a plain call; an ordinal past the device count is an error code.
-        self.check(unsafe { (self.set_device)(ordinal as c_int) }, "selecting the GPU")
+        self.check(
+            unsafe { (self.set_device)(ordinal as c_int) },
+            "selecting the GPU",
+        )
     }
 }
 
@@ -193,16 +196,26 @@ pub(crate) fn devices() -> Vec<Device> {
                     let mut name = [0 as c_char; 256];
                     // SAFETY: `name` holds 256 bytes, as the call is told.
                     let named = unsafe {
-                        (hip.device_get_name)(name.as_mut_ptr(), name.len() as c_int, ordinal as c_int)
+                        (hip.device_get_name)(
+                            name.as_mut_ptr(),
+                            name.len() as c_int,
+                            ordinal as c_int,
+                        )
                     };
                     let name = if named == HIP_SUCCESS {
                         // SAFETY: HIP wrote a NUL-terminated name into the buffer.
-                        unsafe { CStr::from_ptr(name.as_ptr()) }.to_string_lossy().into_owned()
+                        unsafe { CStr::from_ptr(name.as_ptr()) }
+                            .to_string_lossy()
+                            .into_owned()
                     } else {
                         "unknown".into()
                     };
                     let arch = arches.get(ordinal)?.clone();
-                    Some(Device::Hip { ordinal, name, arch })
+                    Some(Device::Hip {
+                        ordinal,
+                        name,
+                        arch,
+                    })
                 })
                 .collect()
         })
@@ -220,7 +233,10 @@ fn kfd_arches() -> Vec<String> {
             let index: u32 = node.file_name().to_str()?.parse().ok()?;
             let properties = std::fs::read_to_string(node.path().join("properties")).ok()?;
             let version = properties.lines().find_map(|l| {
-                l.strip_prefix("gfx_target_version ")?.trim().parse::<u32>().ok()
+                l.strip_prefix("gfx_target_version ")?
+                    .trim()
+                    .parse::<u32>()
+                    .ok()
             })?;
             Some((index, arch_name(version)?))
         })
@@ -285,7 +301,11 @@ impl Memory for DeviceMemory {
         hip.select(self.ordinal)?;
         // SAFETY: the memory holds `offset + data.len()` bytes (the caller's contract).
         let e = unsafe {
-            (hip.memcpy_htod)(self.ptr.cast::<u8>().add(offset).cast(), data.as_ptr().cast(), data.len())
+            (hip.memcpy_htod)(
+                self.ptr.cast::<u8>().add(offset).cast(),
+                data.as_ptr().cast(),
+                data.len(),
+            )
         };
         hip.check(e, "copying a buffer part to the device")
     }
@@ -321,7 +341,11 @@ impl HipDevice {
     }
 
     /// The kernel's function on this GPU, its code object loaded once per process.
-    fn function(&self, hip: &Hip, descriptor: &'static KernelDescriptor) -> Result<Function, Error> {
+    fn function(
+        &self,
+        hip: &Hip,
+        descriptor: &'static KernelDescriptor,
+    ) -> Result<Function, Error> {
         static LOADED: OnceLock<Mutex<HashMap<(usize, usize), Function>>> = OnceLock::new();
         let key = (descriptor as *const KernelDescriptor as usize, self.ordinal);
         let mut loaded = LOADED
@@ -340,7 +364,8 @@ impl HipDevice {
         // SAFETY: `code` is a whole code object; HIP copies what it keeps.
         let e = unsafe { (hip.module_load_data)(&mut module, code.as_ptr().cast()) };
         hip.check(e, "loading the kernel's code object")?;
-        let name = CString::new(descriptor.body()?.name.as_str()).expect("kernel names have no NUL");
+        let name =
+            CString::new(descriptor.body()?.name.as_str()).expect("kernel names have no NUL");
         let mut function = std::ptr::null_mut();
         // SAFETY: `module` was just loaded; `name` is NUL-terminated.
         let e = unsafe { (hip.module_get_function)(&mut function, module, name.as_ptr()) };
@@ -384,7 +409,10 @@ impl Backend for HipDevice {
                     hip.check((hip.memset)(memory.ptr, 0, full), "zeroing device memory")?;
                 }
                 let at = memory.ptr.cast::<u8>().add(offset).cast();
-                hip.check((hip.memcpy_htod)(at, data.cast(), bytes), "copying an argument to the device")?;
+                hip.check(
+                    (hip.memcpy_htod)(at, data.cast(), bytes),
+                    "copying an argument to the device",
+                )?;
             }
             if kind.copied_back() && bytes > 0 {
                 written.push((buffers.len(), data, bytes, offset));
@@ -434,7 +462,11 @@ impl Backend for HipDevice {
             // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes,
             // which the buffer holds from `offset`.
             let e = unsafe {
-                (hip.memcpy_dtoh)(data.cast(), buffers[buffer].ptr.cast::<u8>().add(offset).cast(), bytes)
+                (hip.memcpy_dtoh)(
+                    data.cast(),
+                    buffers[buffer].ptr.cast::<u8>().add(offset).cast(),
+                    bytes,
+                )
             };
             hip.check(e, "copying a region back")?;
         }
@@ -456,7 +488,10 @@ impl Backend for HipDevice {
         })?;
         let memory = self.allocate(hip, size)?;
         // SAFETY: the memory holds `size` bytes (at least one).
-        hip.check(unsafe { (hip.memset)(memory.ptr, 0, size.max(1)) }, "zeroing a buffer")?;
+        hip.check(
+            unsafe { (hip.memset)(memory.ptr, 0, size.max(1)) },
+            "zeroing a buffer",
+        )?;
         Ok(Box::new(memory))
     }
 
@@ -471,13 +506,19 @@ impl Backend for HipDevice {
 /// The lanes of a wavefront on `arch`: 64 on GCN and CDNA (`gfx9..` and before), 32 on
 /// RDNA (`gfx10..` on), as the lowering compiles for (`AmdTarget::wavefront`).
 fn wavefront(arch: &str) -> u32 {
-    if arch.len() >= "gfx".len() + 4 { 32 } else { 64 }
+    if arch.len() >= "gfx".len() + 4 {
+        32
+    } else {
+        64
+    }
 }
 
 /// The panic words as the bytes a device copy fills.
 fn panic_bytes(words: &mut PanicWords) -> &mut [u8] {
     // SAFETY: an array of `u64`s viewed as its bytes, all of which are valid `u8`s.
-    unsafe { std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), std::mem::size_of_val(words)) }
+    unsafe {
+        std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), std::mem::size_of_val(words))
+    }
 }
 
 /// `hipModuleLaunchKernel`'s parameters: a pointer to each 64-bit word. HIP reads as
@@ -514,7 +555,10 @@ mod tests {
 
     #[test]
     fn without_the_runtime_the_error_names_the_paths_tried() {
-        let tried = ["libamdhip64.so".to_string(), "/opt/rocm/lib/libamdhip64.so".to_string()];
+        let tried = [
+            "libamdhip64.so".to_string(),
+            "/opt/rocm/lib/libamdhip64.so".to_string(),
+        ];
         assert_eq!(
             not_found(&tried),
             "the HIP runtime was not found (tried libamdhip64.so, /opt/rocm/lib/libamdhip64.so); install ROCm or set ROCM_PATH"

@@ -266,7 +266,10 @@ fn the_jit_leaves_no_files_behind() {
 
 /// The conformance suite's kernels, by the names `--emit linked` prints them under.
 fn conformance_kernels() -> Vec<String> {
-    let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/cases.rs");
+    let cases = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/conformance/cases.rs"
+    );
     let (ok, stdout, stderr) = run(&[cases, "--emit", "linked"], None);
     assert!(ok, "{stderr}");
     stdout
@@ -302,10 +305,16 @@ fn check_code_object(path: &std::path::Path, mach: u32, kernels: &[String]) -> u
         .filter(|s| s.is_undefined() && s.name().is_ok_and(|n| !n.is_empty()))
         .filter_map(|s| s.name().ok().map(str::to_string))
         .collect();
-    assert!(undefined.is_empty(), "undefined in the code object: {undefined:?}");
+    assert!(
+        undefined.is_empty(),
+        "undefined in the code object: {undefined:?}"
+    );
     for k in kernels {
         assert!(names.contains(k), "no symbol `{k}`");
-        assert!(names.contains(&format!("{k}.kd")), "no kernel descriptor `{k}.kd`");
+        assert!(
+            names.contains(&format!("{k}.kd")),
+            "no kernel descriptor `{k}.kd`"
+        );
     }
     names.iter().filter(|n| n.ends_with(".kd")).count()
 }
@@ -314,17 +323,20 @@ fn check_code_object(path: &std::path::Path, mach: u32, kernels: &[String]) -> u
 fn the_conformance_suite_compiles_to_amd_code_objects() {
     let kernels = conformance_kernels();
     assert!(kernels.len() > 50, "only {} kernels found", kernels.len());
-    let cases = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/conformance/cases.rs");
+    let cases = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/conformance/cases.rs"
+    );
     let dir = std::env::temp_dir().join(format!("offload-opt-hsaco-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     // CDNA 3 (wave64) and RDNA 3 (wave32).
-    for (chip, mach) in [
-        ("gfx942", 0x04c),
-        ("gfx1100", 0x041),
-    ] {
+    for (chip, mach) in [("gfx942", 0x04c), ("gfx1100", 0x041)] {
         let out = dir.join(format!("{chip}.hsaco"));
         let out_arg = out.to_string_lossy().into_owned();
-        let (ok, _, stderr) = run(&[cases, "--emit", "hsaco", "--chip", chip, "-o", &out_arg], None);
+        let (ok, _, stderr) = run(
+            &[cases, "--emit", "hsaco", "--chip", chip, "-o", &out_arg],
+            None,
+        );
         assert!(ok, "{chip}: {stderr}");
         let held = check_code_object(&out, mach, &kernels);
         assert_eq!(held, kernels.len(), "{chip}: kernel descriptors");
@@ -347,14 +359,27 @@ fn sums(mut y: Region<f32, Linear1D>) {
     for (chip, width, steps) in [("gfx942", 64, 6), ("gfx1100", 32, 5)] {
         let (ok, gpu, stderr) = run(&["--emit", "gpu", "--chip", chip], Some(("k.rs", SUM)));
         assert!(ok, "{stderr}");
-        assert!(gpu.contains(&format!("arith.constant {width} : i32")), "{chip}: {gpu}");
-        assert_eq!(gpu.matches("gpu.shuffle  xor").count(), steps, "{chip}: {gpu}");
+        assert!(
+            gpu.contains(&format!("arith.constant {width} : i32")),
+            "{chip}: {gpu}"
+        );
+        assert_eq!(
+            gpu.matches("gpu.shuffle  xor").count(),
+            steps,
+            "{chip}: {gpu}"
+        );
         let (ok, rocdl, stderr) = run(&["--emit", "rocdl", "--chip", chip], Some(("k.rs", SUM)));
         assert!(ok, "{stderr}");
-        assert!(rocdl.contains(&format!("#rocdl.target<O = 3, chip = \"{chip}\">")), "{rocdl}");
+        assert!(
+            rocdl.contains(&format!("#rocdl.target<O = 3, chip = \"{chip}\">")),
+            "{rocdl}"
+        );
         let (ok, asm, stderr) = run(&["--emit", "amdgcn", "--chip", chip], Some(("k.rs", SUM)));
         assert!(ok, "{stderr}");
-        assert!(asm.contains(&format!(".amdgcn_target \"amdgcn-amd-amdhsa--{chip}\"")), "{asm}");
+        assert!(
+            asm.contains(&format!(".amdgcn_target \"amdgcn-amd-amdhsa--{chip}\"")),
+            "{asm}"
+        );
     }
 }
 
@@ -372,7 +397,10 @@ fn amd_misuse_is_a_clear_error() {
         stderr.trim(),
         "error: `gfx` is not an AMD GPU: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
     );
-    let (ok, _, stderr) = run(&["--emit", "ptx", "--chip", "gfx942"], Some(("k.rs", SAXPY)));
+    let (ok, _, stderr) = run(
+        &["--emit", "ptx", "--chip", "gfx942"],
+        Some(("k.rs", SAXPY)),
+    );
     assert!(!ok);
     assert_eq!(
         stderr.trim(),
