@@ -60,6 +60,14 @@ pub fn launch(
 ) -> Result<(), Error> {
     let body = descriptor.body()?;
     check_signature(body, args)?;
+    for arg in args.iter() {
+        if let ArgKind::Region {
+            shape, strategy, ..
+        } = arg.kind
+        {
+            crate::region::check_layout(strategy, shape)?;
+        }
+    }
     let (workgroups, workgroup_size) = geometry(body, &options, args)?;
     for arg in args.iter() {
         if let ArgKind::Region {

@@ -45,7 +45,7 @@ impl Shape {
     pub fn extents(self) -> [usize; 3] {
         let w = self.row_len.filter(|&w| w > 0).unwrap_or(self.len.max(1));
         let h = self.plane_rows.filter(|&h| h > 0).unwrap_or(self.len / w);
-        [w, h, self.len / (w * h).max(1)]
+        [w, h, self.len / w.saturating_mul(h).max(1)]
     }
 }
 
@@ -102,7 +102,14 @@ pub(crate) fn check_launch(
         Strategy::Linear1D => one_dimensional("Linear1D", workgroups, workgroup_size),
         Strategy::Indexed => one_dimensional("Indexed", workgroups, workgroup_size),
         Strategy::Linear2D | Strategy::Stencil2D(_) | Strategy::Linear3D => {
-            multi_dimensional(strategy, shape, workgroups, workgroup_size)
+            check_layout(strategy, shape)?;
+            if strategy.rank() == 2 && (workgroups[2] != 1 || workgroup_size[2] != 1) {
+                return Err(Error::InvalidLaunch(format!(
+                    "a `{strategy}` region needs a launch without z, got workgroup_dim {workgroups:?} and thread_dim {workgroup_size:?}: \
+                     threads that differ only in z would own the same element"
+                )));
+            }
+            Ok(())
         }
         Strategy::Chunked(n) => {
             if n == 0 {
@@ -160,7 +167,9 @@ pub(crate) fn default_geometry(
             let workgroup_size = workgroup_size.unwrap_or(default);
             // Threads for the interior only: an interior region's first thread is at its
             // margin.
-            let threads = shape.extents().map(|e| e.saturating_sub(2 * shape.margin));
+            let threads = shape
+                .extents()
+                .map(|e| e.saturating_sub(shape.margin.saturating_mul(2)));
             let mut workgroups = [1; 3];
             for d in 0..strategy.rank() as usize {
                 workgroups[d] = groups(threads[d], workgroup_size[d])?;
@@ -191,13 +200,14 @@ fn one_dimensional(
     Ok(())
 }
 
-fn multi_dimensional(
-    strategy: Strategy,
-    shape: Shape,
-    workgroups: [u32; 3],
-    workgroup_size: [u32; 3],
-) -> Result<(), Error> {
+/// Refuses a multi-dimensional region whose shape does not lay its elements out in whole
+/// rows (and planes), or whose margin leaves no interior. Checked before a launch's
+/// geometry is derived from the shape.
+pub(crate) fn check_layout(strategy: Strategy, shape: Shape) -> Result<(), Error> {
     let rank = strategy.rank();
+    if rank == 1 {
+        return Ok(());
+    }
     let plane = match (shape.row_len, shape.plane_rows, rank) {
         (Some(w), _, 2) => Some(w),
         (Some(w), Some(h), 3) => w.checked_mul(h),
@@ -233,17 +243,11 @@ fn multi_dimensional(
     let extents = shape.extents();
     if let Some(e) = extents[..rank as usize]
         .iter()
-        .find(|&&e| e < 2 * shape.margin)
+        .find(|&&e| shape.margin > e / 2)
     {
         return Err(Error::InvalidLaunch(format!(
             "`interior({})` of a `{strategy}` region with an extent of {e} leaves no interior",
             shape.margin
-        )));
-    }
-    if rank == 2 && (workgroups[2] != 1 || workgroup_size[2] != 1) {
-        return Err(Error::InvalidLaunch(format!(
-            "a `{strategy}` region needs a launch without z, got workgroup_dim {workgroups:?} and thread_dim {workgroup_size:?}: \
-             threads that differ only in z would own the same element"
         )));
     }
     Ok(())

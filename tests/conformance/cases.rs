@@ -2351,6 +2351,15 @@ pub fn linear_3d_regions(o: LaunchOptions) -> CaseResult {
         })
         .collect();
     compare("positions along z", &out, &want_z)?;
+    // Extents whose product does not fit in a `usize` are refused, not an overflow.
+    let result = label_3d(o, Region::new_3d(&mut out, usize::MAX / 2, 4), &base);
+    expect_error(
+        result,
+        &format!(
+            "invalid launch: a `Linear3D` region of 455 elements cannot be laid out in planes of 4 rows of {}",
+            usize::MAX / 2
+        ),
+    )?;
     let mut ragged = vec![0u32; w * h * d - 1];
     let result = label_3d(o, Region::new_3d(&mut ragged, w, h), &base);
     expect_error(
@@ -2443,6 +2452,13 @@ pub fn interior_regions_map_threads_to_inner_points(o: LaunchOptions) -> CaseRes
     expect_error(
         result,
         "invalid launch: `interior(6)` of a `Linear2D` region with an extent of 11 leaves no interior",
+    )?;
+    // A margin whose double does not fit in a `usize` is refused the same way.
+    let huge = usize::MAX / 2 + 1;
+    let result = mark_interior(o, Region::new_2d(&mut out, w).interior(huge));
+    expect_error(
+        result,
+        &format!("invalid launch: `interior({huge})` of a `Linear2D` region with an extent of 19 leaves no interior"),
     )?;
     let result = jacobi_interior(
         o,

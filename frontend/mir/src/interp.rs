@@ -473,7 +473,7 @@ fn region_extents(
     let extents = [w, h, len / plane].map(|e| e as u64);
     if extents[..rank as usize]
         .iter()
-        .any(|&e| e < 2 * layout.margin as u64)
+        .any(|&e| layout.margin as u64 > e / 2)
     {
         return bad("its margin must leave an interior");
     }
