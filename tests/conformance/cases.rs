@@ -2458,7 +2458,9 @@ pub fn interior_regions_map_threads_to_inner_points(o: LaunchOptions) -> CaseRes
     let result = mark_interior(o, Region::new_2d(&mut out, w).interior(huge));
     expect_error(
         result,
-        &format!("invalid launch: `interior({huge})` of a `Linear2D` region with an extent of 19 leaves no interior"),
+        &format!(
+            "invalid launch: `interior({huge})` of a `Linear2D` region with an extent of 19 leaves no interior"
+        ),
     )?;
     let result = jacobi_interior(
         o,

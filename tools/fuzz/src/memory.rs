@@ -31,10 +31,18 @@ impl Gen<'_> {
                     coord(self, Rvalue::RegionCoord(r.local, 0)),
                     coord(self, Rvalue::RegionCoord(r.local, 1)),
                 );
-                let (width, height) = (
-                    coord(self, Rvalue::RegionExtent(r.local, 0)),
-                    coord(self, Rvalue::RegionExtent(r.local, 1)),
-                );
+                // The end of the owned coordinates, as the translator checks, or the
+                // whole extent, which the verifier accepts too (an interior's threads
+                // past its end then own border elements).
+                let end = |g: &mut Self, d| {
+                    let rv = if g.rng.bool() {
+                        Rvalue::RegionEnd(r.local, d)
+                    } else {
+                        Rvalue::RegionExtent(r.local, d)
+                    };
+                    coord(g, rv)
+                };
+                let (width, height) = (end(self, 0), end(self, 1));
                 let in_row = self
                     .b
                     .binary(ScalarTy::Bool, BinOp::Lt, copy(col), copy(width));

@@ -44,6 +44,8 @@ pub(crate) struct Plan {
     pub launch: Launch,
     /// (row length, rows) of every 2-D region.
     pub shape_2d: (usize, usize),
+    /// The margin of every 2-D region: 0, or that of an interior.
+    pub margin: usize,
     pub regions: Vec<RegionArg>,
     pub slices: Vec<BufArg>,
     pub atomics: Vec<BufArg>,
@@ -92,9 +94,13 @@ pub(crate) fn plan(rng: &mut Rng, b: &mut Builder, broken: Option<Broken>) -> Pl
         (launch.workgroups[0] * launch.threads[0]) as usize,
         (launch.workgroups[1] * launch.threads[1]) as usize,
     );
+    let shape_2d = (near(rng, gx, 1, 2).max(1), near(rng, gy, 1, 1).max(1));
+    // An interior now and then, when the shape has one.
+    let margin = (rng.u32(0..4) == 0 && shape_2d.0.min(shape_2d.1) >= 2) as usize;
     let mut plan = Plan {
         launch,
-        shape_2d: (near(rng, gx, 1, 2).max(1), near(rng, gy, 1, 1).max(1)),
+        shape_2d,
+        margin,
         regions: Vec::new(),
         slices: Vec::new(),
         atomics: Vec::new(),
@@ -111,9 +117,10 @@ pub(crate) fn plan(rng: &mut Rng, b: &mut Builder, broken: Option<Broken>) -> Pl
 
 /// The arguments: a writable region first (so results show), then a shuffled mix.
 fn arg_kinds(rng: &mut Rng, two_d: bool, broken: Option<Broken>) -> Vec<ArgKind> {
-    let writable = |rng: &mut Rng| match (two_d, rng.u32(0..4)) {
+    let writable = |rng: &mut Rng| match (two_d, rng.u32(0..5)) {
         (true, _) | (false, 0) => Strategy::Linear2D,
         (false, 1) => Strategy::Chunked(rng.u32(1..=4)),
+        (false, 2) => Strategy::Indexed,
         _ => Strategy::Linear1D,
     };
     let first = ArgKind::Region(element(rng), writable(rng));
@@ -157,30 +164,50 @@ fn declare(rng: &mut Rng, b: &mut Builder, plan: &mut Plan, kind: ArgKind, non_e
     match kind {
         ArgKind::Region(elem, strategy) => {
             let local = b.arg(Ty::Region(elem, strategy));
-            let (len, row_len) = match strategy {
-                Strategy::Linear1D => (near(rng, gx, 3, 3).max(non_empty as usize), None),
+            let (len, layout) = match strategy {
+                Strategy::Linear1D => (
+                    near(rng, gx, 3, 3).max(non_empty as usize),
+                    Layout::default(),
+                ),
                 Strategy::Chunked(n) => {
                     let n = n as usize;
-                    (near(rng, gx * n, n + 2, 2).max(non_empty as usize), None)
+                    let len = near(rng, gx * n, n + 2, 2).max(non_empty as usize);
+                    (len, Layout::default())
+                }
+                Strategy::Indexed => {
+                    // Distinct positions of the data, about one per thread, scrambled.
+                    let data_len = near(rng, gx * 2, 2, 3).max(non_empty as usize);
+                    let mut positions: Vec<usize> = (0..data_len).collect();
+                    rng.shuffle(&mut positions);
+                    positions.truncate(near(rng, gx, 2, 2).min(data_len));
+                    let layout = Layout {
+                        indices: Some(positions),
+                        ..Layout::default()
+                    };
+                    (data_len, layout)
                 }
                 _ => {
                     let (width, rows) = plan.shape_2d;
-                    (width * rows, Some(width))
+                    let layout = Layout {
+                        row_len: Some(width),
+                        margin: plan.margin,
+                        ..Layout::default()
+                    };
+                    (width * rows, layout)
                 }
             };
+            // What `Len` reports: an `Indexed` region's index count.
+            let reported = layout.indices.as_ref().map_or(len, Vec::len);
             plan.regions.push(RegionArg {
                 local,
                 elem,
                 strategy,
-                len,
+                len: reported,
             });
             plan.args.push(ArgValue::Buffer {
                 elem,
                 data: data(rng, elem, len),
-                layout: Layout {
-                    row_len,
-                    ..Layout::default()
-                },
+                layout,
             });
         }
         ArgKind::Slice(elem) => {

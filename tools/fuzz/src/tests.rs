@@ -116,6 +116,10 @@ fn coverage() -> std::collections::BTreeSet<String> {
         if let Some(rule) = p.broken {
             seen.insert(format!("broken {rule:?}"));
         }
+        let interior = |a: &interp::ArgValue| matches!(a, interp::ArgValue::Buffer { layout, .. } if layout.margin > 0);
+        if p.args.iter().any(interior) {
+            seen.insert("an interior".into());
+        }
     }
     seen
 }
@@ -173,6 +177,7 @@ fn every_kind_of_statement_terminator_type_and_strategy_appears() {
         "RegionIndex",
         "RegionCoord",
         "RegionExtent",
+        "RegionEnd",
         "AtomicCas",
     ] {
         want.push(format!("rvalue {kind}"));
@@ -191,6 +196,8 @@ fn every_kind_of_statement_terminator_type_and_strategy_appears() {
         "strategy LinearD",
         "strategy Chunked<>",
         "strategy StencilD<>",
+        "strategy Indexed",
+        "an interior",
         "shared static",
         "shared dyn",
         "Atomic",
