@@ -73,6 +73,11 @@ pub struct GpuTarget {
     /// `exp`, ...), which NVVM lowers to `__nv_*` calls; found by default as
     /// `libdevice.rs` says. A kernel that needs it without one is [`LowerError::Libdevice`].
     pub libdevice: Option<String>,
+    /// The threads per workgroup of every launch the code will run, when compiled for one
+    /// launch shape: the kernel then declares them (`known_block_size`, PTX `.maxntid`),
+    /// so ptxas allocates registers for that many threads and the thread position is
+    /// known to be below them. `None`: any shape.
+    pub block_size: Option<[u32; 3]>,
 }
 
 impl GpuTarget {
@@ -82,6 +87,7 @@ impl GpuTarget {
             chip: format!("sm_{major}{minor}"),
             features: "+ptx80".into(),
             libdevice: crate::libdevice::find(),
+            block_size: None,
         }
     }
 }
@@ -204,6 +210,14 @@ impl Session {
 
     /// `gpu` → LLVM/NVVM dialects for `target`.
     pub fn to_nvvm(&self, module: &mut Module<'_>, target: &GpuTarget) -> Result<(), LowerError> {
+        if let Some([x, y, z]) = target.block_size {
+            let size = melior::ir::Attribute::parse(&self.context, &format!("array<i32: {x}, {y}, {z}>"))
+                .expect("a dense array attribute parses");
+            for func in crate::rewrite::collect(module.as_operation(), "gpu.func") {
+                // SAFETY: `func` was just collected from the live module.
+                unsafe { crate::rewrite::set_attribute(func, "known_block_size", size) };
+            }
+        }
         let link = match &target.libdevice {
             Some(path) => format!(" l={path}"),
             None => String::new(),

@@ -80,13 +80,20 @@ pub fn jit_compiles() -> usize {
     COMPILES.load(Ordering::Relaxed)
 }
 
-/// PTX for a kernel and chip (`sm_90`): built ahead of time, else compiled now.
-pub(crate) fn ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Arc<String>, Error> {
+/// PTX for a kernel, chip (`sm_90`) and workgroup size: built ahead of time (for any
+/// workgroup size), else compiled now for this one (`GpuTarget::block_size`), so that
+/// ptxas allocates registers for the threads the launch has.
+pub(crate) fn ptx(
+    descriptor: &'static KernelDescriptor,
+    chip: &str,
+    block_size: [u32; 3],
+) -> Result<Arc<String>, Error> {
     static CACHE: CompileCache<String> = CompileCache::new();
-    CACHE.get_or_compile(key(descriptor, chip), || {
+    let [x, y, z] = block_size;
+    CACHE.get_or_compile(key(descriptor, &format!("{chip} {x}x{y}x{z}")), || {
         match descriptor.aot()?.ptx_for(chip) {
             Some(ptx) => Ok(ptx.to_string()),
-            None => jit_ptx(descriptor, chip),
+            None => jit_ptx(descriptor, chip, block_size),
         }
     })
 }
@@ -157,21 +164,27 @@ fn jit_cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
 
 /// PTX compiled in this process or an earlier one ([`crate::disk_cache`]), else now.
 #[cfg(feature = "jit")]
-fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, Error> {
+fn jit_ptx(
+    descriptor: &'static KernelDescriptor,
+    chip: &str,
+    block_size: [u32; 3],
+) -> Result<String, Error> {
     let body = descriptor.body()?;
     let target = offload_lowering::GpuTarget {
         chip: chip.to_string(),
+        block_size: Some(block_size),
         ..Default::default()
     };
     let disk = crate::disk_cache::DiskCache::from_env();
     // Everything the PTX depends on: the kernel as linked, the target, and the compiler.
     let key = format!(
-        "ptx\n{}\n{}\n{}\n{}\n{:?}\n{}",
+        "ptx\n{}\n{}\n{}\n{}\n{:?}\n{:?}\n{}",
         env!("CARGO_PKG_VERSION"),
         compiler_build(),
         target.chip,
         target.features,
         target.libdevice,
+        target.block_size,
         body.body()
     );
     if let Some(ptx) = disk.as_ref().and_then(|d| d.get(&key))
@@ -241,7 +254,11 @@ fn compiler_build() -> String {
 }
 
 #[cfg(not(feature = "jit"))]
-fn jit_ptx(descriptor: &'static KernelDescriptor, chip: &str) -> Result<String, Error> {
+fn jit_ptx(
+    descriptor: &'static KernelDescriptor,
+    chip: &str,
+    _block_size: [u32; 3],
+) -> Result<String, Error> {
     Err(no_code(descriptor, chip))
 }
 

@@ -170,8 +170,14 @@ fn function(
     ordinal: usize,
     ctx: &Arc<CudaContext>,
 ) -> Result<CudaFunction, Error> {
-    static FUNCTIONS: OnceLock<Mutex<HashMap<(usize, usize), CudaFunction>>> = OnceLock::new();
-    let key = (launch.descriptor as *const _ as usize, ordinal);
+    type Key = (usize, usize, [u32; 3]);
+    static FUNCTIONS: OnceLock<Mutex<HashMap<Key, CudaFunction>>> = OnceLock::new();
+    // Compiled per workgroup size: the PTX declares it (`compile::ptx`).
+    let key = (
+        launch.descriptor as *const _ as usize,
+        ordinal,
+        launch.workgroup_size,
+    );
     let functions = FUNCTIONS.get_or_init(Default::default);
     if let Some(f) = functions
         .lock()
@@ -183,7 +189,8 @@ fn function(
     let (major, minor) = ctx
         .compute_capability()
         .map_err(driver_error("querying the compute capability"))?;
-    let ptx = crate::compile::ptx(launch.descriptor, &format!("sm_{major}{minor}"))?;
+    let chip = format!("sm_{major}{minor}");
+    let ptx = crate::compile::ptx(launch.descriptor, &chip, launch.workgroup_size)?;
     let module = ctx
         .load_module(cudarc::nvrtc::Ptx::from_src(ptx.as_str()))
         .map_err(driver_error("loading the kernel's PTX"))?;

@@ -165,14 +165,20 @@ enum Word {
 }
 
 impl RawKernel {
-    /// Compiles the kernel for the first GPU and loads it; with `report`, prints how long
-    /// each took.
-    fn load(descriptor: &'static offload::KernelDescriptor, report: bool) -> Result<RawKernel> {
+    /// Compiles the kernel for the first GPU and workgroups of `block_size` threads (as
+    /// `offload!` does for its launch) and loads it; with `report`, prints how long each
+    /// took.
+    fn load(
+        descriptor: &'static offload::KernelDescriptor,
+        block_size: [u32; 3],
+        report: bool,
+    ) -> Result<RawKernel> {
         let Some(chip) = first_gpu_chip() else {
             bail!("no CUDA device");
         };
         let target = offload_lowering::GpuTarget {
             chip: chip.clone(),
+            block_size: Some(block_size),
             ..Default::default()
         };
         let t = Instant::now();
@@ -326,7 +332,7 @@ fn reduce(n: usize, reps: usize) -> Result<()> {
     if !ok {
         bail!("the reduction differs from the host sum");
     }
-    let k = RawKernel::load(&__OFFLOAD_KERNEL_reduce_sum, false)?;
+    let k = RawKernel::load(&__OFFLOAD_KERNEL_reduce_sum, [BLOCK, 1, 1], false)?;
     let dx = k.stream.clone_htod(&x)?;
     let out = std::cell::RefCell::new(k.stream.alloc_zeros::<f32>(1)?);
     let words = k.words(
@@ -380,7 +386,7 @@ fn fir_bench(n: usize, reps: usize) -> Result<()> {
             true,
         ),
     ] {
-        let k = RawKernel::load(descriptor, false)?;
+        let k = RawKernel::load(descriptor, [BLOCK, 1, 1], false)?;
         let dx = k.stream.clone_htod(&x)?;
         let dt = k.stream.clone_htod(&FIR_TAPS)?;
         let dy: CudaSlice<f32> = k.stream.alloc_zeros(n)?;
@@ -432,7 +438,7 @@ fn matmul_bench(n: usize, reps: usize) -> Result<()> {
     if wrong != 0 {
         bail!("the matrix product differs from the host reference");
     }
-    let k = RawKernel::load(&__OFFLOAD_KERNEL_matmul, false)?;
+    let k = RawKernel::load(&__OFFLOAD_KERNEL_matmul, [16, 16, 1], false)?;
     let (da, db) = (k.stream.clone_htod(&a)?, k.stream.clone_htod(&b)?);
     let dc: CudaSlice<f32> = k.stream.alloc_zeros(n * n)?;
     let tiles = (n as u32).div_ceil(16);
@@ -671,7 +677,7 @@ fn saxpy_suite(n: usize, reps: usize) -> Result<()> {
         println!("no CUDA device: kernel timing skipped");
         return Ok(());
     }
-    let k = RawKernel::load(&__OFFLOAD_KERNEL_saxpy, true)?;
+    let k = RawKernel::load(&__OFFLOAD_KERNEL_saxpy, [BLOCK, 1, 1], true)?;
     let dx = k.stream.clone_htod(&x)?;
     let dy = k.stream.clone_htod(&y0)?;
     let workgroups = (n as u32).div_ceil(BLOCK);

@@ -45,6 +45,26 @@ struct Cli {
     /// Print only this kernel.
     #[arg(long)]
     kernel: Option<String>,
+    /// Compile the NVIDIA stages for workgroups of this many threads (`256`, `16,16`,
+    /// `8,8,4`), as a launch with that `thread_dim` does: the PTX declares it (`.maxntid`).
+    #[arg(long, value_parser = parse_block_size)]
+    block_size: Option<[u32; 3]>,
+}
+
+/// `X[,Y[,Z]]`, each at least 1.
+fn parse_block_size(text: &str) -> Result<[u32; 3], String> {
+    let mut size = [1u32; 3];
+    let parts: Vec<&str> = text.split(',').collect();
+    if parts.len() > 3 {
+        return Err("at most three extents: X,Y,Z".into());
+    }
+    for (d, part) in parts.iter().enumerate() {
+        size[d] = match part.trim().parse() {
+            Ok(0) | Err(_) => return Err(format!("`{part}` is not a positive number")),
+            Ok(n) => n,
+        };
+    }
+    Ok(size)
 }
 
 #[derive(Copy, Clone, PartialEq, Eq, ValueEnum)]
@@ -205,6 +225,7 @@ fn output(cli: &Cli) -> Result<String> {
     let target = GpuTarget {
         chip: chip.filter(|_| !amd).unwrap_or("sm_90").to_string(),
         libdevice: cli.libdevice.clone().or(GpuTarget::default().libdevice),
+        block_size: cli.block_size,
         ..GpuTarget::default()
     };
     let mut text = String::new();
