@@ -78,6 +78,9 @@ pub struct GpuTarget {
     /// so ptxas allocates registers for that many threads and the thread position is
     /// known to be below them. `None`: any shape.
     pub block_size: Option<[u32; 3]>,
+    /// Workgroups a multiprocessor should hold at once (PTX `.minnctapersm`), which
+    /// bounds the registers a thread may use; `None`: ptxas's choice.
+    pub resident_workgroups: Option<u32>,
 }
 
 impl GpuTarget {
@@ -88,6 +91,7 @@ impl GpuTarget {
             features: "+ptx80".into(),
             libdevice: crate::libdevice::find(),
             block_size: None,
+            resident_workgroups: None,
         }
     }
 }
@@ -211,8 +215,9 @@ impl Session {
     /// `gpu` → LLVM/NVVM dialects for `target`.
     pub fn to_nvvm(&self, module: &mut Module<'_>, target: &GpuTarget) -> Result<(), LowerError> {
         if let Some([x, y, z]) = target.block_size {
-            let size = melior::ir::Attribute::parse(&self.context, &format!("array<i32: {x}, {y}, {z}>"))
-                .expect("a dense array attribute parses");
+            let size =
+                melior::ir::Attribute::parse(&self.context, &format!("array<i32: {x}, {y}, {z}>"))
+                    .expect("a dense array attribute parses");
             for func in crate::rewrite::collect(module.as_operation(), "gpu.func") {
                 // SAFETY: `func` was just collected from the live module.
                 unsafe { crate::rewrite::set_attribute(func, "known_block_size", size) };
@@ -228,7 +233,24 @@ impl Session {
              gpu.module(convert-gpu-to-nvvm, canonicalize, cse, reconcile-unrealized-casts))",
             target.chip, target.features
         );
-        self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)
+        self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)?;
+        if let Some(n) = target.resident_workgroups {
+            // PTX `.minnctapersm`: ptxas keeps registers few enough for `n` workgroups.
+            let n = melior::ir::attribute::IntegerAttribute::new(
+                melior::ir::Type::parse(&self.context, "i32").expect("a builtin type parses"),
+                n as i64,
+            );
+            for func in crate::rewrite::collect(module.as_operation(), "llvm.func") {
+                // SAFETY: `func` was just collected from the live module; only kernels
+                // (`nvvm.kernel`) take the attribute.
+                unsafe {
+                    if crate::rewrite::has_attribute(func, "nvvm.kernel") {
+                        crate::rewrite::set_attribute(func, "nvvm.minctasm", n.into());
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     /// `offload` → `gpu` for an AMD GPU: subgroups as wide as its wavefront, ballots

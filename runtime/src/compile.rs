@@ -80,22 +80,30 @@ pub fn jit_compiles() -> usize {
     COMPILES.load(Ordering::Relaxed)
 }
 
-/// PTX for a kernel, chip (`sm_90`) and workgroup size: built ahead of time (for any
-/// workgroup size), else compiled now for this one (`GpuTarget::block_size`), so that
-/// ptxas allocates registers for the threads the launch has.
+/// What a launch's PTX is compiled for besides the chip: its workgroup size, so that
+/// ptxas allocates registers for the threads the launch has (`GpuTarget::block_size`),
+/// and the workgroups a multiprocessor should hold (`LaunchOptions::resident_workgroups`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct LaunchShape {
+    pub block_size: [u32; 3],
+    pub resident_workgroups: Option<u32>,
+}
+
+/// PTX for a kernel, chip (`sm_90`) and launch shape: built ahead of time (for any
+/// shape), else compiled now for this one.
 pub(crate) fn ptx(
     descriptor: &'static KernelDescriptor,
     chip: &str,
-    block_size: [u32; 3],
+    shape: LaunchShape,
 ) -> Result<Arc<String>, Error> {
     static CACHE: CompileCache<String> = CompileCache::new();
-    let [x, y, z] = block_size;
-    CACHE.get_or_compile(key(descriptor, &format!("{chip} {x}x{y}x{z}")), || {
-        match descriptor.aot()?.ptx_for(chip) {
+    CACHE.get_or_compile(
+        key(descriptor, &format!("{chip} {shape:?}")),
+        || match descriptor.aot()?.ptx_for(chip) {
             Some(ptx) => Ok(ptx.to_string()),
-            None => jit_ptx(descriptor, chip, block_size),
-        }
-    })
+            None => jit_ptx(descriptor, chip, shape),
+        },
+    )
 }
 
 /// A code object for a kernel and AMD chip (`gfx942`): built ahead of time, else
@@ -167,24 +175,26 @@ fn jit_cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
 fn jit_ptx(
     descriptor: &'static KernelDescriptor,
     chip: &str,
-    block_size: [u32; 3],
+    shape: LaunchShape,
 ) -> Result<String, Error> {
     let body = descriptor.body()?;
     let target = offload_lowering::GpuTarget {
         chip: chip.to_string(),
-        block_size: Some(block_size),
+        block_size: Some(shape.block_size),
+        resident_workgroups: shape.resident_workgroups,
         ..Default::default()
     };
     let disk = crate::disk_cache::DiskCache::from_env();
     // Everything the PTX depends on: the kernel as linked, the target, and the compiler.
     let key = format!(
-        "ptx\n{}\n{}\n{}\n{}\n{:?}\n{:?}\n{}",
+        "ptx\n{}\n{}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{}",
         env!("CARGO_PKG_VERSION"),
         compiler_build(),
         target.chip,
         target.features,
         target.libdevice,
         target.block_size,
+        target.resident_workgroups,
         body.body()
     );
     if let Some(ptx) = disk.as_ref().and_then(|d| d.get(&key))
@@ -257,7 +267,7 @@ fn compiler_build() -> String {
 fn jit_ptx(
     descriptor: &'static KernelDescriptor,
     chip: &str,
-    _block_size: [u32; 3],
+    _shape: LaunchShape,
 ) -> Result<String, Error> {
     Err(no_code(descriptor, chip))
 }

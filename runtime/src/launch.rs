@@ -21,6 +21,13 @@ pub struct LaunchOptions {
     pub thread_dim: Option<[u32; 3]>,
     /// Bytes of dynamic workgroup-shared memory.
     pub dyn_cache: u32,
+    /// Workgroups each compute unit of a GPU should hold at once, as the minimum blocks
+    /// per multiprocessor of CUDA's `__launch_bounds__`: the kernel is compiled to use
+    /// few enough registers for that many of its workgroups to be resident. More
+    /// resident workgroups hide memory latency better; too many make the compiler spill
+    /// registers to memory. `None`: the compiler's choice. NVIDIA GPUs only (code built
+    /// ahead of time, and the other backends, do without it).
+    pub resident_workgroups: Option<u32>,
     /// Index into [`devices()`](crate::devices); `None` selects `OFFLOAD_DEVICE` if set,
     /// else the device of the launch's device buffers, else the first GPU, else the CPU.
     pub device: Option<usize>,
@@ -40,6 +47,7 @@ impl LaunchOptions {
         workgroup_dim: None,
         thread_dim: None,
         dyn_cache: 0,
+        resident_workgroups: None,
         device: None,
         all_devices: false,
     };
@@ -80,14 +88,7 @@ pub fn launch(
     check_region_shapes(args)?;
     check_indexed_regions(args)?;
     if options.all_devices {
-        return crate::split::run(
-            body,
-            descriptor,
-            args,
-            workgroups,
-            workgroup_size,
-            options.dyn_cache,
-        );
+        return crate::split::run(body, descriptor, args, workgroups, workgroup_size, &options);
     }
     if args
         .iter()
@@ -121,6 +122,7 @@ pub fn launch(
         workgroups,
         workgroup_size,
         dyn_cache: options.dyn_cache,
+        resident_workgroups: options.resident_workgroups,
         group_base: 0,
         groups: workgroups,
     };
@@ -195,6 +197,11 @@ fn geometry(
             crate::region::default_geometry(strategy, shape, options.thread_dim)?
         }
     };
+    if options.resident_workgroups == Some(0) {
+        return Err(Error::InvalidLaunch(
+            "resident_workgroups = 0: a multiprocessor holds at least one workgroup".into(),
+        ));
+    }
     if workgroups.contains(&0) {
         return Err(Error::InvalidLaunch(format!(
             "workgroup_dim {workgroups:?} must not contain zero"

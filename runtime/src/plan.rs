@@ -16,6 +16,8 @@ pub(crate) struct LaunchPlan<'b, 'a> {
     pub workgroups: [u32; 3],
     pub workgroup_size: [u32; 3],
     pub dyn_cache: u32,
+    /// `LaunchOptions::resident_workgroups`: what the kernel is compiled to leave room for.
+    pub resident_workgroups: Option<u32>,
     /// The first workgroup's x index: 0, or a share's start in a split launch.
     pub group_base: u32,
     /// The whole launch's workgroups: `workgroups`, or all shares' in a split launch.

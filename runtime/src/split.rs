@@ -30,7 +30,7 @@ pub(crate) fn run(
     args: &mut [KernelArg<'_>],
     workgroups: [u32; 3],
     workgroup_size: [u32; 3],
-    dyn_cache: u32,
+    options: &crate::LaunchOptions,
 ) -> Result<(), Error> {
     if workgroups[1..] != [1, 1] || workgroup_size[1..] != [1, 1] {
         return Err(Error::InvalidLaunch(
@@ -68,18 +68,17 @@ pub(crate) fn run(
             )));
         }
     }
+    let launch = ShareLaunch {
+        body,
+        descriptor,
+        workgroups,
+        workgroup_size,
+        dyn_cache: options.dyn_cache,
+        resident_workgroups: options.resident_workgroups,
+    };
     if devices.len() == 1 {
         // One device takes the whole launch: no shares to copy and merge.
-        return launch_on(
-            &devices[0],
-            body,
-            descriptor,
-            args,
-            workgroups,
-            workgroup_size,
-            dyn_cache,
-            (0, workgroups[0]),
-        );
+        return launch.on(&devices[0], args, (0, workgroups[0]));
     }
     let groups = workgroups[0];
     let windows = Windows {
@@ -89,13 +88,6 @@ pub(crate) fn run(
         windows.elements_per_group(s)
     })?;
     let (mut shares, scratch) = share_arguments(args, &ranges, &windows);
-    let launch = ShareLaunch {
-        body,
-        descriptor,
-        workgroups,
-        workgroup_size,
-        dyn_cache,
-    };
     let results = launch.run_shares(&mut shares, &devices, &ranges);
     // The first share's failure is the launch's.
     for result in results {
@@ -112,9 +104,31 @@ struct ShareLaunch<'b> {
     workgroups: [u32; 3],
     workgroup_size: [u32; 3],
     dyn_cache: u32,
+    resident_workgroups: Option<u32>,
 }
 
 impl ShareLaunch<'_> {
+    /// Runs workgroups `start..end` (along x) of the launch on `device` with `args`.
+    fn on(
+        &self,
+        device: &Device,
+        args: &mut [KernelArg<'_>],
+        (start, end): (u32, u32),
+    ) -> Result<(), Error> {
+        let plan = Launch {
+            body: self.body,
+            descriptor: self.descriptor,
+            args,
+            workgroups: [end - start, self.workgroups[1], self.workgroups[2]],
+            workgroup_size: self.workgroup_size,
+            dyn_cache: self.dyn_cache,
+            resident_workgroups: self.resident_workgroups,
+            group_base: start,
+            groups: self.workgroups,
+        };
+        crate::backend::of(device).launch(plan)
+    }
+
     /// Runs every share on its device at once, each on its own thread; each share's
     /// result, in order.
     fn run_shares(
@@ -135,17 +149,7 @@ impl ShareLaunch<'_> {
                         if start == end {
                             return Ok(());
                         }
-                        let range = (start, end);
-                        launch_on(
-                            device,
-                            self.body,
-                            self.descriptor,
-                            share.0,
-                            self.workgroups,
-                            self.workgroup_size,
-                            self.dyn_cache,
-                            range,
-                        )
+                        self.on(device, share.0, (start, end))
                     })
                 })
                 .collect();
@@ -347,29 +351,6 @@ fn share_ranges(
 
 /// Runs workgroups `start..end` (in x) of a launch of `groups` on `device`.
 #[allow(clippy::too_many_arguments)]
-fn launch_on(
-    device: &Device,
-    body: &Body,
-    descriptor: &'static KernelDescriptor,
-    args: &mut [KernelArg<'_>],
-    groups: [u32; 3],
-    workgroup_size: [u32; 3],
-    dyn_cache: u32,
-    (start, end): (u32, u32),
-) -> Result<(), Error> {
-    let plan = Launch {
-        body,
-        descriptor,
-        args,
-        workgroups: [end - start, groups[1], groups[2]],
-        workgroup_size,
-        dyn_cache,
-        group_base: start,
-        groups,
-    };
-    crate::backend::of(device).launch(plan)
-}
-
 /// One share's arguments, moved to the thread that runs the share.
 struct SendArgs<'s, 'a>(&'s mut [KernelArg<'a>]);
 

@@ -1650,7 +1650,23 @@ pub fn tiled_matrix_product(o: LaunchOptions) -> CaseResult {
             want[i * n + j] = (0..n).map(|k| a[i * n + k] * b[k * n + j]).sum();
         }
     }
-    compare("matmul", &c, &want)
+    compare("matmul", &c, &want)?;
+    // Compiled to leave room for eight resident workgroups: the same product.
+    let mut c = vec![0.0f32; n * n];
+    let resident = LaunchOptions {
+        resident_workgroups: Some(8),
+        ..o
+    };
+    matmul_tiled(resident, Region::new_2d(&mut c, n), &a, &b, n).map_err(|e| e.to_string())?;
+    compare("matmul with resident_workgroups = 8", &c, &want)?;
+    let none = LaunchOptions {
+        resident_workgroups: Some(0),
+        ..o
+    };
+    expect_error(
+        matmul_tiled(none, Region::new_2d(&mut c, n), &a, &b, n),
+        "invalid launch: resident_workgroups = 0: a multiprocessor holds at least one workgroup",
+    )
 }
 
 pub fn out_of_memory_is_an_error(o: LaunchOptions) -> CaseResult {

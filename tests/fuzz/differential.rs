@@ -190,7 +190,7 @@ fn launch(
         thread_dim: Some(p.launch.threads),
         dyn_cache: p.launch.dyn_shared_bytes,
         device: Some(device),
-        all_devices: false,
+        ..LaunchOptions::DEFAULT
     };
     let types: Vec<Ty> = p.body.args().map(|(_, d)| d.ty).collect();
     let mut bytes: Vec<Vec<u8>> = args.iter().map(to_bytes).collect();

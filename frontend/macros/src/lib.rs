@@ -380,8 +380,8 @@ fn region_args(ty: &syn::Type) -> (syn::Type, syn::Type) {
 /// Launches a kernel and panics with the error's text if the launch fails.
 ///
 /// `offload! { kernel = saxpy, args = (&mut y, &x, 3.0f32) }`, with optional
-/// `workgroup_dim = [u32; 3]`, `thread_dim = [u32; 3]`, `dyn_cache = u32` and
-/// `device = usize`.
+/// `workgroup_dim = [u32; 3]`, `thread_dim = [u32; 3]`, `dyn_cache = u32`,
+/// `resident_workgroups = u32` and `device = usize` (or `device = all`).
 #[proc_macro]
 pub fn offload(input: TokenStream) -> TokenStream {
     let launch = parse_macro_input!(input as LaunchInput);
@@ -402,12 +402,13 @@ pub fn try_offload(input: TokenStream) -> TokenStream {
     launch.call().into()
 }
 
-const FIELDS: [&str; 6] = [
+const FIELDS: [&str; 7] = [
     "kernel",
     "args",
     "workgroup_dim",
     "thread_dim",
     "dyn_cache",
+    "resident_workgroups",
     "device",
 ];
 
@@ -444,7 +445,7 @@ impl Parse for LaunchInput {
                 return Err(syn::Error::new(
                     field.name.span(),
                     format!(
-                        "unknown field `{name}`; expected one of `kernel`, `args`, `workgroup_dim`, `thread_dim`, `dyn_cache`, `device`"
+                        "unknown field `{name}`; expected one of `kernel`, `args`, `workgroup_dim`, `thread_dim`, `dyn_cache`, `resident_workgroups`, `device`"
                     ),
                 ));
             }
@@ -493,7 +494,7 @@ impl LaunchInput {
                 "device" if matches!(value, Expr::Path(p) if p.path.is_ident("all")) => {
                     quote_spanned! {value.span()=> all_devices: true }
                 }
-                "workgroup_dim" | "thread_dim" | "device" => {
+                "workgroup_dim" | "thread_dim" | "resident_workgroups" | "device" => {
                     quote_spanned! {value.span()=> #name: ::core::option::Option::Some(#value) }
                 }
                 _ => quote_spanned! {value.span()=> #name: #value },

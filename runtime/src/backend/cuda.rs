@@ -9,6 +9,7 @@
 //! waits for every thread's work; only the reporting is per thread.
 
 use super::Backend;
+use crate::compile::LaunchShape;
 use crate::plan::{GpuGrids, grid_parts};
 use crate::{
     Device, Error, KernelDescriptor,
@@ -170,14 +171,14 @@ fn function(
     ordinal: usize,
     ctx: &Arc<CudaContext>,
 ) -> Result<CudaFunction, Error> {
-    type Key = (usize, usize, [u32; 3]);
+    type Key = (usize, usize, LaunchShape);
     static FUNCTIONS: OnceLock<Mutex<HashMap<Key, CudaFunction>>> = OnceLock::new();
-    // Compiled per workgroup size: the PTX declares it (`compile::ptx`).
-    let key = (
-        launch.descriptor as *const _ as usize,
-        ordinal,
-        launch.workgroup_size,
-    );
+    // Compiled per launch shape: the PTX declares it (`compile::ptx`).
+    let shape = LaunchShape {
+        block_size: launch.workgroup_size,
+        resident_workgroups: launch.resident_workgroups,
+    };
+    let key = (launch.descriptor as *const _ as usize, ordinal, shape);
     let functions = FUNCTIONS.get_or_init(Default::default);
     if let Some(f) = functions
         .lock()
@@ -190,7 +191,7 @@ fn function(
         .compute_capability()
         .map_err(driver_error("querying the compute capability"))?;
     let chip = format!("sm_{major}{minor}");
-    let ptx = crate::compile::ptx(launch.descriptor, &chip, launch.workgroup_size)?;
+    let ptx = crate::compile::ptx(launch.descriptor, &chip, shape)?;
     let module = ctx
         .load_module(cudarc::nvrtc::Ptx::from_src(ptx.as_str()))
         .map_err(driver_error("loading the kernel's PTX"))?;
