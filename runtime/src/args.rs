@@ -164,7 +164,11 @@ impl<'a> KernelArg<'a> {
                 strategy,
                 resident: None,
                 window: None,
-                indices: layout.indices.as_ref().map(|i| (i.as_ptr(), i.len())),
+                // Only an `Indexed` region passes indices: another's words have none.
+                indices: (strategy == Strategy::Indexed)
+                    .then_some(layout.indices.as_ref())
+                    .flatten()
+                    .map(|i| (i.as_ptr(), i.len())),
             },
             DynamicArg::Slice { elem, data } => ArgKind::Slice {
                 len: elements(data, elem)?,
@@ -267,16 +271,17 @@ impl ArgKind {
         match *self {
             ArgKind::Region {
                 shape, strategy, ..
-            } => Some(match (strategy.rank(), indices) {
-                (2, _) => {
+            } => Some(match (strategy, strategy.rank()) {
+                (_, 2) => {
                     let [w, h, _] = shape.extents().map(|e| e as u64);
                     abi::region_2d(ptr, h, w, shape.margin as u64).to_vec()
                 }
-                (3, _) => {
+                (_, 3) => {
                     let [w, h, d] = shape.extents().map(|e| e as u64);
                     abi::region_3d(ptr, d, h, w, shape.margin as u64).to_vec()
                 }
-                (_, Some(at)) => {
+                (Strategy::Indexed, _) => {
+                    let at = indices.expect("an `Indexed` region's indices are placed");
                     abi::indexed(ptr, shape.len as u64, at, shape.indices.unwrap_or(0) as u64)
                         .to_vec()
                 }
@@ -294,6 +299,7 @@ impl ArgKind {
     pub(crate) fn indices(&self) -> Option<ArgKind> {
         match *self {
             ArgKind::Region {
+                strategy: Strategy::Indexed,
                 indices: Some((data, len)),
                 ..
             } => Some(ArgKind::Slice {

@@ -13,8 +13,8 @@
 //! regions, buffers are not copied, so there is no original to keep.
 
 use crate::{
-    AtomicData, Device, Error, Indexed, IntoAtomic, IntoRegion, IntoSlice, OneDimensional,
-    PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
+    AtomicData, Device, Error, Indexed, IntoAtomic, IntoRegion, IntoSlice, Linear3D,
+    OneDimensional, PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
     memory::{BufferLocation, Memory, SplitParts},
     scalar::Scalar,
 };
@@ -263,20 +263,22 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
         Self::over(buffer, Some(row_len))
     }
 
-    /// A 3-D region over a device-resident buffer: rows of `nx` elements, planes of `ny`
-    /// rows (as [`Region::new_3d`]).
-    pub fn on_device_3d(buffer: &'a mut DeviceBuffer<T>, nx: usize, ny: usize) -> Self {
-        let mut region = Self::over(buffer, Some(nx));
-        region.shape.plane_rows = Some(ny);
-        region
-    }
-
     fn over(buffer: &DeviceBuffer<T>, row_len: Option<usize>) -> Self {
         let shape = Shape {
             row_len,
             ..Shape::flat(buffer.len())
         };
         Region::resident(shape, buffer.resident())
+    }
+}
+
+impl<'a, T: Scalar> Region<'a, T, Linear3D> {
+    /// A 3-D region over a device-resident buffer: rows of `nx` elements, planes of `ny`
+    /// rows (as [`Region::new_3d`]).
+    pub fn on_device_3d(buffer: &'a mut DeviceBuffer<T>, nx: usize, ny: usize) -> Self {
+        let mut region = Self::over(buffer, Some(nx));
+        region.shape.plane_rows = Some(ny);
+        region
     }
 }
 

@@ -208,6 +208,11 @@ pub(crate) fn check_layout(strategy: Strategy, shape: Shape) -> Result<(), Error
     if rank == 1 {
         return Ok(());
     }
+    if rank == 2 && shape.plane_rows.is_some() {
+        return Err(Error::InvalidLaunch(format!(
+            "a `{strategy}` region has rows, not planes: build it with `Region::new_2d`"
+        )));
+    }
     let plane = match (shape.row_len, shape.plane_rows, rank) {
         (Some(w), _, 2) => Some(w),
         (Some(w), Some(h), 3) => w.checked_mul(h),
@@ -364,20 +369,6 @@ impl<'a, T: Scalar, S: PartitioningStrategy> Region<'a, T, S> {
         )
     }
 
-    /// A 3-D region over `data` (`Linear3D`), x fastest: rows of `nx` elements, planes of
-    /// `ny` rows, as many planes as the data holds. A length that is not a whole number of
-    /// planes is refused when the region is launched.
-    pub fn new_3d(data: &'a mut [T], nx: usize, ny: usize) -> Self {
-        Self::from_parts(
-            data.into(),
-            Shape {
-                row_len: Some(nx),
-                plane_rows: Some(ny),
-                ..Shape::flat(data.len())
-            },
-        )
-    }
-
     pub(crate) fn from_parts(data: NonNull<[T]>, shape: Shape) -> Self {
         Region {
             data: data.cast(),
@@ -435,6 +426,22 @@ impl<'a, T: Scalar, const R: usize> Region<'a, T, Stencil2D<R>> {
             NonNull::from(data),
             Shape {
                 row_len: Some(row_len),
+                ..Shape::flat(data.len())
+            },
+        )
+    }
+}
+
+impl<'a, T: Scalar> Region<'a, T, Linear3D> {
+    /// A 3-D region over `data` (`Linear3D`), x fastest: rows of `nx` elements, planes of
+    /// `ny` rows, as many planes as the data holds. A length that is not a whole number of
+    /// planes is refused when the region is launched.
+    pub fn new_3d(data: &'a mut [T], nx: usize, ny: usize) -> Self {
+        Self::from_parts(
+            data.into(),
+            Shape {
+                row_len: Some(nx),
+                plane_rows: Some(ny),
                 ..Shape::flat(data.len())
             },
         )

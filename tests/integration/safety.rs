@@ -380,3 +380,95 @@ kernel calls_peek(mut _1: Region<f32, Linear1D>) {
         "kernel `calls_peek` could not be compiled: the MIR of device function `peek` has raw (`unsafe`) operations, which device functions cannot have"
     );
 }
+
+/// Launch arguments made at run time cannot give a region a layout its strategy does not
+/// have: indices on a region that is not `Indexed` are not passed (its words stay those
+/// of its strategy), and a 2-D region with planes is refused rather than addressed by
+/// rows it does not have.
+#[test]
+fn dynamic_arguments_cannot_give_a_region_a_layout_of_another_strategy() {
+    use offload::{DynamicArg, KernelArg, KernelDescriptor, ScalarTy, Strategy};
+    use offload_mir::interp::Layout;
+    const FILL: &str = "// offload-mir v1
+kernel fill(mut _1: Region<f32, Linear1D>) {
+    file \"forged.rs\";
+    let mut _0: ();
+    let mut _2: usize;
+    let mut _3: usize;
+    let mut _4: bool;
+
+    bb0: {
+        _2 = RegionIndex(_1); // 1:1
+        _3 = Len(_1); // 1:1
+        _4 = Lt(copy _2, copy _3); // 1:1
+        switchInt(copy _4) -> [0: bb2, otherwise: bb1]; // 1:1
+    }
+
+    bb1: {
+        _1[_2] = const 2f32; // 2:1
+        goto -> bb2; // 2:1
+    }
+
+    bb2: {
+        return; // 3:1
+    }
+}
+";
+    static FILL_1D: KernelDescriptor = KernelDescriptor::new("fill", FILL, &[]);
+    // Indices on a `Linear1D` region: ignored, every element is the thread's own.
+    let with_indices = Layout {
+        indices: Some(vec![0, 0, 0]),
+        ..Layout::default()
+    };
+    let mut out = vec![0u8; 4 * 5];
+    let mut args = vec![
+        KernelArg::dynamic(DynamicArg::Region {
+            elem: ScalarTy::F32,
+            strategy: Strategy::Linear1D,
+            data: &mut out,
+            layout: &with_indices,
+        })
+        .unwrap(),
+    ];
+    offload::launch(&FILL_1D, cpu(), &mut args).unwrap();
+    drop(args);
+    let got: Vec<f32> = out
+        .chunks(4)
+        .map(|c| f32::from_le_bytes(c.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [2.0; 5]);
+
+    // Planes on a `Linear2D` region: refused.
+    const FILL_2D_MIR: &str = "// offload-mir v1
+kernel fill2(mut _1: Region<f32, Linear2D>) {
+    file \"forged.rs\";
+    let mut _0: ();
+
+    bb0: {
+        return; // 1:1
+    }
+}
+";
+    static FILL_2D: KernelDescriptor = KernelDescriptor::new("fill2", FILL_2D_MIR, &[]);
+    let with_planes = Layout {
+        row_len: Some(2),
+        plane_rows: Some(100),
+        ..Layout::default()
+    };
+    let mut out = vec![0u8; 4 * 4];
+    let mut args = vec![
+        KernelArg::dynamic(DynamicArg::Region {
+            elem: ScalarTy::F32,
+            strategy: Strategy::Linear2D,
+            data: &mut out,
+            layout: &with_planes,
+        })
+        .unwrap(),
+    ];
+    assert_eq!(
+        offload::launch(&FILL_2D, cpu(), &mut args)
+            .unwrap_err()
+            .to_string(),
+        "invalid launch: a `Linear2D` region has rows, not planes: build it with `Region::new_2d`"
+    );
+}
