@@ -207,9 +207,21 @@ fn geometry(
             "workgroup_dim {workgroups:?} must not contain zero"
         )));
     }
+    // Workgroups are numbered in 64 bits on the CPU backend, and a GPU launch past the
+    // grid limits runs as one grid per 65,535 workgroups along y and z: bounding the
+    // whole launch keeps both finite.
+    let total: u128 = workgroups.iter().map(|&g| g as u128).product();
+    if total > MAX_WORKGROUPS {
+        return Err(Error::InvalidLaunch(format!(
+            "workgroup_dim {workgroups:?} is {total} workgroups; a launch has at most 2^48"
+        )));
+    }
     check_workgroup_size(workgroup_size)?;
     Ok((workgroups, workgroup_size))
 }
+
+/// The most workgroups one launch may have.
+const MAX_WORKGROUPS: u128 = 1 << 48;
 
 /// Threads per workgroup: at least one along each axis and at most 1024 in all (the
 /// limit of current GPUs, kept on the CPU backend so programs move between them). The

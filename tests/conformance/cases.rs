@@ -2402,7 +2402,17 @@ pub fn grids_past_the_y_limit_are_folded(o: LaunchOptions) -> CaseResult {
     };
     label_rows(o, Region::new_2d(&mut out, w)).map_err(|e| e.to_string())?;
     let want: Vec<u32> = (0..(w * h) as u32).collect();
-    compare("folded grid", &out, &want)
+    compare("folded grid", &out, &want)?;
+    // More workgroups than any launch may have is refused before anything runs.
+    let huge = LaunchOptions {
+        workgroup_dim: Some([u32::MAX, u32::MAX, 2]),
+        thread_dim: Some([1, 1, 1]),
+        ..o
+    };
+    expect_error(
+        label_rows(huge, Region::new_2d(&mut out, w)),
+        "invalid launch: workgroup_dim [4294967295, 4294967295, 2] is 36893488130239234050 workgroups; a launch has at most 2^48",
+    )
 }
 
 /// A Jacobi sweep over the interior: every thread has all four neighbours.
