@@ -109,13 +109,22 @@ pub struct AmdTarget {
     pub chip: String,
 }
 
+/// The AMD chips LLVM 22 generates code for (`llc -mtriple=amdgcn -mcpu=help`).
+pub const AMD_CHIPS: [&str; 47] = [
+    "gfx600", "gfx601", "gfx602", "gfx700", "gfx701", "gfx702", "gfx703", "gfx704", "gfx705",
+    "gfx801", "gfx802", "gfx803", "gfx805", "gfx810", "gfx900", "gfx902", "gfx904", "gfx906",
+    "gfx908", "gfx909", "gfx90a", "gfx90c", "gfx942", "gfx950", "gfx1010", "gfx1011", "gfx1012",
+    "gfx1013", "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
+    "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
+    "gfx1200", "gfx1201", "gfx1250", "gfx1251",
+];
+
 impl AmdTarget {
-    /// The target for `chip`, which must be `gfx` and the chip's number.
+    /// The target for `chip`, one of [`AMD_CHIPS`].
     pub fn new(chip: &str) -> Result<AmdTarget, LowerError> {
-        let number = chip.strip_prefix("gfx").unwrap_or("");
-        if number.len() < 3 || !number.chars().all(|c| c.is_ascii_alphanumeric()) {
+        if !AMD_CHIPS.contains(&chip) {
             return Err(LowerError::Target(format!(
-                "`{chip}` is not an AMD GPU: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
+                "`{chip}` is not an AMD GPU LLVM 22 compiles for: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
             )));
         }
         Ok(AmdTarget { chip: chip.into() })

@@ -395,7 +395,7 @@ fn amd_misuse_is_a_clear_error() {
     assert!(!ok);
     assert_eq!(
         stderr.trim(),
-        "error: `gfx` is not an AMD GPU: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
+        "error: `gfx` is not an AMD GPU LLVM 22 compiles for: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
     );
     let (ok, _, stderr) = run(
         &["--emit", "ptx", "--chip", "gfx942"],
