@@ -41,7 +41,8 @@ impl Shape {
     }
 
     /// (row length, rows per plane, planes): a 1-D region is one row, a 2-D region one
-    /// plane. Only meaningful for a shape that [`check_launch`] accepts.
+    /// plane. Only meaningful for a shape that [`PartitioningStrategy::check_launch`]
+    /// accepts.
     pub fn extents(self) -> [usize; 3] {
         let w = self.row_len.filter(|&w| w > 0).unwrap_or(self.len.max(1));
         let h = self.plane_rows.filter(|&h| h > 0).unwrap_or(self.len / w);

@@ -83,6 +83,7 @@ mod persistent;
 mod print;
 pub mod safety;
 mod simplify;
+mod strategy;
 mod validate;
 
 pub use code_key::code_key;
