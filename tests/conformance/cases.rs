@@ -71,6 +71,8 @@ macro_rules! for_each_case {
         $m!(grids_past_the_y_limit_are_folded);
         $m!(interior_regions_map_threads_to_inner_points);
         $m!(indexed_regions_scatter_safely);
+        $m!(loops_over_elements_and_loop_values);
+        $m!(float_classes_signs_and_euclidean_remainders);
     };
 }
 
@@ -2532,4 +2534,100 @@ pub fn indexed_regions_scatter_safely(o: LaunchOptions) -> CaseResult {
         result,
         "invalid launch: index 1 of an `Indexed` region is 1000, out of bounds for its 1000 elements",
     )
+}
+
+#[offload_kernel]
+fn element_loops(mut out: Region<f32, Linear1D>, x: &[f32]) {
+    const W: [f32; 3] = [0.5, 0.25, 0.125];
+    let i = out.index();
+    let mut sum = 0.0f32;
+    for v in x.iter() {
+        sum += *v;
+    }
+    let mut weighted = 0.0f32;
+    for (k, &w) in W.iter().enumerate() {
+        weighted += w * (k + i) as f32;
+    }
+    let mut last = 0.0f32;
+    for v in x {
+        last = *v;
+    }
+    // The first element above `i`, or -1.
+    let mut k = 0;
+    let above = loop {
+        if k >= x.len() {
+            break -1.0;
+        }
+        if x[k] > i as f32 {
+            break x[k];
+        }
+        k += 1;
+    };
+    if let Some(o) = out.get_mut() {
+        *o = sum + weighted * 100.0 + last * 1000.0 + above * 10000.0;
+    }
+}
+
+pub fn loops_over_elements_and_loop_values(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = vec![3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0];
+    let mut out = vec![0.0f32; 12];
+    element_loops(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let w = [0.5f32, 0.25, 0.125];
+    let want: Vec<f32> = (0..12)
+        .map(|i| {
+            let sum: f32 = x.iter().fold(0.0, |a, v| a + v);
+            let weighted = w
+                .iter()
+                .enumerate()
+                .fold(0.0f32, |a, (k, w)| a + w * (k + i) as f32);
+            let above = x.iter().copied().find(|&v| v > i as f32).unwrap_or(-1.0);
+            sum + weighted * 100.0 + x[x.len() - 1] * 1000.0 + above * 10000.0
+        })
+        .collect();
+    compare("element loops", &out, &want)
+}
+
+#[offload_kernel]
+fn classes(mut out: Region<f32, Linear1D>, f: &[f32], n: &[i32], u: &[u32]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let v = f[i];
+        let class = v.is_nan() as u32 + 2 * v.is_infinite() as u32 + 4 * v.is_finite() as u32;
+        let a = n[i];
+        let b = n[(i + 3) % n.len()];
+        let e = a.rem_euclid(7) as f32 + 100.0 * a.abs_diff(b) as f32 + 1000.0 * a.signum() as f32;
+        let p = u[i].abs_diff(u[(i + 1) % u.len()]) as f32 + u[i].rem_euclid(5) as f32 * 0.5;
+        *o = v.signum() + class as f32 * 10.0 + e * 0.001 + p;
+    }
+}
+
+pub fn float_classes_signs_and_euclidean_remainders(o: LaunchOptions) -> CaseResult {
+    let f: Vec<f32> = vec![
+        1.5,
+        -2.0,
+        0.0,
+        -0.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::NAN,
+        3.0,
+    ];
+    let n: Vec<i32> = vec![-9, 14, 0, -1, i32::MIN + 5, 7, -7, i32::MAX];
+    let u: Vec<u32> = vec![0, 9, u32::MAX, 3, 5, 12, 1, 100];
+    let mut out = vec![0.0f32; 8];
+    classes(o, &mut out, &f, &n, &u).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..8)
+        .map(|i| {
+            let v = f[i];
+            let class = v.is_nan() as u32 + 2 * v.is_infinite() as u32 + 4 * v.is_finite() as u32;
+            let (a, b) = (n[i], n[(i + 3) % 8]);
+            let e =
+                a.rem_euclid(7) as f32 + 100.0 * a.abs_diff(b) as f32 + 1000.0 * a.signum() as f32;
+            let p = u[i].abs_diff(u[(i + 1) % 8]) as f32 + u[i].rem_euclid(5) as f32 * 0.5;
+            v.signum() + class as f32 * 10.0 + e * 0.001 + p
+        })
+        .collect();
+    // NaN compares unequal to itself: compare bits.
+    let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<u32>>();
+    compare("classes", &bits(&out), &bits(&want))
 }

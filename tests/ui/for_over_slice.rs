@@ -1,8 +1,10 @@
 use offload::prelude::*;
 
+// `for v in x`, `x.iter()` and `x.iter().enumerate()` run over a slice; other iterator
+// adapters do not.
 #[offload_kernel]
 fn k(x: &[f32]) {
-    for v in x {}
+    for v in x.iter().rev() {}
 }
 
 fn main() {}

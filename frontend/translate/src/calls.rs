@@ -209,6 +209,14 @@ impl Translator {
                 self.wrapping_call(m, &name, span)
             }
             "clamp" if m.args.len() == 2 => self.clamp_call(m, span),
+            "iter" | "enumerate" | "copied" | "cloned" => error(
+                m,
+                "iterators are supported only as what a `for` loop runs over: `for v in x.iter()`, `for (k, v) in x.iter().enumerate()`",
+            ),
+            "is_nan" | "is_infinite" | "is_finite" | "signum" if m.args.is_empty() => {
+                self.class_call(m, &name, span)
+            }
+            "abs_diff" | "rem_euclid" if m.args.len() == 1 => self.euclid_call(m, &name, span),
             "pow" if m.args.len() == 1 => self.pow_call(m, span),
             _ => self.intrinsic_call(m, &name, span),
         }
@@ -341,6 +349,128 @@ impl Translator {
         )))
     }
 
+    /// `x.is_nan()`, `is_infinite()`, `is_finite()` of floats and `x.signum()` of floats
+    /// and signed integers, as Rust defines them (a float's `signum` is NaN for NaN and
+    /// keeps the sign of zero), from comparisons; `x` is evaluated once.
+    fn class_call(&mut self, m: &syn::ExprMethodCall, name: &str, span: SynSpan) -> Result<Value> {
+        let ty = self.infer(&m.receiver);
+        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
+        let x = Operand::Copy(Place::local(self.as_local(x, t, span)));
+        let bool_of = |b: &mut Self, op, a, c| {
+            b.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, a, c), span)
+        };
+        let float = |v: f64| Operand::Const(Const::Float(v, t));
+        match (name, t.is_float()) {
+            ("is_nan", true) => Ok(Some((bool_of(self, BinOp::Ne, x, x), ScalarTy::Bool))),
+            ("is_infinite" | "is_finite", true) => {
+                let abs = self.intrinsic(Intrinsic::Abs, vec![x], span)?;
+                let op = if name == "is_finite" {
+                    BinOp::Lt
+                } else {
+                    BinOp::Eq
+                };
+                Ok(Some((
+                    bool_of(self, op, abs, float(f64::INFINITY)),
+                    ScalarTy::Bool,
+                )))
+            }
+            ("signum", true) => {
+                // NaN for NaN; else -1 for anything below zero and for -0.0 (whose
+                // reciprocal is -inf), 1 for the rest.
+                let result = self.temp(t);
+                let (nan_bb, number_bb, join) =
+                    (self.new_block(), self.new_block(), self.new_block());
+                let nan = bool_of(self, BinOp::Ne, x, x);
+                self.switch_bool(nan, nan_bb, number_bb, span);
+                self.current = Some(nan_bb);
+                self.push(Place::local(result), Rvalue::Use(x), span);
+                self.goto(join, span);
+                self.current = Some(number_bb);
+                let below = bool_of(self, BinOp::Lt, x, float(0.0));
+                let inverse =
+                    self.assign_temp(t, Rvalue::BinaryOp(BinOp::Div, float(1.0), x), span);
+                let negative_zero = bool_of(self, BinOp::Lt, inverse, float(0.0));
+                let negative = bool_of(self, BinOp::BitOr, below, negative_zero);
+                let n = self.assign_temp(t, Rvalue::Cast(negative, t), span);
+                let twice = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Mul, n, float(2.0)), span);
+                self.push(
+                    Place::local(result),
+                    Rvalue::BinaryOp(BinOp::Sub, float(1.0), twice),
+                    span,
+                );
+                self.goto(join, span);
+                self.current = Some(join);
+                Ok(Some((Operand::Copy(Place::local(result)), t)))
+            }
+            ("signum", false) if t.is_signed() => {
+                let zero = Operand::Const(Const::Int(0, t));
+                let above = bool_of(self, BinOp::Gt, x, zero);
+                let below = bool_of(self, BinOp::Lt, x, zero);
+                let (a, b) = (
+                    self.assign_temp(t, Rvalue::Cast(above, t), span),
+                    self.assign_temp(t, Rvalue::Cast(below, t), span),
+                );
+                Ok(Some((
+                    self.assign_temp(t, Rvalue::BinaryOp(BinOp::Sub, a, b), span),
+                    t,
+                )))
+            }
+            _ => error(
+                &m.method,
+                format!(
+                    "`{name}` is defined on {}, not `{t}`",
+                    if name == "signum" {
+                        "floats and signed integers"
+                    } else {
+                        "floats"
+                    }
+                ),
+            ),
+        }
+    }
+
+    /// `a.abs_diff(b)` (unsigned for signed `a`, as in Rust) and `a.rem_euclid(b)` (never
+    /// negative; panics as `%` does) of integers.
+    fn euclid_call(&mut self, m: &syn::ExprMethodCall, name: &str, span: SynSpan) -> Result<Value> {
+        let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
+        let (a, t) = self.scalar_expr(&m.receiver, ty)?;
+        let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
+        if !t.is_integer() {
+            return error(
+                &m.method,
+                format!("`{name}` is defined on integers, not `{t}`"),
+            );
+        }
+        if name == "abs_diff" {
+            let high = self.intrinsic(Intrinsic::Max, vec![a, b], span)?;
+            let low = self.intrinsic(Intrinsic::Min, vec![a, b], span)?;
+            let d = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Sub, high, low), span);
+            let unsigned = super::control::unsigned_of(t);
+            return Ok(Some((
+                self.assign_temp(unsigned, Rvalue::Cast(d, unsigned), span),
+                unsigned,
+            )));
+        }
+        self.checked_division(BinOp::Rem, a, b, t, m.args[0].span())?;
+        let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
+        if !t.is_signed() {
+            return Ok(Some((r, t)));
+        }
+        // A negative remainder moves up by `|b|` (wrapping, as Rust's `rem_euclid`).
+        let negative = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, r, Operand::Const(Const::Int(0, t))),
+            span,
+        );
+        let n = self.assign_temp(t, Rvalue::Cast(negative, t), span);
+        let magnitude = self.intrinsic(Intrinsic::Abs, vec![b], span)?;
+        let lift = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Mul, n, magnitude), span);
+        Ok(Some((
+            self.assign_temp(t, Rvalue::BinaryOp(BinOp::Add, r, lift), span),
+            t,
+        )))
+    }
+
     /// `x.clamp(lo, hi)` of integers and floats, checking `lo <= hi`.
     fn clamp_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
         // `x.clamp(lo, hi)` is `max(lo)` then `min(hi)`; Rust panics when
@@ -405,8 +535,9 @@ impl Translator {
                 format!(
                     "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
                      `len`, the float methods `sqrt exp exp2 ln log2 log10 sin cos tan tanh floor ceil round trunc abs \
-                     min max powf powi mul_add clamp`, and the integer methods `min max abs pow clamp wrapping_add \
-                     wrapping_sub wrapping_mul leading_zeros trailing_zeros count_ones`"
+                     min max powf powi mul_add clamp signum is_nan is_infinite is_finite`, and the integer methods \
+                     `min max abs pow clamp signum abs_diff rem_euclid wrapping_add wrapping_sub wrapping_mul \
+                     leading_zeros trailing_zeros count_ones`"
                 ),
             ),
         }

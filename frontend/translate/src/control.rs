@@ -3,7 +3,7 @@
 
 use super::expr::strip_parens;
 use super::types::scalar_type;
-use super::{Binding, LoopTarget, Result, Translator, Value, error, position};
+use super::{Binding, LoopTarget, LoopValue, Result, Translator, Value, error, position};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use std::collections::HashMap;
@@ -201,16 +201,21 @@ impl Translator {
         label: Option<&syn::Lifetime>,
         e: &syn::Expr,
     ) -> Result<(BasicBlock, BasicBlock)> {
+        let t = &self.loops[self.loop_index(label, e)?];
+        Ok((t.break_to, t.continue_to))
+    }
+
+    /// The position in `self.loops` of the loop `label` names, else the innermost.
+    fn loop_index(&self, label: Option<&syn::Lifetime>, e: &syn::Expr) -> Result<usize> {
         let found = match label {
-            None => self.loops.last(),
+            None => self.loops.len().checked_sub(1),
             Some(l) => self
                 .loops
                 .iter()
-                .rev()
-                .find(|t| t.label.as_deref() == Some(&l.ident.to_string())),
+                .rposition(|t| t.label.as_deref() == Some(&l.ident.to_string())),
         };
         match found {
-            Some(t) => Ok((t.break_to, t.continue_to)),
+            Some(i) => Ok(i),
             None => error(e, "`break`/`continue` outside of a loop"),
         }
     }
@@ -241,25 +246,104 @@ impl Translator {
         continue_to: BasicBlock,
         span: SynSpan,
     ) -> Result<()> {
+        self.looped(label, body, break_to, continue_to, span, None)
+            .map(|_| ())
+    }
+
+    /// [`Self::loop_body`] with the value its breaks give, for `loop` expressions.
+    fn looped(
+        &mut self,
+        label: Option<&syn::Label>,
+        body: &syn::Block,
+        break_to: BasicBlock,
+        continue_to: BasicBlock,
+        span: SynSpan,
+        value: Option<LoopValue>,
+    ) -> Result<Option<LoopValue>> {
         self.loops.push(LoopTarget {
             label: label.map(|l| l.name.ident.to_string()),
             break_to,
             continue_to,
+            value,
         });
         let translated = self.block(body, None);
-        self.loops.pop();
+        let target = self.loops.pop().expect("the loop just pushed");
         translated?;
         self.goto(continue_to, span);
-        Ok(())
+        Ok(target.value)
     }
 
-    pub(super) fn loop_expr(&mut self, l: &syn::ExprLoop) -> Result<Value> {
+    /// `loop { .. }`, also as a value (`let i = loop { .. break k; };`).
+    pub(super) fn loop_expr(
+        &mut self,
+        l: &syn::ExprLoop,
+        expected: Option<ScalarTy>,
+    ) -> Result<Value> {
         let span = l.loop_token.span;
         let (body, exit) = (self.new_block(), self.new_block());
         self.goto(body, span);
         self.current = Some(body);
-        self.loop_body(l.label.as_ref(), &l.body, exit, body, span)?;
+        // A `break 0.0` first and a `break x[k]` later: the loop's type is the first one
+        // known, as Rust infers it from all of them.
+        let expected = expected.or_else(|| {
+            let label = l.label.as_ref().map(|l| l.name.ident.to_string());
+            break_values(&l.body, label.as_deref())
+                .into_iter()
+                .find_map(|v| self.infer(v))
+        });
+        let value = LoopValue {
+            expected,
+            result: None,
+        };
+        let value = self.looped(l.label.as_ref(), &l.body, exit, body, span, Some(value))?;
         self.current = Some(exit);
+        Ok(value
+            .and_then(|v| v.result)
+            .map(|(l, t)| (Operand::Copy(Place::local(l)), t)))
+    }
+
+    /// `break value`: the value goes to the loop's result, then the loop is left.
+    pub(super) fn break_with(
+        &mut self,
+        b: &syn::ExprBreak,
+        value: &syn::Expr,
+        e: &syn::Expr,
+    ) -> Result<Value> {
+        let span = b.break_token.span;
+        let index = self.loop_index(b.label.as_ref(), e)?;
+        let Some(slot) = &self.loops[index].value else {
+            return error(
+                e,
+                "only `loop` can `break` with a value, not `while` or `for`",
+            );
+        };
+        let want = slot.result.map(|(_, t)| t).or(slot.expected);
+        let want = want.or_else(|| self.infer(value));
+        let (v, t) = self.scalar_expr(value, want)?;
+        let slot = self.loops[index].value.as_mut().expect("checked above");
+        let result = match slot.result {
+            Some((l, t0)) if t0 == t => l,
+            Some((_, t0)) => {
+                return error(
+                    value,
+                    format!(
+                        "this `break` gives a `{t}`, but the loop's earlier `break` gave a `{t0}`"
+                    ),
+                );
+            }
+            None => {
+                let l = self.temp(t);
+                self.loops[index]
+                    .value
+                    .as_mut()
+                    .expect("checked above")
+                    .result = Some((l, t));
+                l
+            }
+        };
+        self.push(Place::local(result), Rvalue::Use(v), span);
+        let target = self.loops[index].break_to;
+        self.goto(target, span);
         Ok(None)
     }
 
@@ -316,8 +400,73 @@ impl Translator {
     /// distance left with the step before adding it, so the counter never overflows, even
     /// for `a..=T::MAX`.
     pub(super) fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Value> {
-        const FORM: &str =
-            "`for` loops must iterate over a range: `a..b`, `a..=b`, or `(a..b).step_by(s)`";
+        if let Some((elements, enumerate)) = element_iteration(&f.expr) {
+            return self.element_loop(f, elements, enumerate);
+        }
+        self.range_loop(f, None)
+    }
+
+    /// `for v in x.iter()`, `for v in x`, `for (k, v) in x.iter().enumerate()` (also with
+    /// `&v`, and `.copied()`/`.cloned()`) over a slice, array or chunk: a loop over
+    /// `0..x.len()` whose body starts with `let k = counter; let v = x[counter];`. The
+    /// element is read as `x[counter]` is anywhere (bounds-checked; the loop's own bound
+    /// proves the check).
+    fn element_loop(
+        &mut self,
+        f: &syn::ExprForLoop,
+        elements: &syn::Expr,
+        enumerate: bool,
+    ) -> Result<Value> {
+        const FORM: &str = "`for (k, v) in x.iter().enumerate()` binds an index and an element";
+        let span = f.for_token.span;
+        self.element_loops += 1;
+        let counter = syn::Ident::new(&format!("__offload_element_{}", self.element_loops), span);
+        let (index, element) = match (&*f.pat, enumerate) {
+            (syn::Pat::Tuple(t), true) if t.elems.len() == 2 => (Some(&t.elems[0]), &t.elems[1]),
+            (other, true) => return error(other, FORM),
+            (pat, false) => (None, pat),
+        };
+        let (element, by_value) = match element {
+            syn::Pat::Reference(r) => (&*r.pat, true),
+            other => (other, false),
+        };
+        let range: syn::Expr = syn::parse_quote_spanned!(span=> 0..#elements.len());
+        let read: syn::Expr = syn::parse_quote_spanned!(span=> #elements[#counter]);
+        let looped = syn::ExprForLoop {
+            attrs: Vec::new(),
+            label: f.label.clone(),
+            for_token: f.for_token,
+            pat: Box::new(syn::parse_quote_spanned!(span=> #counter)),
+            in_token: f.in_token,
+            expr: Box::new(range),
+            body: f.body.clone(),
+        };
+        let let_statement = |b: &mut Self, stmt: syn::Stmt| match stmt {
+            syn::Stmt::Local(local) => b.let_statement(&local),
+            _ => unreachable!("a `let` statement parses as one"),
+        };
+        let prologue = |b: &mut Self| -> Result<()> {
+            if let Some(index) = index {
+                let_statement(b, syn::parse_quote_spanned!(span=> let #index = #counter;))?;
+            }
+            let_statement(b, syn::parse_quote_spanned!(span=> let #element = #read;))?;
+            if !by_value
+                && let syn::Pat::Ident(id) = element
+                && let Some(super::Binding::Local(l)) = b.lookup(&id.ident)
+            {
+                b.element_refs.insert(l);
+            }
+            Ok(())
+        };
+        self.range_loop(&looped, Some(&prologue))
+    }
+
+    fn range_loop(
+        &mut self,
+        f: &syn::ExprForLoop,
+        prologue: Option<&dyn Fn(&mut Self) -> Result<()>>,
+    ) -> Result<Value> {
+        const FORM: &str = "`for` loops must iterate over a range (`a..b`, `a..=b`, `(a..b).step_by(s)`) or over the elements of a slice or array (`x.iter()`, `x.iter().enumerate()`)";
         let span = f.for_token.span;
         let (range, step) = match &*f.expr {
             syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
@@ -388,6 +537,9 @@ impl Translator {
         let flexible = key.filter(|_| flexible);
         let values = constant_range(start, end, inclusive);
         self.bind_for_pattern(&f.pat, counter, flexible, values)?;
+        if let Some(prologue) = prologue {
+            prologue(self)?;
+        }
         self.loop_body(f.label.as_ref(), &f.body, exit, latch, span)?;
         self.scopes.pop();
 
@@ -641,6 +793,74 @@ impl Translator {
 }
 
 /// The counter of a `for` loop over a range.
+/// The values of the `break`s in `body` that leave the loop it is the body of: those not
+/// inside a nested loop, and those naming the loop's `label`.
+fn break_values<'b>(body: &'b syn::Block, label: Option<&str>) -> Vec<&'b syn::Expr> {
+    use syn::visit::Visit;
+    struct Breaks<'b, 'l> {
+        label: Option<&'l str>,
+        depth: usize,
+        found: Vec<&'b syn::Expr>,
+    }
+    impl<'b> Visit<'b> for Breaks<'b, '_> {
+        fn visit_expr_break(&mut self, b: &'b syn::ExprBreak) {
+            let named = b.label.as_ref().map(|l| l.ident.to_string());
+            let ours = match named {
+                Some(n) => self.label == Some(n.as_str()),
+                None => self.depth == 0,
+            };
+            if ours && let Some(v) = &b.expr {
+                self.found.push(v);
+            }
+            syn::visit::visit_expr_break(self, b);
+        }
+        fn visit_expr_loop(&mut self, l: &'b syn::ExprLoop) {
+            self.depth += 1;
+            syn::visit::visit_expr_loop(self, l);
+            self.depth -= 1;
+        }
+        fn visit_expr_while(&mut self, w: &'b syn::ExprWhile) {
+            self.depth += 1;
+            syn::visit::visit_expr_while(self, w);
+            self.depth -= 1;
+        }
+        fn visit_expr_for_loop(&mut self, f: &'b syn::ExprForLoop) {
+            self.depth += 1;
+            syn::visit::visit_expr_for_loop(self, f);
+            self.depth -= 1;
+        }
+        fn visit_expr_closure(&mut self, _: &'b syn::ExprClosure) {}
+    }
+    let mut breaks = Breaks {
+        label,
+        depth: 0,
+        found: Vec::new(),
+    };
+    breaks.visit_block(body);
+    breaks.found
+}
+
+/// What a `for` loop over elements iterates (`x` in `x.iter()`), and whether it is
+/// enumerated; `None` for other loops (ranges).
+fn element_iteration(e: &syn::Expr) -> Option<(&syn::Expr, bool)> {
+    let e = strip_parens(e);
+    match e {
+        syn::Expr::Path(_) => Some((e, false)),
+        syn::Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
+            "iter" => match strip_parens(&m.receiver) {
+                r @ syn::Expr::Path(_) => Some((r, false)),
+                _ => None,
+            },
+            "copied" | "cloned" => element_iteration(&m.receiver),
+            "enumerate" => {
+                element_iteration(&m.receiver).and_then(|(x, e)| (!e).then_some((x, true)))
+            }
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 #[derive(Copy, Clone)]
 struct RangeCounter {
     /// The local that counts, of the range's type `ty`.
@@ -664,7 +884,7 @@ fn constant_range(start: Operand, end: Operand, inclusive: bool) -> Option<(i128
 }
 
 /// The unsigned integer type of the same width.
-fn unsigned_of(t: ScalarTy) -> ScalarTy {
+pub(super) fn unsigned_of(t: ScalarTy) -> ScalarTy {
     match t.bits() {
         8 => ScalarTy::U8,
         16 => ScalarTy::U16,

@@ -158,10 +158,10 @@ impl Translator {
             syn::Expr::Unsafe(u) => self.block(&u.block, expected),
             syn::Expr::If(i) => self.if_expr(i, expected),
             syn::Expr::While(w) => self.while_loop(w),
-            syn::Expr::Loop(l) => self.loop_expr(l),
+            syn::Expr::Loop(l) => self.loop_expr(l, expected),
             syn::Expr::Break(b) => {
                 if let Some(v) = &b.expr {
-                    return error(v, "`break` with a value is not supported in kernels");
+                    return self.break_with(b, v, e);
                 }
                 let target = self.loop_target(b.label.as_ref(), e)?;
                 self.goto(target.0, span);
@@ -418,7 +418,7 @@ impl Translator {
 
     /// Integer division and remainder by zero panic in Rust, and so does signed `MIN / -1`
     /// (which overflows); emit both checks, skipping those a constant divisor settles.
-    fn checked_division(
+    pub(super) fn checked_division(
         &mut self,
         op: BinOp,
         lhs: Operand,

@@ -569,6 +569,14 @@ struct LoopTarget {
     label: Option<String>,
     break_to: BasicBlock,
     continue_to: BasicBlock,
+    /// For a `loop` expression, which may `break` with a value: the type it is expected
+    /// to have, and the local its breaks store the value in, made at the first.
+    value: Option<LoopValue>,
+}
+
+struct LoopValue {
+    expected: Option<ScalarTy>,
+    result: Option<(Local, ScalarTy)>,
 }
 
 struct Translator {
@@ -605,6 +613,11 @@ struct Translator {
     learned: HashMap<(usize, usize), ScalarTy>,
     /// The syntax span behind each MIR span, to report MIR-level checks at the source.
     syn_spans: HashMap<Span, SynSpan>,
+    /// Locals bound to the elements a `for` loop iterates over (`for v in x.iter()`): a
+    /// copy of the element, which `*v` reads as Rust's `&T` would.
+    element_refs: std::collections::HashSet<Local>,
+    /// `for` loops over elements so far: names their hidden counters apart.
+    element_loops: usize,
 }
 
 /// A translated expression: its operand and scalar type, or nothing for `()`.
@@ -630,6 +643,8 @@ impl Translator {
             flexible: HashMap::new(),
             learned: HashMap::new(),
             syn_spans: HashMap::new(),
+            element_refs: Default::default(),
+            element_loops: 0,
         };
         b.current = Some(b.new_block());
         b

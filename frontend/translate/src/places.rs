@@ -350,6 +350,20 @@ impl Translator {
 
     /// A place that may be assigned: a `let mut` local or `*v` of a region element.
     pub(super) fn assignable_place(&mut self, e: &syn::Expr) -> Result<(Place, ScalarTy)> {
+        if let syn::Expr::Unary(u) = e
+            && matches!(u.op, syn::UnOp::Deref(_))
+            && let syn::Expr::Path(p) = &*u.expr
+            && let Some(id) = p.path.get_ident()
+            && let Some(Binding::Local(l)) = self.lookup(id)
+            && self.element_refs.contains(&l)
+        {
+            return error(
+                e,
+                format!(
+                    "`{id}` is a shared reference to an element the loop reads; write through a `Region` instead"
+                ),
+            );
+        }
         if let syn::Expr::Path(p) = e
             && let Some(id) = p.path.get_ident()
             && let Some(Binding::Local(l)) = self.lookup(id)
@@ -435,9 +449,18 @@ impl Translator {
                         .expect("a region has elements");
                     return Ok((Place::element(region, index), elem));
                 }
+                // `*v` of an element a `for` loop iterates over: its copy.
+                if let syn::Expr::Path(p) = &*u.expr
+                    && let Some(id) = p.path.get_ident()
+                    && let Some(Binding::Local(l)) = self.lookup(id)
+                    && self.element_refs.contains(&l)
+                    && let Ty::Scalar(t) = self.body.locals[l.index()].ty
+                {
+                    return Ok((Place::local(l), t));
+                }
                 error(
                     e,
-                    "only references from `Region::get_mut` can be dereferenced in kernels",
+                    "only references from `Region::get_mut` and the elements a `for` loop iterates over can be dereferenced in kernels",
                 )
             }
             syn::Expr::Index(i) => self.index_place(e, i),

@@ -34,6 +34,9 @@ impl Translator {
                         Binding::RegionElement { region, .. } => {
                             self.body.locals[region.index()].ty.element()
                         }
+                        Binding::Local(l) if self.element_refs.contains(&l) => {
+                            self.body.locals[l.index()].ty.scalar()
+                        }
                         Binding::Local(_) | Binding::RegionChunk { .. } | Binding::Array(_) => None,
                     }
                 }
@@ -115,6 +118,8 @@ impl Translator {
             }
             "row" | "col" | "x" | "y" | "z" | "width" | "height" | "depth" => Some(ScalarTy::Usize),
             "leading_zeros" | "trailing_zeros" | "count_ones" => Some(ScalarTy::U32),
+            "is_nan" | "is_infinite" | "is_finite" => Some(ScalarTy::Bool),
+            "abs_diff" => self.infer(&m.receiver).map(super::control::unsigned_of),
             method => match self.atomic_receiver(&m.receiver) {
                 Some(_) if method == "len" => Some(ScalarTy::Usize),
                 Some(atomic) => self.body.locals[atomic.index()].ty.element(),
