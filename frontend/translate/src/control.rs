@@ -464,7 +464,7 @@ impl Translator {
     fn range_loop(
         &mut self,
         f: &syn::ExprForLoop,
-        prologue: Option<&dyn Fn(&mut Self) -> Result<()>>,
+        prologue: Option<&Prologue<'_>>,
     ) -> Result<Value> {
         const FORM: &str = "`for` loops must iterate over a range (`a..b`, `a..=b`, `(a..b).step_by(s)`) or over the elements of a slice or array (`x.iter()`, `x.iter().enumerate()`)";
         let span = f.for_token.span;
@@ -793,6 +793,10 @@ impl Translator {
 }
 
 /// The counter of a `for` loop over a range.
+/// What an element loop does at the top of each iteration, after its counter is bound:
+/// bind the user's index and element.
+type Prologue<'a> = dyn Fn(&mut Translator) -> Result<()> + 'a;
+
 /// The values of the `break`s in `body` that leave the loop it is the body of: those not
 /// inside a nested loop, and those naming the loop's `label`.
 fn break_values<'b>(body: &'b syn::Block, label: Option<&str>) -> Vec<&'b syn::Expr> {
