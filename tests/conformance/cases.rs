@@ -2563,8 +2563,19 @@ fn element_loops(mut out: Region<f32, Linear1D>, x: &[f32]) {
         }
         k += 1;
     };
+    // Counting down: 3210, then 321 from an inclusive range, nothing from an empty one.
+    let mut down = 0u32;
+    for k in (0..4u32).rev() {
+        down = down * 10 + k;
+    }
+    for k in (1..=3u32).rev() {
+        down = down * 10 + k;
+    }
+    for _ in (5..2u32).rev() {
+        down += 1;
+    }
     if let Some(o) = out.get_mut() {
-        *o = sum + weighted * 100.0 + last * 1000.0 + above * 10000.0;
+        *o = sum + weighted * 100.0 + last * 1000.0 + above * 10000.0 + down as f32;
     }
 }
 
@@ -2581,7 +2592,7 @@ pub fn loops_over_elements_and_loop_values(o: LaunchOptions) -> CaseResult {
                 .enumerate()
                 .fold(0.0f32, |a, (k, w)| a + w * (k + i) as f32);
             let above = x.iter().copied().find(|&v| v > i as f32).unwrap_or(-1.0);
-            sum + weighted * 100.0 + x[x.len() - 1] * 1000.0 + above * 10000.0
+            sum + weighted * 100.0 + x[x.len() - 1] * 1000.0 + above * 10000.0 + 3210321.0
         })
         .collect();
     compare("element loops", &out, &want)

@@ -403,7 +403,59 @@ impl Translator {
         if let Some((elements, enumerate)) = element_iteration(&f.expr) {
             return self.element_loop(f, elements, enumerate);
         }
+        if let syn::Expr::MethodCall(m) = strip_parens(&f.expr)
+            && m.method == "rev"
+            && m.args.is_empty()
+            && let syn::Expr::Range(range) = strip_parens(&m.receiver)
+            && let (Some(start), Some(end)) = (&range.start, &range.end)
+        {
+            let inclusive = matches!(range.limits, syn::RangeLimits::Closed(_));
+            return self.reverse_loop(f, start, end, inclusive);
+        }
         self.range_loop(f, None)
+    }
+
+    /// `for k in (a..b).rev()` (or `a..=b`): the bounds evaluated once, then a counter
+    /// `j` up from 0 with `k = b - 1 - j` (`b - j`), over no values when the range is
+    /// empty, so no subtraction can wrap.
+    fn reverse_loop(
+        &mut self,
+        f: &syn::ExprForLoop,
+        start: &syn::Expr,
+        end: &syn::Expr,
+        inclusive: bool,
+    ) -> Result<Value> {
+        let span = f.for_token.span;
+        self.element_loops += 1;
+        let n = self.element_loops;
+        let name = |what: &str| syn::Ident::new(&format!("__offload_{what}_{n}"), span);
+        let (lo, hi, j) = (name("lo"), name("hi"), name("j"));
+        let (pat, body, label) = (&f.pat, &f.body, &f.label);
+        let desugared: syn::Expr = if inclusive {
+            syn::parse_quote_spanned!(span=> {
+                let #lo = #start;
+                let #hi = #end;
+                if #hi >= #lo {
+                    #label for #j in 0..=(#hi - #lo) {
+                        let #pat = #hi - #j;
+                        #body
+                    }
+                }
+            })
+        } else {
+            syn::parse_quote_spanned!(span=> {
+                let #lo = #start;
+                let #hi = #end;
+                if #hi > #lo {
+                    #label for #j in 0..(#hi - #lo) {
+                        let #pat = #hi - 1 - #j;
+                        #body
+                    }
+                }
+            })
+        };
+        self.expr(&desugared, None)?;
+        Ok(None)
     }
 
     /// `for v in x.iter()`, `for v in x`, `for (k, v) in x.iter().enumerate()` (also with
@@ -466,7 +518,7 @@ impl Translator {
         f: &syn::ExprForLoop,
         prologue: Option<&Prologue<'_>>,
     ) -> Result<Value> {
-        const FORM: &str = "`for` loops must iterate over a range (`a..b`, `a..=b`, `(a..b).step_by(s)`) or over the elements of a slice or array (`x.iter()`, `x.iter().enumerate()`)";
+        const FORM: &str = "`for` loops must iterate over a range (`a..b`, `a..=b`, `(a..b).step_by(s)`, `(a..b).rev()`) or over the elements of a slice or array (`x.iter()`, `x.iter().enumerate()`)";
         let span = f.for_token.span;
         let (range, step) = match &*f.expr {
             syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
