@@ -73,6 +73,7 @@ macro_rules! for_each_case {
         $m!(indexed_regions_scatter_safely);
         $m!(loops_over_elements_and_loop_values);
         $m!(float_classes_signs_and_euclidean_remainders);
+        $m!(floats_from_and_to_their_bits);
     };
 }
 
@@ -2646,4 +2647,42 @@ pub fn float_classes_signs_and_euclidean_remainders(o: LaunchOptions) -> CaseRes
             .collect::<Vec<u32>>()
     };
     compare("classes", &bits(&out), &bits(&want))
+}
+
+/// A xorshift generator's uniform floats in [0, 1) from the bits of the mantissa, as
+/// random-number kernels make them, and the bits of an `f64`.
+#[offload_kernel]
+fn uniform(mut out: Region<f32, Linear1D>, mut bits: Region<u64, Linear1D>) {
+    let i = out.index();
+    let mut x = (i as u32).wrapping_mul(2654435761) | 1;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    let u = f32::from_bits(0x3f80_0000 | (x >> 9)) - 1.0;
+    let b = (u as f64 * 3.0).to_bits() ^ u.to_bits() as u64;
+    if let Some(o) = out.get_mut() {
+        *o = u;
+    }
+    if let Some(v) = bits.get_mut() {
+        *v = b;
+    }
+}
+
+pub fn floats_from_and_to_their_bits(o: LaunchOptions) -> CaseResult {
+    let n = 300;
+    let mut out = vec![0.0f32; n];
+    let mut bits = vec![0u64; n];
+    uniform(o, &mut out, &mut bits).map_err(|e| e.to_string())?;
+    let (mut want, mut want_bits) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let mut x = (i as u32).wrapping_mul(2654435761) | 1;
+        x ^= x << 13;
+        x ^= x >> 17;
+        x ^= x << 5;
+        let u = f32::from_bits(0x3f80_0000 | (x >> 9)) - 1.0;
+        want.push(u);
+        want_bits.push((u as f64 * 3.0).to_bits() ^ u.to_bits() as u64);
+    }
+    compare("uniform floats", &out, &want)?;
+    compare("bits", &bits, &want_bits)
 }

@@ -374,10 +374,14 @@ pub enum Intrinsic {
     LeadingZeros,
     TrailingZeros,
     CountOnes,
+    /// `f32::to_bits` / `f64::to_bits`: the float's bits as `u32` / `u64`.
+    ToBits,
+    /// `f32::from_bits` / `f64::from_bits`: a `u32` / `u64` read as a float.
+    FromBits,
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 23] = [
+    pub const ALL: [Intrinsic; 25] = [
         Intrinsic::Sqrt,
         Intrinsic::Exp,
         Intrinsic::Exp2,
@@ -401,6 +405,8 @@ impl Intrinsic {
         Intrinsic::LeadingZeros,
         Intrinsic::TrailingZeros,
         Intrinsic::CountOnes,
+        Intrinsic::ToBits,
+        Intrinsic::FromBits,
     ];
 
     /// The Rust method name, which is also the MIR text name.
@@ -429,6 +435,8 @@ impl Intrinsic {
             Intrinsic::LeadingZeros => "leading_zeros",
             Intrinsic::TrailingZeros => "trailing_zeros",
             Intrinsic::CountOnes => "count_ones",
+            Intrinsic::ToBits => "to_bits",
+            Intrinsic::FromBits => "from_bits",
         }
     }
 
@@ -464,16 +472,22 @@ impl Intrinsic {
             Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes => {
                 t.is_integer()
             }
+            Intrinsic::ToBits => t.is_float(),
+            Intrinsic::FromBits => matches!(t, ScalarTy::U32 | ScalarTy::U64),
             _ => t.is_float() && all_same,
         };
         if !ok {
             let found: Vec<&str> = args.iter().map(|a| a.name()).collect();
             return Err(format!("`{name}` is not defined on ({})", found.join(", ")));
         }
-        Ok(match self {
-            Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes => {
+        Ok(match (self, t) {
+            (Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes, _) => {
                 ScalarTy::U32
             }
+            (Intrinsic::ToBits, ScalarTy::F32) => ScalarTy::U32,
+            (Intrinsic::ToBits, _) => ScalarTy::U64,
+            (Intrinsic::FromBits, ScalarTy::U32) => ScalarTy::F32,
+            (Intrinsic::FromBits, _) => ScalarTy::F64,
             _ => t,
         })
     }

@@ -535,9 +535,9 @@ impl Translator {
                 format!(
                     "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
                      `len`, the float methods `sqrt exp exp2 ln log2 log10 sin cos tan tanh floor ceil round trunc abs \
-                     min max powf powi mul_add clamp signum is_nan is_infinite is_finite`, and the integer methods \
-                     `min max abs pow clamp signum abs_diff rem_euclid wrapping_add wrapping_sub wrapping_mul \
-                     leading_zeros trailing_zeros count_ones`"
+                     min max powf powi mul_add clamp signum is_nan is_infinite is_finite to_bits`, `f32::from_bits` \
+                     and `f64::from_bits`, and the integer methods `min max abs pow clamp signum abs_diff rem_euclid \
+                     wrapping_add wrapping_sub wrapping_mul leading_zeros trailing_zeros count_ones`"
                 ),
             ),
         }
@@ -869,8 +869,22 @@ impl Translator {
                 ),
             );
         };
+        // `f32::from_bits(b)` reads a `u32` (`f64::from_bits`, a `u64`) as the float.
+        let receiver_scalar = match (method.ident.to_string().as_str(), scalar) {
+            ("from_bits", ScalarTy::F32) => ScalarTy::U32,
+            ("from_bits", ScalarTy::F64) => ScalarTy::U64,
+            ("from_bits", other) => {
+                return error(
+                    p,
+                    format!(
+                        "`{other}::from_bits` does not exist; `f32::from_bits` and `f64::from_bits` do"
+                    ),
+                );
+            }
+            _ => scalar,
+        };
         let receiver_type: syn::Type =
-            syn::parse_str(&scalar.to_string()).expect("scalar type names parse as types");
+            syn::parse_str(&receiver_scalar.to_string()).expect("scalar type names parse as types");
         let cast = syn::Expr::Cast(syn::ExprCast {
             attrs: Vec::new(),
             expr: Box::new(syn::Expr::Paren(syn::ExprParen {

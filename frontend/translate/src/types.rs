@@ -119,6 +119,11 @@ impl Translator {
             "row" | "col" | "x" | "y" | "z" | "width" | "height" | "depth" => Some(ScalarTy::Usize),
             "leading_zeros" | "trailing_zeros" | "count_ones" => Some(ScalarTy::U32),
             "is_nan" | "is_infinite" | "is_finite" => Some(ScalarTy::Bool),
+            "to_bits" | "from_bits" => {
+                let of = self.infer(&m.receiver)?;
+                let i = offload_mir::Intrinsic::from_name(&m.method.to_string())?;
+                i.result_type(&[of]).ok()
+            }
             "abs_diff" => self.infer(&m.receiver).map(super::control::unsigned_of),
             method => match self.atomic_receiver(&m.receiver) {
                 Some(_) if method == "len" => Some(ScalarTy::Usize),

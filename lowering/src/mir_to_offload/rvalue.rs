@@ -312,6 +312,10 @@ impl<'c, 'a> Emitter<'c, 'a> {
             return (self.value(op, &[a], t, span), ty);
         }
         match i {
+            Intrinsic::ToBits | Intrinsic::FromBits => {
+                let to = i.result_type(&[ty]).expect("validated");
+                (self.value("arith.bitcast", &[a], self.scalar(to), span), to)
+            }
             Intrinsic::Min | Intrinsic::Max => {
                 // Rust's float `min`/`max` return the non-NaN operand: `minnumf`/`maxnumf`.
                 let op = match (i == Intrinsic::Min, ty.is_float(), ty.is_signed()) {

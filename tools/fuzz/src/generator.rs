@@ -288,6 +288,15 @@ impl Gen<'_> {
         if ty == ScalarTy::Bool {
             return self.comparison();
         }
+        if matches!(ty, ScalarTy::U32 | ScalarTy::U64) && self.rng.u32(0..4) == 0 {
+            let float = if ty == ScalarTy::U32 {
+                ScalarTy::F32
+            } else {
+                ScalarTy::F64
+            };
+            let (a, v) = self.operand(float);
+            return (ty, Rvalue::Intrinsic(Intrinsic::ToBits, vec![a]), v);
+        }
         if ty == ScalarTy::U32 && self.rng.bool() {
             let f = [
                 Intrinsic::LeadingZeros,
@@ -314,6 +323,16 @@ impl Gen<'_> {
     }
 
     fn float_intrinsic(&mut self, ty: ScalarTy) -> (ScalarTy, Rvalue, bool) {
+        // Now and then a float read from an integer's bits.
+        if self.rng.u32(0..8) == 0 {
+            let bits = if ty == ScalarTy::F32 {
+                ScalarTy::U32
+            } else {
+                ScalarTy::U64
+            };
+            let (a, v) = self.operand(bits);
+            return (ty, Rvalue::Intrinsic(Intrinsic::FromBits, vec![a]), v);
+        }
         let f = if self.cfg.transcendentals && self.rng.u32(0..3) == 0 {
             TRANSCENDENTAL[self.rng.usize(..TRANSCENDENTAL.len())]
         } else {

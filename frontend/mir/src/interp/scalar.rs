@@ -178,6 +178,11 @@ pub(super) fn saturating_float_to_int(x: f64, to: ScalarTy) -> u64 {
 }
 
 pub(super) fn intrinsic(i: Intrinsic, ty: ScalarTy, args: &[u64]) -> u64 {
+    // Values are kept as their bits: reading them as another type of the same width
+    // changes nothing.
+    if matches!(i, Intrinsic::ToBits | Intrinsic::FromBits) {
+        return args[0] & mask(ty);
+    }
     match ty {
         ScalarTy::F32 => float_intrinsic::<f32>(i, args),
         ScalarTy::F64 => float_intrinsic::<f64>(i, args),
