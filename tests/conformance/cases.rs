@@ -74,6 +74,7 @@ macro_rules! for_each_case {
         $m!(loops_over_elements_and_loop_values);
         $m!(float_classes_signs_and_euclidean_remainders);
         $m!(floats_from_and_to_their_bits);
+        $m!(more_float_and_integer_methods);
     };
 }
 
@@ -2685,4 +2686,110 @@ pub fn floats_from_and_to_their_bits(o: LaunchOptions) -> CaseResult {
     }
     compare("uniform floats", &out, &want)?;
     compare("bits", &bits, &want_bits)
+}
+
+#[offload_kernel]
+fn more_methods(mut out: Region<f64, Linear1D>, x: &[f64], n: &[i32], u: &[u32]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let v = x[i];
+        // Exact: arithmetic only.
+        let exact = v.recip()
+            + v.fract() * 10.0
+            + v.to_radians()
+            + v.to_degrees() * 0.001
+            + v.is_sign_negative() as u32 as f64 * 1e6
+            + v.is_sign_positive() as u32 as f64 * 2e6
+            + n[i].div_euclid(3) as f64 * 1e-3
+            + n[i].is_negative() as u32 as f64 * 3e6
+            + n[i].rotate_left(7) as f64
+            + u[i].rotate_right(3) as f64 * 1e-9
+            + u[i].saturating_add(4_000_000_000) as f64
+            + u[i].saturating_sub(7) as f64 * 1e-2;
+        *o = exact;
+    }
+}
+
+#[offload_kernel]
+fn transcendentals(mut out: Region<f64, Linear1D>, x: &[f64]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let v = x[i] * 0.1;
+        *o = v.asin()
+            + v.acos()
+            + v.atan()
+            + v.atan2(0.5)
+            + v.sinh()
+            + v.cosh()
+            + v.cbrt()
+            + v.exp_m1()
+            + v.ln_1p();
+    }
+}
+
+#[offload_kernel]
+fn angles(mut out: Region<f32, Linear1D>, x: &[f32]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        *o = x[i].to_radians() + x[i].to_degrees() * 1e-3;
+    }
+}
+
+pub fn more_float_and_integer_methods(o: LaunchOptions) -> CaseResult {
+    let degrees: Vec<f32> = vec![0.0, 1.0, 45.0, 90.0, 180.0, -270.5, 1e6, 0.1];
+    let mut out = vec![0.0f32; 8];
+    angles(o, &mut out, &degrees).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = degrees
+        .iter()
+        .map(|d| d.to_radians() + d.to_degrees() * 1e-3)
+        .collect();
+    compare("f32 angles", &out, &want)?;
+    let x: Vec<f64> = vec![2.5, -3.75, 0.0, -0.0, 7.125, -1.0, 0.5, 9.875];
+    let n: Vec<i32> = vec![-7, 7, 0, -1, i32::MIN, i32::MAX, 10, -10];
+    let u: Vec<u32> = vec![0, 5, u32::MAX, 300_000_000, 6, 7, 8, 1 << 31];
+    let mut out = vec![0.0f64; 8];
+    more_methods(o, &mut out, &x, &n, &u).map_err(|e| e.to_string())?;
+    let want: Vec<f64> = (0..8)
+        .map(|i| {
+            let v = x[i];
+            v.recip()
+                + v.fract() * 10.0
+                + v.to_radians()
+                + v.to_degrees() * 0.001
+                + v.is_sign_negative() as u32 as f64 * 1e6
+                + v.is_sign_positive() as u32 as f64 * 2e6
+                + n[i].div_euclid(3) as f64 * 1e-3
+                + n[i].is_negative() as u32 as f64 * 3e6
+                + n[i].rotate_left(7) as f64
+                + u[i].rotate_right(3) as f64 * 1e-9
+                + u[i].saturating_add(4_000_000_000) as f64
+                + u[i].saturating_sub(7) as f64 * 1e-2
+        })
+        .collect();
+    let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<u64>>();
+    compare("exact methods", &bits(&out), &bits(&want))?;
+    // The transcendental functions come from each target's math library: within a few
+    // units in the last place of the host's.
+    let mut out = vec![0.0f64; 8];
+    transcendentals(o, &mut out, &x).map_err(|e| e.to_string())?;
+    for (i, got) in out.iter().enumerate() {
+        let v = x[i] * 0.1;
+        let want = v.asin()
+            + v.acos()
+            + v.atan()
+            + v.atan2(0.5)
+            + v.sinh()
+            + v.cosh()
+            + v.cbrt()
+            + v.exp_m1()
+            + v.ln_1p();
+        let close =
+            (got - want).abs() <= 1e-13 * want.abs().max(1.0) || (got.is_nan() && want.is_nan());
+        if !close {
+            return Err(format!(
+                "transcendentals: element {i}: got {got}, want {want}"
+            ));
+        }
+    }
+    Ok(())
 }

@@ -356,6 +356,17 @@ pub enum Intrinsic {
     Cos,
     Tan,
     Tanh,
+    Asin,
+    Acos,
+    Atan,
+    /// `y.atan2(x)`: the angle of the point (x, y).
+    Atan2,
+    Sinh,
+    Cosh,
+    Cbrt,
+    /// `exp_m1` (`e^x - 1`) and `ln_1p` (`ln(1 + x)`), exact near zero.
+    ExpM1,
+    Ln1p,
     Floor,
     Ceil,
     Round,
@@ -381,7 +392,7 @@ pub enum Intrinsic {
 }
 
 impl Intrinsic {
-    pub const ALL: [Intrinsic; 25] = [
+    pub const ALL: [Intrinsic; 34] = [
         Intrinsic::Sqrt,
         Intrinsic::Exp,
         Intrinsic::Exp2,
@@ -392,6 +403,15 @@ impl Intrinsic {
         Intrinsic::Cos,
         Intrinsic::Tan,
         Intrinsic::Tanh,
+        Intrinsic::Asin,
+        Intrinsic::Acos,
+        Intrinsic::Atan,
+        Intrinsic::Atan2,
+        Intrinsic::Sinh,
+        Intrinsic::Cosh,
+        Intrinsic::Cbrt,
+        Intrinsic::ExpM1,
+        Intrinsic::Ln1p,
         Intrinsic::Floor,
         Intrinsic::Ceil,
         Intrinsic::Round,
@@ -422,6 +442,15 @@ impl Intrinsic {
             Intrinsic::Cos => "cos",
             Intrinsic::Tan => "tan",
             Intrinsic::Tanh => "tanh",
+            Intrinsic::Asin => "asin",
+            Intrinsic::Acos => "acos",
+            Intrinsic::Atan => "atan",
+            Intrinsic::Atan2 => "atan2",
+            Intrinsic::Sinh => "sinh",
+            Intrinsic::Cosh => "cosh",
+            Intrinsic::Cbrt => "cbrt",
+            Intrinsic::ExpM1 => "exp_m1",
+            Intrinsic::Ln1p => "ln_1p",
             Intrinsic::Floor => "floor",
             Intrinsic::Ceil => "ceil",
             Intrinsic::Round => "round",
@@ -447,7 +476,11 @@ impl Intrinsic {
     /// The number of operands, the receiver included.
     pub fn arity(self) -> usize {
         match self {
-            Intrinsic::Min | Intrinsic::Max | Intrinsic::Powf | Intrinsic::Powi => 2,
+            Intrinsic::Min
+            | Intrinsic::Max
+            | Intrinsic::Powf
+            | Intrinsic::Powi
+            | Intrinsic::Atan2 => 2,
             Intrinsic::MulAdd => 3,
             _ => 1,
         }

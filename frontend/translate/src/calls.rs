@@ -216,7 +216,20 @@ impl Translator {
             "is_nan" | "is_infinite" | "is_finite" | "signum" if m.args.is_empty() => {
                 self.class_call(m, &name, span)
             }
-            "abs_diff" | "rem_euclid" if m.args.len() == 1 => self.euclid_call(m, &name, span),
+            "abs_diff" | "rem_euclid" | "div_euclid" if m.args.len() == 1 => {
+                self.euclid_call(m, &name, span)
+            }
+            "recip" | "fract" | "to_radians" | "to_degrees" | "is_sign_positive"
+            | "is_sign_negative" | "is_positive" | "is_negative"
+                if m.args.is_empty() =>
+            {
+                self.derived_call(m, &name, span)
+            }
+            "rotate_left" | "rotate_right" | "saturating_add" | "saturating_sub"
+                if m.args.len() == 1 =>
+            {
+                self.bits_call(m, &name, span)
+            }
             "pow" if m.args.len() == 1 => self.pow_call(m, span),
             _ => self.intrinsic_call(m, &name, span),
         }
@@ -451,6 +464,9 @@ impl Translator {
                 unsigned,
             )));
         }
+        if name == "div_euclid" {
+            return self.div_euclid(a, b, t, m, span);
+        }
         self.checked_division(BinOp::Rem, a, b, t, m.args[0].span())?;
         let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
         if !t.is_signed() {
@@ -469,6 +485,179 @@ impl Translator {
             self.assign_temp(t, Rvalue::BinaryOp(BinOp::Add, r, lift), span),
             t,
         )))
+    }
+
+    /// `a.div_euclid(b)`: the quotient rounded so that the remainder is never negative
+    /// (panicking as `/` does): one less than `/` for a negative remainder and positive
+    /// `b`, one more for negative `b`.
+    fn div_euclid(
+        &mut self,
+        a: Operand,
+        b: Operand,
+        t: ScalarTy,
+        m: &syn::ExprMethodCall,
+        span: SynSpan,
+    ) -> Result<Value> {
+        self.checked_division(BinOp::Div, a, b, t, m.args[0].span())?;
+        let q = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Div, a, b), span);
+        if !t.is_signed() {
+            return Ok(Some((q, t)));
+        }
+        let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
+        let zero = Operand::Const(Const::Int(0, t));
+        let bool_of = |s: &mut Self, op, x, y| {
+            s.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, x, y), span)
+        };
+        let negative = bool_of(self, BinOp::Lt, r, zero);
+        let b_positive = bool_of(self, BinOp::Gt, b, zero);
+        let b_negative = bool_of(self, BinOp::Lt, b, zero);
+        let down = bool_of(self, BinOp::BitAnd, negative, b_positive);
+        let up = bool_of(self, BinOp::BitAnd, negative, b_negative);
+        let (down, up) = (
+            self.assign_temp(t, Rvalue::Cast(down, t), span),
+            self.assign_temp(t, Rvalue::Cast(up, t), span),
+        );
+        let q = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Sub, q, down), span);
+        Ok(Some((
+            self.assign_temp(t, Rvalue::BinaryOp(BinOp::Add, q, up), span),
+            t,
+        )))
+    }
+
+    /// Methods made of arithmetic: `recip`, `fract`, `to_radians`, `to_degrees`,
+    /// `is_sign_positive`/`is_sign_negative` (of floats; `-0.0` and negative NaNs are
+    /// negative, told by the reciprocal's sign for zeros) and `is_positive`/`is_negative`
+    /// (of signed integers).
+    fn derived_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        span: SynSpan,
+    ) -> Result<Value> {
+        let ty = self.infer(&m.receiver);
+        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
+        let x = Operand::Copy(Place::local(self.as_local(x, t, span)));
+        let float = |v: f64| Operand::Const(Const::Float(v, t));
+        let value = |s: &mut Self, rv| s.assign_temp(t, rv, span);
+        let bool_of = |s: &mut Self, op, a, c| {
+            s.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, a, c), span)
+        };
+        let v = match (name, t.is_float(), t.is_signed()) {
+            ("recip", true, _) => value(self, Rvalue::BinaryOp(BinOp::Div, float(1.0), x)),
+            ("fract", true, _) => {
+                let whole = self.intrinsic(Intrinsic::Trunc, vec![x], span)?;
+                value(self, Rvalue::BinaryOp(BinOp::Sub, x, whole))
+            }
+            ("to_radians", true, _) => {
+                // The constants Rust's `to_radians` and `to_degrees` multiply by, each in
+                // the float's own type.
+                let k = if t == ScalarTy::F32 {
+                    (std::f32::consts::PI / 180.0f32) as f64
+                } else {
+                    std::f64::consts::PI / 180.0
+                };
+                value(self, Rvalue::BinaryOp(BinOp::Mul, x, float(k)))
+            }
+            ("to_degrees", true, _) => {
+                let k = if t == ScalarTy::F32 {
+                    57.295_78_f32 as f64
+                } else {
+                    180.0f64 / std::f64::consts::PI
+                };
+                value(self, Rvalue::BinaryOp(BinOp::Mul, x, float(k)))
+            }
+            ("is_sign_positive" | "is_sign_negative", true, _) => {
+                let bits = self.intrinsic(Intrinsic::ToBits, vec![x], span)?;
+                let bits_ty = self.operand_type(&bits);
+                let sign = Operand::Const(Const::Int(1 << (bits_ty.bits() - 1), bits_ty));
+                let masked =
+                    self.assign_temp(bits_ty, Rvalue::BinaryOp(BinOp::BitAnd, bits, sign), span);
+                let op = if name == "is_sign_negative" {
+                    BinOp::Ne
+                } else {
+                    BinOp::Eq
+                };
+                let zero = Operand::Const(Const::Int(0, bits_ty));
+                return Ok(Some((bool_of(self, op, masked, zero), ScalarTy::Bool)));
+            }
+            ("is_positive" | "is_negative", false, true) => {
+                let op = if name == "is_positive" {
+                    BinOp::Gt
+                } else {
+                    BinOp::Lt
+                };
+                let zero = Operand::Const(Const::Int(0, t));
+                return Ok(Some((bool_of(self, op, x, zero), ScalarTy::Bool)));
+            }
+            _ => {
+                let on = if name.starts_with("is_p") || name.starts_with("is_n") {
+                    "signed integers"
+                } else {
+                    "floats"
+                };
+                return error(&m.method, format!("`{name}` is defined on {on}, not `{t}`"));
+            }
+        };
+        Ok(Some((v, t)))
+    }
+
+    /// `x.rotate_left(n)`, `rotate_right(n)` (by `n % bits`), and `saturating_add`,
+    /// `saturating_sub` of unsigned integers.
+    fn bits_call(&mut self, m: &syn::ExprMethodCall, name: &str, span: SynSpan) -> Result<Value> {
+        let ty = self.infer(&m.receiver);
+        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
+        let x = Operand::Copy(Place::local(self.as_local(x, t, span)));
+        let value = |s: &mut Self, rv| s.assign_temp(t, rv, span);
+        match name {
+            "rotate_left" | "rotate_right" if t.is_integer() => {
+                let (n, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::U32))?;
+                let n = self.assign_temp(t, Rvalue::Cast(n, t), span);
+                let bits = Operand::Const(Const::Int(t.bits() as i128, t));
+                let mask = Operand::Const(Const::Int(t.bits() as i128 - 1, t));
+                let n = value(self, Rvalue::BinaryOp(BinOp::BitAnd, n, mask));
+                // Shift amounts wrap at the width, so `x >> bits` of `n == 0` is `x`,
+                // and `x | x` is `x`.
+                let back = value(self, Rvalue::BinaryOp(BinOp::Sub, bits, n));
+                let back = value(self, Rvalue::BinaryOp(BinOp::BitAnd, back, mask));
+                let (first, second) = if name == "rotate_left" {
+                    (BinOp::Shl, BinOp::Shr)
+                } else {
+                    (BinOp::Shr, BinOp::Shl)
+                };
+                // Rotation works on the bits: unsigned shifts, whatever the type.
+                let u = super::control::unsigned_of(t);
+                let xu = self.assign_temp(u, Rvalue::Cast(x, u), span);
+                let a = self.assign_temp(u, Rvalue::BinaryOp(first, xu, n), span);
+                let b = self.assign_temp(u, Rvalue::BinaryOp(second, xu, back), span);
+                let r = self.assign_temp(u, Rvalue::BinaryOp(BinOp::BitOr, a, b), span);
+                Ok(Some((value(self, Rvalue::Cast(r, t)), t)))
+            }
+            "saturating_add" | "saturating_sub" if t.is_integer() && !t.is_signed() => {
+                let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
+                if name == "saturating_add" {
+                    // `a + min(b, MAX - a)`.
+                    let max = Operand::Const(Const::Int((1i128 << t.bits()) - 1, t));
+                    let room = value(self, Rvalue::BinaryOp(BinOp::Sub, max, x));
+                    let b = self.intrinsic(Intrinsic::Min, vec![b, room], span)?;
+                    Ok(Some((value(self, Rvalue::BinaryOp(BinOp::Add, x, b)), t)))
+                } else {
+                    // `a - min(a, b)`.
+                    let b = self.intrinsic(Intrinsic::Min, vec![x, b], span)?;
+                    Ok(Some((value(self, Rvalue::BinaryOp(BinOp::Sub, x, b)), t)))
+                }
+            }
+            _ => error(
+                &m.method,
+                format!(
+                    "`{name}` is defined here on {}, not `{t}`",
+                    if name.starts_with("rotate") {
+                        "integers"
+                    } else {
+                        "unsigned integers"
+                    }
+                ),
+            ),
+        }
     }
 
     /// `x.clamp(lo, hi)` of integers and floats, checking `lo <= hi`.
@@ -534,10 +723,13 @@ impl Translator {
                 &m.method,
                 format!(
                     "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
-                     `len`, the float methods `sqrt exp exp2 ln log2 log10 sin cos tan tanh floor ceil round trunc abs \
-                     min max powf powi mul_add clamp signum is_nan is_infinite is_finite to_bits`, `f32::from_bits` \
-                     and `f64::from_bits`, and the integer methods `min max abs pow clamp signum abs_diff rem_euclid \
-                     wrapping_add wrapping_sub wrapping_mul leading_zeros trailing_zeros count_ones`"
+                     `len`, the float methods `sqrt cbrt exp exp2 exp_m1 ln ln_1p log2 log10 sin cos tan asin acos atan \
+                     atan2 sinh cosh tanh floor ceil round trunc fract abs recip min max powf powi mul_add clamp \
+                     signum is_nan is_infinite is_finite is_sign_positive is_sign_negative to_radians to_degrees \
+                     to_bits`, `f32::from_bits` and `f64::from_bits`, and the integer methods `min max abs pow clamp \
+                     signum is_positive is_negative abs_diff rem_euclid div_euclid rotate_left rotate_right \
+                     saturating_add saturating_sub wrapping_add wrapping_sub wrapping_mul leading_zeros \
+                     trailing_zeros count_ones`"
                 ),
             ),
         }

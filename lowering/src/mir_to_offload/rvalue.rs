@@ -299,6 +299,14 @@ impl<'c, 'a> Emitter<'c, 'a> {
             Intrinsic::Cos => Some("math.cos"),
             Intrinsic::Tan => Some("math.tan"),
             Intrinsic::Tanh => Some("math.tanh"),
+            Intrinsic::Asin => Some("math.asin"),
+            Intrinsic::Acos => Some("math.acos"),
+            Intrinsic::Atan => Some("math.atan"),
+            Intrinsic::Sinh => Some("math.sinh"),
+            Intrinsic::Cosh => Some("math.cosh"),
+            Intrinsic::Cbrt => Some("math.cbrt"),
+            Intrinsic::ExpM1 => Some("math.expm1"),
+            Intrinsic::Ln1p => Some("math.log1p"),
             Intrinsic::Floor => Some("math.floor"),
             Intrinsic::Ceil => Some("math.ceil"),
             // Rust rounds half away from zero, as `math.round` does.
@@ -329,6 +337,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 (self.value(op, &values, t, span), ty)
             }
             Intrinsic::Powf => (self.value("math.powf", &values, t, span), ty),
+            Intrinsic::Atan2 => (self.value("math.atan2", &values, t, span), ty),
             Intrinsic::Powi => (self.value("math.fpowi", &values, t, span), ty),
             Intrinsic::MulAdd => (self.value("math.fma", &values, t, span), ty),
             Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes => {

@@ -69,7 +69,7 @@ const TYPES: [ScalarTy; 16] = [
 
 /// Float functions whose CPU results are the host libm's, which other targets need not
 /// match bit for bit.
-pub(crate) const TRANSCENDENTAL: [Intrinsic; 10] = [
+pub(crate) const TRANSCENDENTAL: [Intrinsic; 19] = [
     Intrinsic::Exp,
     Intrinsic::Exp2,
     Intrinsic::Ln,
@@ -79,6 +79,15 @@ pub(crate) const TRANSCENDENTAL: [Intrinsic; 10] = [
     Intrinsic::Cos,
     Intrinsic::Tan,
     Intrinsic::Tanh,
+    Intrinsic::Asin,
+    Intrinsic::Acos,
+    Intrinsic::Atan,
+    Intrinsic::Atan2,
+    Intrinsic::Sinh,
+    Intrinsic::Cosh,
+    Intrinsic::Cbrt,
+    Intrinsic::ExpM1,
+    Intrinsic::Ln1p,
     Intrinsic::Powf,
 ];
 

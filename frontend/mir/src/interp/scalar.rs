@@ -228,6 +228,7 @@ pub(super) trait Float:
     fn is_nan(self) -> bool;
     fn unary(self, i: Intrinsic) -> Self;
     fn powf(self, e: Self) -> Self;
+    fn atan2(self, x: Self) -> Self;
     fn mul_add(self, b: Self, c: Self) -> Self;
 }
 
@@ -256,6 +257,14 @@ macro_rules! impl_float {
                     Intrinsic::Cos => self.cos(),
                     Intrinsic::Tan => self.tan(),
                     Intrinsic::Tanh => self.tanh(),
+                    Intrinsic::Asin => self.asin(),
+                    Intrinsic::Acos => self.acos(),
+                    Intrinsic::Atan => self.atan(),
+                    Intrinsic::Sinh => self.sinh(),
+                    Intrinsic::Cosh => self.cosh(),
+                    Intrinsic::Cbrt => self.cbrt(),
+                    Intrinsic::ExpM1 => self.exp_m1(),
+                    Intrinsic::Ln1p => self.ln_1p(),
                     Intrinsic::Floor => self.floor(),
                     Intrinsic::Ceil => self.ceil(),
                     // Half away from zero, as `math.round`.
@@ -267,6 +276,9 @@ macro_rules! impl_float {
             }
             fn powf(self, e: Self) -> Self {
                 <$t>::powf(self, e)
+            }
+            fn atan2(self, x: Self) -> Self {
+                <$t>::atan2(self, x)
             }
             fn mul_add(self, b: Self, c: Self) -> Self {
                 <$t>::mul_add(self, b, c)
@@ -303,6 +315,7 @@ pub(super) fn float_intrinsic<T: Float>(i: Intrinsic, args: &[u64]) -> u64 {
     match i {
         Intrinsic::Min | Intrinsic::Max => min_max_num(i == Intrinsic::Min, a, T::of(args[1])),
         Intrinsic::Powf => a.powf(T::of(args[1])).bits(),
+        Intrinsic::Atan2 => a.atan2(T::of(args[1])).bits(),
         Intrinsic::Powi => powi(a, args[1] as u32 as i32).bits(),
         Intrinsic::MulAdd => a.mul_add(T::of(args[1]), T::of(args[2])).bits(),
         _ => a.unary(i).bits(),
