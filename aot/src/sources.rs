@@ -3,7 +3,7 @@
 
 use crate::Error;
 use offload_frontend::{
-    TranslateError, device_call_paths, instances, strategy_consts, translate_device,
+    TranslateError, device_call_paths, instances, kernel_consts, strategy_consts, translate_device,
     translate_instance_with,
 };
 use offload_mir::{Body, Linked};
@@ -90,17 +90,12 @@ struct Marked<'a> {
 struct Collect<'a> {
     file: &'a str,
     found: Vec<Marked<'a>>,
-    consts: Vec<(String, u32)>,
+    consts: Vec<(String, i128)>,
 }
 
 impl<'a> Visit<'a> for Collect<'a> {
     fn visit_item_const(&mut self, item: &'a syn::ItemConst) {
-        if let syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(value),
-            ..
-        }) = &*item.expr
-            && let Ok(value) = value.base10_parse::<u32>()
-        {
+        if let Some(value) = offload_frontend::const_value(&item.expr) {
             self.consts.push((item.ident.to_string(), value));
         }
         syn::visit::visit_item_const(self, item);
@@ -152,7 +147,7 @@ fn called_names(block: &syn::Block) -> Vec<String> {
 /// Every kernel instance of `files`, linked.
 pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
     let mut marked = Vec::new();
-    let mut consts: Vec<(String, u32)> = Vec::new();
+    let mut consts: Vec<(String, i128)> = Vec::new();
     for file in files {
         let mut collect = Collect {
             file: &file.name,
@@ -190,8 +185,34 @@ pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
         let Some(values) = strategy_values(m, &consts) else {
             continue;
         };
+        // The body's constants that are integer `const` items of this crate, each with one
+        // value; a name the body declares itself needs none.
+        let mut values = values;
+        for name in kernel_consts(m.item) {
+            let found: Vec<i128> = (consts.iter().filter(|(c, _)| *c == name))
+                .map(|(_, v)| *v)
+                .collect();
+            if let ([value], false) = (&found[..], values.iter().any(|(c, _)| *c == name)) {
+                values.push((name, *value));
+            }
+        }
+        let unresolved = |e: &TranslateError| e.message.starts_with("cannot find `");
+        let mut skipped = false;
         for subst in instances(&m.item.sig).map_err(error)? {
-            let body = translate_instance_with(m.item, m.file, &subst, &values).map_err(error)?;
+            let body = match translate_instance_with(m.item, m.file, &subst, &values) {
+                Ok(body) => body,
+                // A constant the crate defines by an expression, or in several places:
+                // the JIT has rustc's value.
+                Err(e) if unresolved(&e) => {
+                    println!(
+                        "cargo:warning={}: kernel `{name}` is not built ahead of time: {}",
+                        m.file, e.message
+                    );
+                    skipped = true;
+                    break;
+                }
+                Err(e) => return Err(error(e)),
+            };
             let display = if subst.is_empty() {
                 name.clone()
             } else {
@@ -215,6 +236,10 @@ pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
             };
             kernels.push(kernel);
         }
+        if skipped {
+            let instance = format!("{name}::<");
+            kernels.retain(|k| k.display != name && !k.display.starts_with(&instance));
+        }
     }
     Ok(kernels)
 }
@@ -222,10 +247,10 @@ pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
 /// The values of the `const` items the kernel's strategies name, or `None` (with a
 /// warning) when one is not an integer `const` of this crate with a single value: such a
 /// kernel is left to the JIT.
-fn strategy_values(kernel: &Marked<'_>, consts: &[(String, u32)]) -> Option<Vec<(String, u32)>> {
+fn strategy_values(kernel: &Marked<'_>, consts: &[(String, i128)]) -> Option<Vec<(String, i128)>> {
     let mut values = Vec::new();
     for name in strategy_consts(&kernel.item.sig) {
-        let found: Vec<u32> = consts
+        let found: Vec<i128> = consts
             .iter()
             .filter(|(c, _)| *c == name)
             .map(|(_, v)| *v)

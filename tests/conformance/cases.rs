@@ -75,6 +75,7 @@ macro_rules! for_each_case {
         $m!(float_classes_signs_and_euclidean_remainders);
         $m!(floats_from_and_to_their_bits);
         $m!(more_float_and_integer_methods);
+        $m!(integer_constants_from_outside_the_kernel);
     };
 }
 
@@ -2792,4 +2793,34 @@ pub fn more_float_and_integer_methods(o: LaunchOptions) -> CaseResult {
         }
     }
     Ok(())
+}
+
+/// Integer constants of the module, used in a kernel's body: rustc gives their values.
+const TILE: usize = 4;
+const SCALE_SHIFT: u32 = 3;
+const OFFSET: i64 = -7;
+
+#[offload_kernel]
+fn outer_consts(mut out: Region<i64, Linear1D>, x: &[i64]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let mut acc = 0i64;
+        for k in 0..TILE {
+            acc += x[(i * TILE + k) % x.len()];
+        }
+        *o = (acc << SCALE_SHIFT) + OFFSET;
+    }
+}
+
+pub fn integer_constants_from_outside_the_kernel(o: LaunchOptions) -> CaseResult {
+    let x: Vec<i64> = (0..37).map(|v| v * 3 - 50).collect();
+    let mut out = vec![0i64; 20];
+    outer_consts(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<i64> = (0..20)
+        .map(|i| {
+            let acc: i64 = (0..TILE).map(|k| x[(i * TILE + k) % x.len()]).sum();
+            (acc << SCALE_SHIFT) + OFFSET
+        })
+        .collect();
+    compare("outer constants", &out, &want)
 }

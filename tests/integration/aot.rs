@@ -117,6 +117,41 @@ fn amd_targets_get_a_code_object_per_kernel() {
     let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
+/// A kernel's body may name the crate's integer `const` items; one defined by an
+/// expression (which only rustc evaluates) leaves its kernel to the JIT.
+#[test]
+fn kernels_naming_the_crates_constants_are_built_where_their_values_are_plain() {
+    let lib = "use offload::prelude::*;
+
+const LANES: usize = 4;
+const OFFSET: i32 = -7;
+const SHIFTED: usize = 1 << 3;
+
+#[offload_kernel]
+fn plain(mut y: Region<i32, Linear1D>) {
+    if let Some(v) = y.get_mut() {
+        *v = (LANES as i32) * OFFSET;
+    }
+}
+
+#[offload_kernel]
+fn computed(mut y: Region<u32, Linear1D>) {
+    if let Some(v) = y.get_mut() {
+        *v = SHIFTED as u32;
+    }
+}
+";
+    let (src, out) = crate_with("consts", lib);
+    let report = Builder::new()
+        .targets(["cpu"])
+        .sources(&src)
+        .out_dir(&out)
+        .compile()
+        .unwrap();
+    assert_eq!(report.kernels, ["plain"]);
+    let _ = std::fs::remove_dir_all(out.parent().unwrap());
+}
+
 #[test]
 fn a_kernel_that_does_not_compile_fails_the_build_at_its_line() {
     let lib = "use offload::prelude::*;

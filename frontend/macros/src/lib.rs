@@ -13,7 +13,7 @@
 //! translator in `offload-mir`. These macros never panic on user input.
 
 use offload_frontend::{
-    ParamKind, instance_name, instances, param_kind, strategy_consts, translate_device,
+    ParamKind, instance_name, instances, kernel_consts, param_kind, translate_device,
     translate_instance_with,
 };
 use proc_macro::TokenStream;
@@ -49,12 +49,12 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     // One descriptor per instance: a plain kernel has one, a generic kernel one for each
     // combination of the types its bounds admit.
     let instances = instances(&item.sig).map_err(to_syn)?;
-    let consts = strategy_consts(&item.sig);
-    let probe = |base: u32| -> Vec<(String, u32)> {
+    let consts = kernel_consts(item);
+    let probe = |base: u32| -> Vec<(String, i128)> {
         consts
             .iter()
             .enumerate()
-            .map(|(k, c)| (c.clone(), base + k as u32))
+            .map(|(k, c)| (c.clone(), (base + k as u32) as i128))
             .collect()
     };
     let mut descriptors = Vec::new();
@@ -120,7 +120,7 @@ struct Parameters {
 fn parameters(
     item: &ItemFn,
     first: &[(String, offload_mir::ScalarTy)],
-    consts: &[(String, u32)],
+    consts: &[(String, i128)],
 ) -> syn::Result<Parameters> {
     let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
     let mut check_params = Vec::new();
@@ -183,7 +183,7 @@ fn instance_descriptor(
     file: &str,
     subst: &[(String, offload_mir::ScalarTy)],
     consts: &[String],
-    probe: &dyn Fn(u32) -> Vec<(String, u32)>,
+    probe: &dyn Fn(u32) -> Vec<(String, i128)>,
 ) -> syn::Result<(TokenStream2, TokenStream2)> {
     let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
     let name = &item.sig.ident;
@@ -204,7 +204,7 @@ fn instance_descriptor(
         const_mir(&body.to_string(), &other.to_string(), consts).ok_or_else(|| {
             syn::Error::new(
                 name.span(),
-                "internal error: a `const` strategy argument did not translate to a constant",
+                "a `const` item outside the kernel could not be carried into it: declare the constant inside the kernel (`const N: usize = 64;`)",
             )
         })?
     };
@@ -269,7 +269,11 @@ fn const_mir(a: &str, b: &str, consts: &[String]) -> Option<TokenStream2> {
     }
     let mut format = String::new();
     let mut args = Vec::new();
-    for (x, y) in ta.iter().zip(&tb) {
+    // Where the MIR gives a constant a type (`const 1000003usize`), rustc checks that the
+    // item's value fits it: the kernel computes in the type its use gives the value, as
+    // for a literal, and must not get the value wrapped.
+    let mut typed = Vec::new();
+    for (i, (x, y)) in ta.iter().zip(&tb).enumerate() {
         if x == y {
             format.push_str(&x.replace('{', "{{").replace('}', "}}"));
             continue;
@@ -281,8 +285,32 @@ fn const_mir(a: &str, b: &str, consts: &[String]) -> Option<TokenStream2> {
         let name = format_ident!("{}", consts.get(k as usize)?);
         format.push_str("{}");
         args.push(quote! { #name });
+        let suffix: String = ta[i + 1..]
+            .concat()
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric())
+            .collect();
+        if let Some(ty) = offload_mir::ScalarTy::from_name(&suffix)
+            && ty.is_integer()
+        {
+            let bits = ty.bits();
+            let (min, max) = if ty.is_signed() {
+                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+            } else {
+                (0, (1i128 << bits) - 1)
+            };
+            let message = format!("`{name}` does not fit the `{ty}` it is used as in the kernel");
+            typed.push(quote! {
+                const _: () = assert!((#name as i128) >= #min && (#name as i128) <= #max, #message);
+            });
+        }
     }
-    Some(quote! { ::offload::__private::formatcp!(#format, #(#args),*) })
+    Some(quote! {
+        {
+            #(#typed)*
+            ::offload::__private::formatcp!(#format, #(#args),*)
+        }
+    })
 }
 
 /// Marks a function callable from kernels. It stays an ordinary Rust function too; a

@@ -12,6 +12,19 @@ impl Translator {
     /// Constants of the primitive types by path: `f32::consts::PI`, `f64::EPSILON`,
     /// `i32::MAX`, `u32::BITS`, with or without a `std::`/`core::` prefix. A single name
     /// that is a local is not a constant.
+    /// The value of an integer `const` item outside the kernel that `path` names.
+    pub(super) fn outer_const(&self, path: &syn::Path) -> Option<i128> {
+        let id = path.get_ident()?;
+        if self.lookup(id).is_some() {
+            return None;
+        }
+        let name = id.to_string();
+        self.consts
+            .iter()
+            .find(|(c, _)| *c == name)
+            .map(|(_, v)| *v)
+    }
+
     pub(super) fn path_constant(&self, path: &syn::Path) -> Option<Const> {
         if let Some(id) = path.get_ident()
             && self.lookup(id).is_some()
@@ -127,6 +140,24 @@ impl Translator {
             syn::Expr::Path(p) if self.path_constant(&p.path).is_some() => {
                 let c = self.path_constant(&p.path).expect("checked by the guard");
                 Ok(Some((Operand::Const(c), c.ty())))
+            }
+            // An integer `const` item outside the kernel, with the value rustc gives it
+            // (`kernel_consts`): typed by its use, as a literal is.
+            syn::Expr::Path(p) if self.outer_const(&p.path).is_some() => {
+                let value = self.outer_const(&p.path).expect("checked by the guard");
+                if expected.is_some_and(|t| !t.is_integer()) {
+                    return error(
+                        e,
+                        "only integer `const` items outside the kernel can be used in it; declare this constant inside the kernel",
+                    );
+                }
+                let lit = syn::LitInt::new(&value.unsigned_abs().to_string(), span);
+                if value < 0 {
+                    // `-(magnitude)`, typed as the negation of a literal is.
+                    let negated: syn::Expr = syn::parse_quote_spanned!(span=> -#lit);
+                    return self.expr(&negated, expected);
+                }
+                Ok(Some(self.literal(&syn::Lit::Int(lit), expected)?))
             }
             syn::Expr::Path(_) | syn::Expr::Index(_) => {
                 let (place, ty) = self.place(e)?;

@@ -135,8 +135,9 @@ pub enum ParamKind {
     Scalar(ScalarTy),
 }
 
-/// Values of the `const` items a kernel's strategies name (`Chunked<COLS>`), by name.
-pub type ConstValues = [(String, u32)];
+/// Values of the `const` items a kernel names outside itself (`Chunked<COLS>`, `N` in its
+/// body), by name.
+pub type ConstValues = [(String, i128)];
 
 /// The `const` items a kernel's signature uses as strategy arguments (`COLS` in
 /// `Region<f32, Chunked<COLS>>`), each once, in order. Their values are known to rustc,
@@ -184,6 +185,54 @@ pub fn strategy_consts(sig: &syn::Signature) -> Vec<String> {
         }
     }
     names
+}
+
+/// The `const` items a kernel may name whose values only rustc knows: those its
+/// strategies name ([`strategy_consts`]), then the names in its body that look like
+/// constants (`DT`, `TILE_SIZE`: all capitals) and are used as values. A name the body
+/// declares itself is found there first; the rest take the values the caller gives
+/// ([`translate_instance_with`]), as integer constants typed by their use, as a literal
+/// is.
+pub fn kernel_consts(item: &syn::ItemFn) -> Vec<String> {
+    use syn::visit::Visit;
+    struct Names(Vec<String>);
+    impl<'a> Visit<'a> for Names {
+        fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+            if let Some(id) = p.path.get_ident() {
+                let name = id.to_string();
+                let constant = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if constant && !self.0.contains(&name) {
+                    self.0.push(name);
+                }
+            }
+            syn::visit::visit_expr_path(self, p);
+        }
+    }
+    let mut names = Names(strategy_consts(&item.sig));
+    names.visit_block(&item.block);
+    names.0
+}
+
+/// The value of a `const` item's initialiser when it is an integer literal, possibly
+/// negated (`64`, `-7`): what tools that read sources without rustc can carry into
+/// kernels.
+pub fn const_value(expr: &syn::Expr) -> Option<i128> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok(),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => const_value(expr).map(|v| -v),
+        syn::Expr::Paren(p) => const_value(&p.expr),
+        _ => None,
+    }
 }
 
 /// Reads a strategy (`Linear1D`, `Chunked<4>`, `Chunked<COLS>` with `COLS` in `consts`).
@@ -595,7 +644,7 @@ struct Translator {
     /// The type arguments of the instance being translated.
     subst: Vec<(String, ScalarTy)>,
     /// The values of the `const` items its strategies name.
-    consts: Vec<(String, u32)>,
+    consts: Vec<(String, i128)>,
     /// The columns of each `Shared2D` tile.
     tile_cols: HashMap<Local, u64>,
     /// Read-only arrays, which `Binding::Array` refers to.

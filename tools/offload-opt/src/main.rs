@@ -283,18 +283,12 @@ fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
         let at = e.span().start();
         anyhow::anyhow!("{display}:{}:{}: {e}", at.line, at.column + 1)
     })?;
-    // Integer `const` items of the file, which strategies may name (`Chunked<COLS>`).
-    let consts: Vec<(String, u32)> = file
+    // Integer `const` items of the file, which strategies and kernel bodies may name.
+    let consts: Vec<(String, i128)> = file
         .items
         .iter()
         .filter_map(|item| match item {
-            syn::Item::Const(c) => match &*c.expr {
-                syn::Expr::Lit(syn::ExprLit {
-                    lit: syn::Lit::Int(i),
-                    ..
-                }) => Some((c.ident.to_string(), i.base10_parse().ok()?)),
-                _ => None,
-            },
+            syn::Item::Const(c) => Some((c.ident.to_string(), translate::const_value(&c.expr)?)),
             _ => None,
         })
         .collect();
