@@ -334,6 +334,25 @@ impl Translator {
         Ok(Some((v, ScalarTy::Usize)))
     }
 
+    /// The receiver and the argument of an integer method of two operands (`a.m(b)`),
+    /// both of the receiver's type.
+    fn integer_operands(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+    ) -> Result<(Operand, Operand, ScalarTy)> {
+        let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
+        let (a, t) = self.scalar_expr(&m.receiver, ty)?;
+        let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
+        if !t.is_integer() {
+            return error(
+                &m.method,
+                format!("`{name}` is defined on integers, not `{t}`"),
+            );
+        }
+        Ok((a, b, t))
+    }
+
     /// `x.wrapping_add(y)`, `wrapping_sub` and `wrapping_mul` of integers.
     fn wrapping_call(
         &mut self,
@@ -347,15 +366,7 @@ impl Translator {
             "wrapping_sub" => BinOp::Sub,
             _ => BinOp::Mul,
         };
-        let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
-        let (a, t) = self.scalar_expr(&m.receiver, ty)?;
-        let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
-        if !t.is_integer() {
-            return error(
-                &m.method,
-                format!("`{name}` is defined on integers, not `{t}`"),
-            );
-        }
+        let (a, b, t) = self.integer_operands(m, name)?;
         Ok(Some((
             self.assign_temp(t, Rvalue::BinaryOp(op, a, b), span),
             t,
@@ -445,15 +456,7 @@ impl Translator {
     /// `a.abs_diff(b)` (unsigned for signed `a`, as in Rust) and `a.rem_euclid(b)` (never
     /// negative; panics as `%` does) of integers.
     fn euclid_call(&mut self, m: &syn::ExprMethodCall, name: &str, span: SynSpan) -> Result<Value> {
-        let ty = self.infer(&m.receiver).or_else(|| self.infer(&m.args[0]));
-        let (a, t) = self.scalar_expr(&m.receiver, ty)?;
-        let (b, _) = self.scalar_expr(&m.args[0], Some(t))?;
-        if !t.is_integer() {
-            return error(
-                &m.method,
-                format!("`{name}` is defined on integers, not `{t}`"),
-            );
-        }
+        let (a, b, t) = self.integer_operands(m, name)?;
         if name == "abs_diff" {
             let high = self.intrinsic(Intrinsic::Max, vec![a, b], span)?;
             let low = self.intrinsic(Intrinsic::Min, vec![a, b], span)?;

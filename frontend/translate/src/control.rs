@@ -231,27 +231,15 @@ impl Translator {
         let (cond, _) = self.scalar_expr(&w.cond, Some(ScalarTy::Bool))?;
         self.switch_bool(cond, body, exit, span);
         self.current = Some(body);
-        self.loop_body(w.label.as_ref(), &w.body, exit, head, span)?;
+        self.loop_body(w.label.as_ref(), &w.body, exit, head, span, None)?;
         self.current = Some(exit);
         Ok(None)
     }
 
     /// Translates a loop's body, with `break` going to `break_to` and `continue` (and the
-    /// end of the body) to `continue_to`.
+    /// end of the body) to `continue_to`; with `value`, the value its breaks give, for
+    /// `loop` expressions.
     fn loop_body(
-        &mut self,
-        label: Option<&syn::Label>,
-        body: &syn::Block,
-        break_to: BasicBlock,
-        continue_to: BasicBlock,
-        span: SynSpan,
-    ) -> Result<()> {
-        self.looped(label, body, break_to, continue_to, span, None)
-            .map(|_| ())
-    }
-
-    /// [`Self::loop_body`] with the value its breaks give, for `loop` expressions.
-    fn looped(
         &mut self,
         label: Option<&syn::Label>,
         body: &syn::Block,
@@ -295,7 +283,7 @@ impl Translator {
             expected,
             result: None,
         };
-        let value = self.looped(l.label.as_ref(), &l.body, exit, body, span, Some(value))?;
+        let value = self.loop_body(l.label.as_ref(), &l.body, exit, body, span, Some(value))?;
         self.current = Some(exit);
         Ok(value
             .and_then(|v| v.result)
@@ -592,7 +580,7 @@ impl Translator {
         if let Some(prologue) = prologue {
             prologue(self)?;
         }
-        self.loop_body(f.label.as_ref(), &f.body, exit, latch, span)?;
+        self.loop_body(f.label.as_ref(), &f.body, exit, latch, span, None)?;
         self.scopes.pop();
 
         self.current = Some(latch);
