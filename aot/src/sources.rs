@@ -3,8 +3,8 @@
 
 use crate::Error;
 use offload_frontend::{
-    TranslateError, device_call_paths, instances, kernel_consts, strategy_consts, translate_device,
-    translate_instance_with,
+    ConstValue, TranslateError, device_call_paths, instances, kernel_consts, strategy_consts,
+    translate_device, translate_instance_with,
 };
 use offload_mir::{Body, Linked};
 use std::collections::HashMap;
@@ -90,7 +90,7 @@ struct Marked<'a> {
 struct Collect<'a> {
     file: &'a str,
     found: Vec<Marked<'a>>,
-    consts: Vec<(String, i128)>,
+    consts: Vec<(String, ConstValue)>,
 }
 
 impl<'a> Visit<'a> for Collect<'a> {
@@ -147,7 +147,7 @@ fn called_names(block: &syn::Block) -> Vec<String> {
 /// Every kernel instance of `files`, linked.
 pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
     let mut marked = Vec::new();
-    let mut consts: Vec<(String, i128)> = Vec::new();
+    let mut consts: Vec<(String, ConstValue)> = Vec::new();
     for file in files {
         let mut collect = Collect {
             file: &file.name,
@@ -189,7 +189,7 @@ pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
         // value; a name the body declares itself needs none.
         let mut values = values;
         for name in kernel_consts(m.item) {
-            let found: Vec<i128> = (consts.iter().filter(|(c, _)| *c == name))
+            let found: Vec<ConstValue> = (consts.iter().filter(|(c, _)| *c == name))
                 .map(|(_, v)| *v)
                 .collect();
             if let ([value], false) = (&found[..], values.iter().any(|(c, _)| *c == name)) {
@@ -247,10 +247,13 @@ pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
 /// The values of the `const` items the kernel's strategies name, or `None` (with a
 /// warning) when one is not an integer `const` of this crate with a single value: such a
 /// kernel is left to the JIT.
-fn strategy_values(kernel: &Marked<'_>, consts: &[(String, i128)]) -> Option<Vec<(String, i128)>> {
+fn strategy_values(
+    kernel: &Marked<'_>,
+    consts: &[(String, ConstValue)],
+) -> Option<Vec<(String, ConstValue)>> {
     let mut values = Vec::new();
     for name in strategy_consts(&kernel.item.sig) {
-        let found: Vec<i128> = consts
+        let found: Vec<ConstValue> = consts
             .iter()
             .filter(|(c, _)| *c == name)
             .map(|(_, v)| *v)

@@ -2799,6 +2799,8 @@ pub fn more_float_and_integer_methods(o: LaunchOptions) -> CaseResult {
 const TILE: usize = 4;
 const SCALE_SHIFT: u32 = 3;
 const OFFSET: i64 = -7;
+const DT: f32 = 0.01;
+const GRAVITY: f64 = -9.81;
 
 #[offload_kernel]
 fn outer_consts(mut out: Region<i64, Linear1D>, x: &[i64]) {
@@ -2812,6 +2814,15 @@ fn outer_consts(mut out: Region<i64, Linear1D>, x: &[i64]) {
     }
 }
 
+#[offload_kernel]
+fn outer_float_consts(mut v: Region<f32, Linear1D>, h: &[f64]) {
+    let i = v.index();
+    if let Some(o) = v.get_mut() {
+        let fall = (GRAVITY * h[i]) as f32;
+        *o += DT * fall;
+    }
+}
+
 pub fn integer_constants_from_outside_the_kernel(o: LaunchOptions) -> CaseResult {
     let x: Vec<i64> = (0..37).map(|v| v * 3 - 50).collect();
     let mut out = vec![0i64; 20];
@@ -2822,5 +2833,14 @@ pub fn integer_constants_from_outside_the_kernel(o: LaunchOptions) -> CaseResult
             (acc << SCALE_SHIFT) + OFFSET
         })
         .collect();
-    compare("outer constants", &out, &want)
+    compare("outer constants", &out, &want)?;
+    let h: Vec<f64> = (0..20).map(|i| i as f64 * 0.75).collect();
+    let mut v: Vec<f32> = (0..20).map(|i| i as f32).collect();
+    let want: Vec<f32> = v
+        .iter()
+        .zip(&h)
+        .map(|(v, h)| v + DT * (GRAVITY * h) as f32)
+        .collect();
+    outer_float_consts(o, &mut v, &h).map_err(|e| e.to_string())?;
+    compare("outer float constants", &v, &want)
 }

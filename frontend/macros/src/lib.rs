@@ -13,7 +13,7 @@
 //! translator in `offload-mir`. These macros never panic on user input.
 
 use offload_frontend::{
-    ParamKind, instance_name, instances, kernel_consts, param_kind, translate_device,
+    ConstValue, ParamKind, instance_name, instances, kernel_consts, param_kind, translate_device,
     translate_instance_with,
 };
 use proc_macro::TokenStream;
@@ -50,11 +50,11 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     // combination of the types its bounds admit.
     let instances = instances(&item.sig).map_err(to_syn)?;
     let consts = kernel_consts(item);
-    let probe = |base: u32| -> Vec<(String, i128)> {
+    let probe = |base: u32| -> Vec<(String, ConstValue)> {
         consts
             .iter()
             .enumerate()
-            .map(|(k, c)| (c.clone(), (base + k as u32) as i128))
+            .map(|(k, c)| (c.clone(), ConstValue::Int((base + k as u32) as i128)))
             .collect()
     };
     let mut descriptors = Vec::new();
@@ -120,7 +120,7 @@ struct Parameters {
 fn parameters(
     item: &ItemFn,
     first: &[(String, offload_mir::ScalarTy)],
-    consts: &[(String, i128)],
+    consts: &[(String, ConstValue)],
 ) -> syn::Result<Parameters> {
     let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
     let mut check_params = Vec::new();
@@ -183,7 +183,7 @@ fn instance_descriptor(
     file: &str,
     subst: &[(String, offload_mir::ScalarTy)],
     consts: &[String],
-    probe: &dyn Fn(u32) -> Vec<(String, i128)>,
+    probe: &dyn Fn(u32) -> Vec<(String, ConstValue)>,
 ) -> syn::Result<(TokenStream2, TokenStream2)> {
     let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
     let name = &item.sig.ident;
@@ -271,9 +271,15 @@ fn const_mir(a: &str, b: &str, consts: &[String]) -> Option<TokenStream2> {
     let mut args = Vec::new();
     // Where the MIR gives a constant a type (`const 1000003usize`), rustc checks that the
     // item's value fits it: the kernel computes in the type its use gives the value, as
-    // for a literal, and must not get the value wrapped.
+    // for a literal, and must not get the value wrapped. A float constant (`const
+    // 1000003.0f32`) is written by its bits (`0x3c23d70a_f32`), and must have that type.
     let mut typed = Vec::new();
+    let mut skip = 0;
     for (i, (x, y)) in ta.iter().zip(&tb).enumerate() {
+        if skip > 0 {
+            skip -= 1;
+            continue;
+        }
         if x == y {
             format.push_str(&x.replace('{', "{{").replace('}', "}}"));
             continue;
@@ -283,10 +289,22 @@ fn const_mir(a: &str, b: &str, consts: &[String]) -> Option<TokenStream2> {
             return None;
         }
         let name = format_ident!("{}", consts.get(k as usize)?);
+        let rest = ta[i + 1..].concat();
+        if let Some(float) = ["f32", "f64"]
+            .into_iter()
+            .find(|f| rest.starts_with(&format!(".0{f}")))
+        {
+            // Skip the `.` and `0` tokens; the suffix follows the bits.
+            skip = 2;
+            format.push_str("{:#x}_");
+            args.push(quote! { #name.to_bits() });
+            let ty = format_ident!("{}", float);
+            typed.push(quote! { const _: #ty = #name; });
+            continue;
+        }
         format.push_str("{}");
         args.push(quote! { #name });
-        let suffix: String = ta[i + 1..]
-            .concat()
+        let suffix: String = rest
             .chars()
             .take_while(|c| c.is_ascii_alphanumeric())
             .collect();

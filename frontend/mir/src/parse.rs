@@ -719,6 +719,18 @@ impl Parser {
         };
         let digits = &w[..w.len() - ty.name().len()];
         if ty.is_float() {
+            // A float by its bits, `0x3c23d70a_f32`: how values only rustc knows are
+            // written into kernels.
+            if let Some(hex) = digits.strip_prefix("0x").and_then(|h| h.strip_suffix('_')) {
+                let bits = u64::from_str_radix(hex, 16).map_err(|_| bad(self))?;
+                let v = match ty {
+                    ScalarTy::F32 => {
+                        f32::from_bits(u32::try_from(bits).map_err(|_| bad(self))?) as f64
+                    }
+                    _ => f64::from_bits(bits),
+                };
+                return Ok(Const::Float(v, ty));
+            }
             let v: f64 = digits.parse().map_err(|_| bad(self))?;
             Ok(Const::Float(v, ty))
         } else {

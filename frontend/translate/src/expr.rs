@@ -13,7 +13,7 @@ impl Translator {
     /// `i32::MAX`, `u32::BITS`, with or without a `std::`/`core::` prefix. A single name
     /// that is a local is not a constant.
     /// The value of an integer `const` item outside the kernel that `path` names.
-    pub(super) fn outer_const(&self, path: &syn::Path) -> Option<i128> {
+    pub(super) fn outer_const(&self, path: &syn::Path) -> Option<super::ConstValue> {
         let id = path.get_ident()?;
         if self.lookup(id).is_some() {
             return None;
@@ -144,11 +144,23 @@ impl Translator {
             // An integer `const` item outside the kernel, with the value rustc gives it
             // (`kernel_consts`): typed by its use, as a literal is.
             syn::Expr::Path(p) if self.outer_const(&p.path).is_some() => {
+                use super::ConstValue;
                 let value = self.outer_const(&p.path).expect("checked by the guard");
-                if expected.is_some_and(|t| !t.is_integer()) {
+                let float = expected.filter(|t| t.is_float());
+                let value = match (value, float) {
+                    (ConstValue::Int(v), Some(t)) => {
+                        return Ok(Some((Operand::Const(Const::Float(v as f64, t)), t)));
+                    }
+                    (ConstValue::Float(v), t) => {
+                        let t = t.unwrap_or(ScalarTy::F64);
+                        return Ok(Some((Operand::Const(Const::Float(v, t)), t)));
+                    }
+                    (ConstValue::Int(v), None) => v,
+                };
+                if expected == Some(ScalarTy::Bool) {
                     return error(
                         e,
-                        "only integer `const` items outside the kernel can be used in it; declare this constant inside the kernel",
+                        "a `bool` `const` item outside the kernel cannot be used in it; declare this constant inside the kernel",
                     );
                 }
                 let lit = syn::LitInt::new(&value.unsigned_abs().to_string(), span);

@@ -137,7 +137,14 @@ pub enum ParamKind {
 
 /// Values of the `const` items a kernel names outside itself (`Chunked<COLS>`, `N` in its
 /// body), by name.
-pub type ConstValues = [(String, i128)];
+pub type ConstValues = [(String, ConstValue)];
+
+/// The value of a `const` item outside a kernel.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum ConstValue {
+    Int(i128),
+    Float(f64),
+}
 
 /// The `const` items a kernel's signature uses as strategy arguments (`COLS` in
 /// `Region<f32, Chunked<COLS>>`), each once, in order. Their values are known to rustc,
@@ -219,17 +226,24 @@ pub fn kernel_consts(item: &syn::ItemFn) -> Vec<String> {
 /// The value of a `const` item's initialiser when it is an integer literal, possibly
 /// negated (`64`, `-7`): what tools that read sources without rustc can carry into
 /// kernels.
-pub fn const_value(expr: &syn::Expr) -> Option<i128> {
+pub fn const_value(expr: &syn::Expr) -> Option<ConstValue> {
     match expr {
         syn::Expr::Lit(syn::ExprLit {
             lit: syn::Lit::Int(i),
             ..
-        }) => i.base10_parse().ok(),
+        }) => i.base10_parse().ok().map(ConstValue::Int),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(f),
+            ..
+        }) => f.base10_parse().ok().map(ConstValue::Float),
         syn::Expr::Unary(syn::ExprUnary {
             op: syn::UnOp::Neg(_),
             expr,
             ..
-        }) => const_value(expr).map(|v| -v),
+        }) => const_value(expr).map(|v| match v {
+            ConstValue::Int(i) => ConstValue::Int(-i),
+            ConstValue::Float(f) => ConstValue::Float(-f),
+        }),
         syn::Expr::Paren(p) => const_value(&p.expr),
         _ => None,
     }
@@ -242,7 +256,9 @@ fn strategy(name: &str, consts: &ConstValues) -> Option<Strategy> {
         return Some(strategy);
     }
     let (kind, param) = name.strip_suffix('>')?.split_once('<')?;
-    let value = consts.iter().find(|(c, _)| c == param.trim())?.1;
+    let ConstValue::Int(value) = consts.iter().find(|(c, _)| c == param.trim())?.1 else {
+        return None;
+    };
     Strategy::from_name(&format!("{kind}<{value}>"))
 }
 
@@ -644,7 +660,7 @@ struct Translator {
     /// The type arguments of the instance being translated.
     subst: Vec<(String, ScalarTy)>,
     /// The values of the `const` items its strategies name.
-    consts: Vec<(String, i128)>,
+    consts: Vec<(String, ConstValue)>,
     /// The columns of each `Shared2D` tile.
     tile_cols: HashMap<Local, u64>,
     /// Read-only arrays, which `Binding::Array` refers to.

@@ -198,7 +198,8 @@ impl Translator {
         // A radius from a `const` item is known only to rustc (the translation sees a
         // stand-in value): the check is then made at run time, where simplification
         // folds it for constant offsets.
-        let radius_known = !self.consts.iter().any(|(_, v)| *v == radius as i128);
+        let radius_known =
+            !(self.consts.iter()).any(|(_, v)| *v == super::ConstValue::Int(radius as i128));
         if let Some(c) = constant
             && radius_known
             && c.unsigned_abs() > radius as u64

@@ -284,7 +284,7 @@ fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
         anyhow::anyhow!("{display}:{}:{}: {e}", at.line, at.column + 1)
     })?;
     // Integer `const` items of the file, which strategies and kernel bodies may name.
-    let consts: Vec<(String, i128)> = file
+    let consts: Vec<(String, translate::ConstValue)> = file
         .items
         .iter()
         .filter_map(|item| match item {
