@@ -202,6 +202,15 @@ fn geometry(
             "resident_workgroups = 0: a multiprocessor holds at least one workgroup".into(),
         ));
     }
+    if let Some(n) = options.resident_workgroups {
+        // The most any NVIDIA GPU holds at once: 32 workgroups, 2048 threads.
+        let threads = n as u64 * workgroup_size.iter().map(|&t| t as u64).product::<u64>();
+        if n > 32 || threads > 2048 {
+            return Err(Error::InvalidLaunch(format!(
+                "resident_workgroups = {n} of {workgroup_size:?} threads is more than a multiprocessor holds (32 workgroups, 2048 threads)"
+            )));
+        }
+    }
     if workgroups.contains(&0) {
         return Err(Error::InvalidLaunch(format!(
             "workgroup_dim {workgroups:?} must not contain zero"

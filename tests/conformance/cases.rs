@@ -1671,6 +1671,14 @@ pub fn tiled_matrix_product(o: LaunchOptions) -> CaseResult {
     expect_error(
         matmul_tiled(none, Region::new_2d(&mut c, n), &a, &b, n),
         "invalid launch: resident_workgroups = 0: a multiprocessor holds at least one workgroup",
+    )?;
+    let too_many = LaunchOptions {
+        resident_workgroups: Some(9),
+        ..o
+    };
+    expect_error(
+        matmul_tiled(too_many, Region::new_2d(&mut c, n), &a, &b, n),
+        "invalid launch: resident_workgroups = 9 of [16, 16, 1] threads is more than a multiprocessor holds (32 workgroups, 2048 threads)",
     )
 }
 
