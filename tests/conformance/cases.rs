@@ -2585,8 +2585,13 @@ fn element_loops(mut out: Region<f32, Linear1D>, x: &[f32]) {
     for _ in (5..2u32).rev() {
         down += 1;
     }
+    // The elements from the last back: a Horner sum.
+    let mut horner = 0.0f32;
+    for &v in x.iter().rev() {
+        horner = horner * 0.5 + v;
+    }
     if let Some(o) = out.get_mut() {
-        *o = sum + weighted * 100.0 + last * 1000.0 + above * 10000.0 + down as f32;
+        *o = sum + weighted * 100.0 + last * 1000.0 + above * 10000.0 + down as f32 + horner;
     }
 }
 
@@ -2603,7 +2608,8 @@ pub fn loops_over_elements_and_loop_values(o: LaunchOptions) -> CaseResult {
                 .enumerate()
                 .fold(0.0f32, |a, (k, w)| a + w * (k + i) as f32);
             let above = x.iter().copied().find(|&v| v > i as f32).unwrap_or(-1.0);
-            sum + weighted * 100.0 + x[x.len() - 1] * 1000.0 + above * 10000.0 + 3210321.0
+            let horner = x.iter().rev().fold(0.0f32, |h, v| h * 0.5 + v);
+            sum + weighted * 100.0 + x[x.len() - 1] * 1000.0 + above * 10000.0 + 3210321.0 + horner
         })
         .collect();
     compare("element loops", &out, &want)

@@ -4,7 +4,7 @@ use offload::prelude::*;
 // adapters do not.
 #[offload_kernel]
 fn k(x: &[f32]) {
-    for v in x.iter().rev() {}
+    for v in x.iter().skip(1) {}
 }
 
 fn main() {}

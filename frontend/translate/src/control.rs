@@ -388,8 +388,8 @@ impl Translator {
     /// distance left with the step before adding it, so the counter never overflows, even
     /// for `a..=T::MAX`.
     pub(super) fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Value> {
-        if let Some((elements, enumerate)) = element_iteration(&f.expr) {
-            return self.element_loop(f, elements, enumerate);
+        if let Some(elements) = element_iteration(&f.expr) {
+            return self.element_loop(f, elements);
         }
         if let syn::Expr::MethodCall(m) = strip_parens(&f.expr)
             && m.method == "rev"
@@ -446,17 +446,14 @@ impl Translator {
         Ok(None)
     }
 
-    /// `for v in x.iter()`, `for v in x`, `for (k, v) in x.iter().enumerate()` (also with
-    /// `&v`, and `.copied()`/`.cloned()`) over a slice, array or chunk: a loop over
+    /// `for v in x.iter()`, `for v in x`, `for (k, v) in x.iter().enumerate()`, `for v in
+    /// x.iter().rev()` (also with `&v`, and `.copied()`/`.cloned()`) over a slice, array
+    /// or chunk: a loop over
     /// `0..x.len()` whose body starts with `let k = counter; let v = x[counter];`. The
     /// element is read as `x[counter]` is anywhere (bounds-checked; the loop's own bound
     /// proves the check).
-    fn element_loop(
-        &mut self,
-        f: &syn::ExprForLoop,
-        elements: &syn::Expr,
-        enumerate: bool,
-    ) -> Result<Value> {
+    fn element_loop(&mut self, f: &syn::ExprForLoop, it: Elements<'_>) -> Result<Value> {
+        let (elements, enumerate) = (it.of, it.enumerate);
         const FORM: &str = "`for (k, v) in x.iter().enumerate()` binds an index and an element";
         let span = f.for_token.span;
         self.element_loops += 1;
@@ -471,7 +468,12 @@ impl Translator {
             other => (other, false),
         };
         let range: syn::Expr = syn::parse_quote_spanned!(span=> 0..#elements.len());
-        let read: syn::Expr = syn::parse_quote_spanned!(span=> #elements[#counter]);
+        // From the last element back: `x[len - 1 - counter]`, which no empty loop reaches.
+        let read: syn::Expr = if it.reversed {
+            syn::parse_quote_spanned!(span=> #elements[#elements.len() - 1 - #counter])
+        } else {
+            syn::parse_quote_spanned!(span=> #elements[#counter])
+        };
         let looped = syn::ExprForLoop {
             attrs: Vec::new(),
             label: f.label.clone(),
@@ -506,7 +508,7 @@ impl Translator {
         f: &syn::ExprForLoop,
         prologue: Option<&Prologue<'_>>,
     ) -> Result<Value> {
-        const FORM: &str = "`for` loops must iterate over a range (`a..b`, `a..=b`, `(a..b).step_by(s)`, `(a..b).rev()`) or over the elements of a slice or array (`x.iter()`, `x.iter().enumerate()`)";
+        const FORM: &str = "`for` loops must iterate over a range (`a..b`, `a..=b`, `(a..b).step_by(s)`, `(a..b).rev()`) or over the elements of a slice or array (`x.iter()`, `x.iter().enumerate()`, `x.iter().rev()`)";
         let span = f.for_token.span;
         let (range, step) = match &*f.expr {
             syn::Expr::MethodCall(m) if m.method == "step_by" && m.args.len() == 1 => {
@@ -886,23 +888,46 @@ fn break_values<'b>(body: &'b syn::Block, label: Option<&str>) -> Vec<&'b syn::E
 
 /// What a `for` loop over elements iterates (`x` in `x.iter()`), and whether it is
 /// enumerated; `None` for other loops (ranges).
-fn element_iteration(e: &syn::Expr) -> Option<(&syn::Expr, bool)> {
+fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
     let e = strip_parens(e);
+    let plain = |x| Elements {
+        of: x,
+        enumerate: false,
+        reversed: false,
+    };
     match e {
-        syn::Expr::Path(_) => Some((e, false)),
+        syn::Expr::Path(_) => Some(plain(e)),
         syn::Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
             "iter" => match strip_parens(&m.receiver) {
-                r @ syn::Expr::Path(_) => Some((r, false)),
+                r @ syn::Expr::Path(_) => Some(plain(r)),
                 _ => None,
             },
             "copied" | "cloned" => element_iteration(&m.receiver),
-            "enumerate" => {
-                element_iteration(&m.receiver).and_then(|(x, e)| (!e).then_some((x, true)))
-            }
+            "enumerate" => element_iteration(&m.receiver)
+                .filter(|x| !x.enumerate && !x.reversed)
+                .map(|x| Elements {
+                    enumerate: true,
+                    ..x
+                }),
+            "rev" => element_iteration(&m.receiver)
+                .filter(|x| !x.enumerate && !x.reversed)
+                .map(|x| Elements {
+                    reversed: true,
+                    ..x
+                }),
             _ => None,
         },
         _ => None,
     }
+}
+
+/// What a `for` loop over elements runs over: the slice, array or chunk, whether it is
+/// enumerated, and whether it runs from the last element back.
+#[derive(Copy, Clone)]
+struct Elements<'e> {
+    of: &'e syn::Expr,
+    enumerate: bool,
+    reversed: bool,
 }
 
 #[derive(Copy, Clone)]
