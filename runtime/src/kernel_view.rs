@@ -153,6 +153,14 @@ pub fn thread_idx(dim: usize) -> usize {
     unreachable!("{NEVER}")
 }
 
+/// This thread's linear index in its workgroup: `x + y * dim_x + z * dim_x * dim_y`
+/// for `thread_idx` `(x, y, z)` and `workgroup_dim` `(dim_x, dim_y, dim_z)`. Unlike
+/// `thread_idx(0)`, no two threads of a workgroup share it, so shared-memory slots
+/// indexed by it are proven to be each thread's own (see [`Shared`]).
+pub fn thread_rank() -> usize {
+    unreachable!("{NEVER}")
+}
+
 /// This thread's workgroup's index in the launch along `dim`; CUDA's `blockIdx`.
 pub fn workgroup_idx(dim: usize) -> usize {
     let _ = dim;
@@ -244,14 +252,21 @@ pub fn sync_threads() {
 /// same array; each workgroup has its own. Slots no thread has written hold unspecified
 /// values (any bit pattern of `T`).
 ///
-/// Safe code cannot race on it:
-/// - a thread writes only its *own* slots: [`write`](Self::write) writes slot `rank`
-///   (the thread's linear index in its workgroup, `x + y * dim_x + z * dim_x * dim_y`),
-///   [`write_nth`](Self::write_nth)`(k, v)` slot `k * threads_per_workgroup + rank`;
-/// - any thread reads any slot with `tile[i]`;
-/// - between a write and a read, and between a read and a write, of the same array, every
-///   path through the kernel must pass a [`sync_threads`]. The kernel translator checks
-///   this and refuses the kernel otherwise, pointing at the access.
+/// Safe code cannot race on it. Threads read with `tile[i]` and write with `tile[i] = v`
+/// (or `+=`...), [`write`](Self::write) (slot `rank`, the thread's
+/// [`thread_rank`]) and [`write_nth`](Self::write_nth)`(k, v)` (slot
+/// `k * threads_per_workgroup + rank`). Between two [`sync_threads`], a slot one thread
+/// writes may not be touched by another: the kernel translator proves it, or refuses
+/// the kernel pointing at the access. It proves slots apart when
+/// - both are a thread's own: `write`, `write_nth`, `tile[thread_rank()]`, or
+///   `tile[thread_rank() + c]` for one `c` all threads share;
+/// - or one index is below a bound all threads share and the other at least that bound,
+///   as in the tree reduction
+///   `if t < s { tile[t] += tile[t + s]; } sync_threads(); s /= 2;`
+///   with `t = thread_rank()` and `s` halved from `workgroup_dim(0) / 2`.
+///
+/// `thread_idx(0)` counts as the rank only after a check that the workgroup is
+/// one-dimensional (`workgroup_dim(1) == 1` and `workgroup_dim(2) == 1`).
 ///
 /// Indices are bounds-checked (a device panic). The raw `unsafe` [`load`](Self::load) and
 /// [`store`](Self::store) reach any slot without the check on barriers.
@@ -400,6 +415,21 @@ impl<T> std::ops::Index<usize> for DynShared<T> {
     type Output = T;
 
     fn index(&self, index: usize) -> &T {
+        let _ = index;
+        unreachable!("{NEVER}")
+    }
+}
+
+impl<T, const N: usize> std::ops::IndexMut<usize> for Shared<T, N> {
+    /// Writes a slot; see the type's rules on which slots a thread may write.
+    fn index_mut(&mut self, index: usize) -> &mut T {
+        let _ = index;
+        unreachable!("{NEVER}")
+    }
+}
+
+impl<T> std::ops::IndexMut<usize> for DynShared<T> {
+    fn index_mut(&mut self, index: usize) -> &mut T {
         let _ = index;
         unreachable!("{NEVER}")
     }

@@ -95,7 +95,7 @@ pub mod prelude {
     pub use crate::kernel_view::{
         DynShared, Shared, Shared2D, subgroup_all, subgroup_any, subgroup_ballot,
         subgroup_broadcast, subgroup_lane, subgroup_max, subgroup_min, subgroup_shuffle,
-        subgroup_shuffle_xor, subgroup_size, subgroup_sum, sync_threads, thread_idx,
+        subgroup_shuffle_xor, subgroup_size, subgroup_sum, sync_threads, thread_idx, thread_rank,
         workgroup_count, workgroup_dim, workgroup_idx, workgroup_max, workgroup_min, workgroup_sum,
     };
     pub use crate::{

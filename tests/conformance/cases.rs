@@ -48,6 +48,7 @@ macro_rules! for_each_case {
         $m!(launches_split_across_all_devices);
         $m!(panic_on_device_buffers_surfaces_by_the_next_read);
         $m!(block_sum_with_shared_memory_and_barriers);
+        $m!(tree_reductions_in_place);
         $m!(barriers_order_writes_before_reads_in_2d_workgroups);
         $m!(dynamic_shared_memory_sized_by_dyn_cache);
         $m!(raw_shared_memory_access);
@@ -1339,6 +1340,91 @@ pub fn block_sum_with_shared_memory_and_barriers(o: LaunchOptions) -> CaseResult
     block_sums(o, &mut sums, &x).map_err(|e| e.to_string())?;
     let want: Vec<u64> = x.chunks(256).map(|c| c.iter().sum()).collect();
     compare("block sums", &sums, &want)
+}
+
+/// The classic tree reduction, in place: under `t < s` a thread adds the slot `s` above
+/// its own into its own. The race check proves the halves apart (`t < s` against
+/// `t + s >= s`, with `s` shared by every thread and halved after each barrier).
+#[offload_kernel]
+fn tree_sums(sums: Atomic<u64>, x: &[u64]) {
+    let mut tile = Shared::<u64, 256>::new();
+    let t = thread_rank();
+    let i = workgroup_idx(0) * workgroup_dim(0) * workgroup_dim(1) + t;
+    tile[t] = if i < x.len() { x[i] } else { 0 };
+    sync_threads();
+    let mut s = workgroup_dim(0) * workgroup_dim(1) / 2;
+    while s > 0 {
+        if t < s {
+            tile[t] += tile[t + s];
+        }
+        sync_threads();
+        s /= 2;
+    }
+    if t == 0 {
+        sums.swap(workgroup_idx(0), tile[0]);
+    }
+}
+
+/// The same with `thread_idx(0)` as the slot, which is a thread's own only in a
+/// one-dimensional workgroup: the kernel checks that first.
+#[offload_kernel]
+fn tree_maxima(maxima: Atomic<i32>, x: &[i32]) {
+    assert!(workgroup_dim(1) * workgroup_dim(2) == 1);
+    let mut tile = Shared::<i32, 128>::new();
+    let t = thread_idx(0);
+    let i = workgroup_idx(0) * workgroup_dim(0) + t;
+    tile[t] = if i < x.len() { x[i] } else { i32::MIN };
+    sync_threads();
+    let mut s = 64;
+    while s > 0 {
+        if t < s {
+            tile[t] = tile[t].max(tile[t + s]);
+        }
+        sync_threads();
+        s >>= 1;
+    }
+    if t == 0 {
+        maxima.swap(workgroup_idx(0), tile[0]);
+    }
+}
+
+pub fn tree_reductions_in_place(o: LaunchOptions) -> CaseResult {
+    let n = 5_000usize;
+    let x: Vec<u64> = (0..n as u64).map(|i| i * 7919 % 1013).collect();
+    // 256 threads as 16 x 16: `thread_rank()` is unique to a thread in 2-D too.
+    let groups = n.div_ceil(256);
+    let mut sums = vec![0u64; groups];
+    let square = LaunchOptions {
+        workgroup_dim: Some([groups as u32, 1, 1]),
+        thread_dim: Some([16, 16, 1]),
+        ..o
+    };
+    tree_sums(square, &mut sums, &x).map_err(|e| e.to_string())?;
+    let want: Vec<u64> = x.chunks(256).map(|c| c.iter().sum()).collect();
+    compare("tree sums", &sums, &want)?;
+
+    let y: Vec<i32> = (0..n as i32).map(|i| (i * 7919) % 2003 - 1000).collect();
+    let groups = n.div_ceil(128);
+    let mut maxima = vec![0i32; groups];
+    let flat = LaunchOptions {
+        workgroup_dim: Some([groups as u32, 1, 1]),
+        thread_dim: Some([128, 1, 1]),
+        ..o
+    };
+    tree_maxima(flat, &mut maxima, &y).map_err(|e| e.to_string())?;
+    let want: Vec<i32> = y.chunks(128).map(|c| *c.iter().max().unwrap()).collect();
+    compare("tree maxima", &maxima, &want)?;
+    // In a 2-D workgroup `thread_idx(0)` is shared: the kernel's check stops it.
+    let columns = LaunchOptions {
+        workgroup_dim: Some([groups as u32, 1, 1]),
+        thread_dim: Some([64, 2, 1]),
+        ..o
+    };
+    expect_panic(
+        tree_maxima(columns, &mut maxima, &y),
+        "assertion failed: workgroup_dim(1) * workgroup_dim(2) == 1",
+        "assert!(workgroup_dim(1) * workgroup_dim(2) == 1)",
+    )
 }
 
 /// Each thread of an 8×8 workgroup writes its two own slots, then reads another

@@ -9,11 +9,9 @@
 //!   fixpoint. A barrier or subgroup operation in a divergent block is an error. Panics
 //!   are not branches here: a panicking thread ends the launch with an error, and on both
 //!   targets a barrier waits only for threads that have not finished.
-//! - **Shared-memory races** ([`check_shared_races`]): safe code writes only its own
-//!   slots of a `Shared` array and reads any slot. A may-analysis over the CFG tracks,
-//!   per array, whether writes or reads happened since the last barrier on some path: a
-//!   read after a write, or a write after a read, with no barrier between is an error.
-//!   Accesses made through the `unsafe` raw API are exempt.
+//!
+//! The same analysis tells the shared-memory race check (in [`crate::safety`]) which
+//! values every thread of a workgroup agrees on ([`uniformity`]).
 
 use crate::ir::*;
 use fixedbitset::FixedBitSet;
@@ -34,7 +32,7 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
     let doomed = doomed(body);
     let quiet = quiet(body, &doomed);
     let pdom = post_dominators(body, &doomed, &quiet);
-    let divergent = divergent_blocks(body, &pdom);
+    let (_, divergent) = divergent_blocks(body, &pdom);
     for (i, block) in body.blocks.iter().enumerate() {
         let Some(branch) = divergent[i] else { continue };
         let because = format!(
@@ -66,10 +64,30 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
     Ok(())
 }
 
-/// For each block, the varying branch it is control-dependent on, if any: locals
+/// Which locals may differ between the threads of a workgroup (`varying`), and which
+/// blocks run for some threads of a workgroup and not others (`divergent`).
+pub struct Uniformity {
+    pub varying: Vec<bool>,
+    pub divergent: Vec<bool>,
+}
+
+/// The uniformity of `body`'s locals and blocks (see the module docs).
+pub fn uniformity(body: &Body) -> Uniformity {
+    let doomed = doomed(body);
+    let quiet = quiet(body, &doomed);
+    let pdom = post_dominators(body, &doomed, &quiet);
+    let (varying, divergent) = divergent_blocks(body, &pdom);
+    Uniformity {
+        varying,
+        divergent: divergent.iter().map(Option::is_some).collect(),
+    }
+}
+
+/// For each block, the varying branch it is control-dependent on, if any (with the
+/// varying locals): locals
 /// assigned a varying value, or in a divergent block, are varying, and blocks depending
 /// on a branch over a varying value are divergent, to a fixpoint.
-fn divergent_blocks(body: &Body, pdom: &[FixedBitSet]) -> Vec<Option<Span>> {
+fn divergent_blocks(body: &Body, pdom: &[FixedBitSet]) -> (Vec<bool>, Vec<Option<Span>>) {
     let mut varying = vec![false; body.locals.len()];
     // The branch each divergent block depends on, for the message.
     let mut divergent: Vec<Option<Span>> = vec![None; body.blocks.len()];
@@ -80,7 +98,7 @@ fn divergent_blocks(body: &Body, pdom: &[FixedBitSet]) -> Vec<Option<Span>> {
             break;
         }
     }
-    divergent
+    (varying, divergent)
 }
 
 /// Marks the locals assigned a varying value, or assigned in a divergent block, as
@@ -293,167 +311,4 @@ fn post_dominators(body: &Body, doomed: &[bool], quiet: &[bool]) -> Vec<FixedBit
         }
     }
     pdom
-}
-
-/// How safe kernel code touched a shared array at one statement.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-enum Access {
-    /// The thread's own slot.
-    Write,
-    /// Any slot.
-    Read,
-}
-
-/// Checks that no safe access to a `Shared` array can race with another thread's.
-/// Statements made by the `unsafe` raw API ([`Statement::raw`]) are exempt: the user
-/// vouches for them. Every `DynShared` view of a kernel is the same memory, so they are
-/// checked as one array, and views of different element sizes are refused: a thread's own
-/// slot in one would overlap other threads' slots in the other.
-pub fn check_shared_races(body: &Body) -> Result<(), ConvergenceError> {
-    let memories = shared_memories(body)?;
-    if memories.is_empty() {
-        return Ok(());
-    }
-    let n = body.blocks.len();
-    let mut ins: Vec<RaceState> = vec![vec![(false, false); memories.len()]; n];
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for bb in 0..n {
-            let out = race_transfer(body, &memories, bb, ins[bb].clone(), false)?;
-            for succ in body.blocks[bb].terminator.kind.successors() {
-                for (t, o) in ins[succ.index()].iter_mut().zip(&out) {
-                    let joined = (t.0 || o.0, t.1 || o.1);
-                    if joined != *t {
-                        *t = joined;
-                        changed = true;
-                    }
-                }
-            }
-        }
-    }
-    for (bb, state) in ins.into_iter().enumerate() {
-        race_transfer(body, &memories, bb, state, true)?;
-    }
-    Ok(())
-}
-
-/// The distinct shared memories of a kernel, each as the locals that view it; views of
-/// the dynamic memory must have elements of one size.
-fn shared_memories(body: &Body) -> Result<Vec<Vec<Local>>, ConvergenceError> {
-    // One entry per distinct memory: each static array, and all dynamic views together.
-    let mut memories: Vec<Vec<Local>> = Vec::new();
-    let mut dynamic: Option<(usize, ScalarTy)> = None;
-    for (i, decl) in body.locals.iter().enumerate() {
-        let local = Local(i as u32);
-        match decl.ty {
-            Ty::Shared(_, Some(_)) => memories.push(vec![local]),
-            Ty::Shared(elem, None) => match dynamic {
-                Some((_, first)) if first.size_bytes() != elem.size_bytes() => {
-                    let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
-                    return Err(ConvergenceError {
-                        span,
-                        message: format!(
-                            "every `DynShared` view of a kernel is the same memory, so they must have elements of one size; found `{first}` and `{elem}`"
-                        ),
-                    });
-                }
-                Some((k, _)) => memories[k].push(local),
-                None => {
-                    dynamic = Some((memories.len(), elem));
-                    memories.push(vec![local]);
-                }
-            },
-            _ => {}
-        }
-    }
-    Ok(memories)
-}
-
-/// State per array: (written, read) since the last barrier on some path.
-type RaceState = Vec<(bool, bool)>;
-
-/// The accesses statement `s` makes to the shared `memories`, each with the memory's
-/// position, how it touched it and through which local; none for a raw statement.
-fn shared_accesses(memories: &[Vec<Local>], s: &Statement) -> Vec<(usize, Access, Local)> {
-    if s.raw {
-        return Vec::new();
-    }
-    let slot = |l: Local| memories.iter().position(|m| m.contains(&l));
-    let mut out = Vec::new();
-    if s.place.index.is_some()
-        && let Some(k) = slot(s.place.local)
-    {
-        out.push((k, Access::Write, s.place.local));
-    }
-    for op in rvalue_operands(&s.rvalue) {
-        if let Operand::Copy(p) | Operand::Move(p) = op
-            && p.index.is_some()
-            && let Some(k) = slot(p.local)
-        {
-            out.push((k, Access::Read, p.local));
-        }
-    }
-    out
-}
-
-/// The race state after block `bb`, from `state` before it; with `report`, an access
-/// that races with another thread's is an error.
-fn race_transfer(
-    body: &Body,
-    memories: &[Vec<Local>],
-    bb: usize,
-    mut state: RaceState,
-    report: bool,
-) -> Result<RaceState, ConvergenceError> {
-    let block = &body.blocks[bb];
-    for s in &block.statements {
-        for (k, access, local) in shared_accesses(memories, s) {
-            let name = body.locals[local.index()]
-                .debug
-                .as_ref()
-                .map_or(local.to_string(), |d| d.0.clone());
-            let (written, read) = &mut state[k];
-            match access {
-                Access::Read if *written && report => {
-                    return Err(ConvergenceError {
-                        span: s.span,
-                        message: format!(
-                            "`{name}` is read here after threads wrote it, with no `sync_threads()` between: another thread's write may not have happened yet"
-                        ),
-                    });
-                }
-                Access::Write if *read && report => {
-                    return Err(ConvergenceError {
-                        span: s.span,
-                        message: format!(
-                            "`{name}` is written here after threads read it, with no `sync_threads()` between: another thread may still be reading this slot"
-                        ),
-                    });
-                }
-                Access::Read => *read = true,
-                Access::Write => *written = true,
-            }
-        }
-    }
-    if let TerminatorKind::Barrier { .. } = block.terminator.kind {
-        state.iter_mut().for_each(|s| *s = (false, false));
-    }
-    Ok(state)
-}
-
-fn rvalue_operands(rv: &Rvalue) -> Vec<&Operand> {
-    match rv {
-        Rvalue::Use(a) | Rvalue::UnaryOp(_, a) | Rvalue::Cast(a, _) => vec![a],
-        Rvalue::BinaryOp(_, a, b) => vec![a, b],
-        Rvalue::Intrinsic(_, args) | Rvalue::Subgroup(_, args) => args.iter().collect(),
-        Rvalue::AtomicRmw(_, _, v) => vec![v],
-        Rvalue::AtomicCas(_, a, b) => vec![a, b],
-        Rvalue::Position(..)
-        | Rvalue::Len(_)
-        | Rvalue::RegionIndex(_)
-        | Rvalue::RegionCoord(..)
-        | Rvalue::RegionExtent(..)
-        | Rvalue::RegionEnd(..) => Vec::new(),
-    }
 }

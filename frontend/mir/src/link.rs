@@ -164,9 +164,6 @@ fn verify(body: &Body) -> Vec<Violation> {
     if let Err(e) = crate::convergence::check_convergence(body) {
         out.push(convergence(e));
     }
-    if let Err(e) = crate::convergence::check_shared_races(body) {
-        out.push(convergence(e));
-    }
     out.extend(
         crate::safety::check_memory_safety(body)
             .into_iter()

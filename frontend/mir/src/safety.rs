@@ -13,13 +13,15 @@
 //! | `_r[_i]` of a `Linear1D` or `Indexed` region | `_i` is `RegionIndex(_r)` and `RegionIndex(_r) < Len(_r)` holds |
 //! | `_r[_i]` of a `Linear2D` or `Linear3D` region | `_i` is `RegionIndex(_r)` and every coordinate is below its `RegionEnd` (or its extent) |
 //! | `_r[_i]` of a `Chunked<N>` region | `_i` is `RegionIndex(_r)` or `RegionIndex(_r) + k` with `k < min(Len(_r) - RegionIndex(_r), N)`, and `RegionIndex(_r) < Len(_r)` |
-//! | safe write `_s[_i]` of a shared array | `_i` is the thread's rank in its workgroup (`(tz * dy + ty) * dx + tx`) or `k * threads + rank` with `k < Len(_s) / threads`, and in bounds |
+//! | write `_s[_i]` of a shared array | `_i < Len(_s)`; and no race (below) |
 //! | `AtomicRmw`/`AtomicCas` on `_a[_i]` | `_i < Len(_a)` |
 //! | integer `Div`/`Rem` by `d` | `d != 0`, and for signed types not `MIN / -1` |
 //!
 //! Writes to slices and `Stencil2D` regions, and plain reads or writes of atomics, are
-//! refused. Statements made by the `unsafe` raw shared-memory API need only the bounds
-//! proof. A region's elements are distinct per thread because the host's `check_launch`
+//! refused. Safe shared-memory accesses are recorded with the facts that hold at each,
+//! and module `races` proves that no two threads touch one slot between the same two
+//! barriers when either writes it. Statements made by the `unsafe` raw shared-memory API
+//! need only the bounds proof. A region's elements are distinct per thread because the host's `check_launch`
 //! refuses geometry that would give two threads one index, and an `Indexed` region's
 //! indices that are out of bounds or repeated: element `t` of an `Indexed` region is the
 //! data's `indices[t]`, so proving `t` owned and below `Len` (the index count) suffices.
@@ -34,10 +36,11 @@
 //! split through `!`, `&` (when true) and `|` (when false). At a join a fact survives
 //! only if every incoming path has it.
 
+mod races;
 mod values;
 
 use crate::ir::*;
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use values::{Expr, Sym, Values, truncate};
 
 /// The most static shared memory one workgroup may declare, in bytes (the limit of
@@ -52,8 +55,24 @@ pub struct SafetyError {
     pub message: String,
 }
 
-/// Checks every access and division of `body`; returns every violation found.
+/// Checks every access and division of `body`, and that no two threads race on shared
+/// memory; returns every violation found.
 pub fn check_memory_safety(body: &Body) -> Vec<SafetyError> {
+    let (mut errors, races) = verify(body);
+    errors.extend(races);
+    errors.sort_by_key(|e| (e.block, e.span.line, e.span.column));
+    errors.dedup();
+    errors
+}
+
+/// Only the shared-memory race check of [`check_memory_safety`], for the kernel
+/// translator, which reports races at the source before the kernel is linked.
+pub fn check_shared_races(body: &Body) -> Vec<SafetyError> {
+    verify(body).1
+}
+
+/// The violations of `body`: those of single accesses and divisions, and races.
+fn verify(body: &Body) -> (Vec<SafetyError>, Vec<SafetyError>) {
     let mut errors = Vec::new();
     let layout = body.shared_layout();
     if layout.static_bytes > MAX_STATIC_SHARED_BYTES {
@@ -71,13 +90,20 @@ pub fn check_memory_safety(body: &Body) -> Vec<SafetyError> {
             ),
         });
     }
+    let memories = match races::memories(body) {
+        Ok(m) => m,
+        Err(e) => return (errors, vec![e]),
+    };
     let mut analysis = Analysis {
         body,
         values: Values::default(),
         errors: Vec::new(),
         report: false,
+        merges: HashMap::new(),
+        memories,
+        shared: Vec::new(),
     };
-    match analysis.solve() {
+    let races = match analysis.solve() {
         Some(entries) => {
             analysis.report = true;
             for (b, entry) in entries.into_iter().enumerate() {
@@ -85,17 +111,20 @@ pub fn check_memory_safety(body: &Body) -> Vec<SafetyError> {
                     analysis.block(BasicBlock(b as u32), state);
                 }
             }
+            analysis.races()
         }
-        None => analysis.errors.push(SafetyError {
-            block: BasicBlock::ENTRY,
-            span: Span::default(),
-            message: "the safety verifier did not reach a fixed point on this kernel; simplify its control flow".into(),
-        }),
-    }
+        None => {
+            let e = SafetyError {
+                block: BasicBlock::ENTRY,
+                span: Span::default(),
+                message: "the safety verifier did not reach a fixed point on this kernel; simplify its control flow".into(),
+            };
+            analysis.errors.push(e.clone());
+            vec![e]
+        }
+    };
     errors.extend(analysis.errors);
-    errors.sort_by_key(|e| (e.block, e.span.line, e.span.column));
-    errors.dedup();
-    errors
+    (errors, races)
 }
 
 /// What is known at a program point: the value of each assigned local, and conditions
@@ -133,6 +162,13 @@ struct Analysis<'a> {
     errors: Vec<SafetyError>,
     /// Whether violations are recorded (only once the states are final).
     report: bool,
+    /// What flows into each `Merge` name: the local's value along every edge into its
+    /// block (`None` where some edge brings no value).
+    merges: HashMap<Sym, Option<Vec<Sym>>>,
+    /// The distinct shared memories, each as the locals that view it.
+    memories: Vec<Vec<Local>>,
+    /// The safe accesses to shared memory, recorded by the final pass for the race check.
+    shared: Vec<races::SharedAccess>,
 }
 
 impl Analysis<'_> {
@@ -345,7 +381,10 @@ impl Analysis<'_> {
                 (assigned && !constant) || self.values.rooted_at(first, b)
             };
             if merged {
-                vals.insert(l, self.values.intern(Expr::Merge(b, local)));
+                let name = self.values.intern(Expr::Merge(b, local));
+                let inputs = states.iter().map(|(s, _)| s.val(local)).collect();
+                self.merges.insert(name, inputs);
+                vals.insert(l, name);
             }
         }
         // Only facts every arrived path has survive.
@@ -719,13 +758,11 @@ impl Analysis<'_> {
                     "{shown} is not proven to be this thread's own element: {a} `{s}` region is reached only at its `RegionIndex`, inside the check that the thread's element exists"
                 )
             }),
-            (Ty::Shared(..), Access::Write) if !raw => (!self.own_slot(state, container, i)).then(|| {
-                format!(
-                    "{shown} is not proven to be this thread's own slot: safe code writes shared memory only at `rank` or `k * threads + rank` with `k < Len / threads`"
-                )
-            }),
             // `get_unchecked`: the `unsafe` block the kernel was written with vouches.
             (Ty::Slice(_), Access::Read) if raw => None,
+            // A thread's own shared slot is in bounds by how it is checked (`k < Len /
+            // threads` for `k * threads + rank`).
+            (Ty::Shared(..), _) if self.own_slot(state, container, i) => None,
             (Ty::Slice(_) | Ty::Region(..) | Ty::Shared(..), _) => (!self.in_bounds(state, container, i)).then(|| {
                 format!("{shown} is not proven in bounds: no check that `{index} < Len({container})` precedes it on every path")
             }),
@@ -733,6 +770,16 @@ impl Analysis<'_> {
         };
         if let Some(message) = refused {
             self.error(b, span, message);
+        }
+        if self.report && !raw && matches!(ty, Ty::Shared(..)) {
+            self.shared.push(races::SharedAccess {
+                local: container,
+                block: b,
+                span,
+                access,
+                index: i,
+                state: state.clone(),
+            });
         }
     }
 
@@ -809,15 +856,22 @@ impl Analysis<'_> {
         }
     }
 
-    /// Whether index `i` of shared array `s` is one of the calling thread's own slots.
+    /// The thread's rank in its workgroup, as the translator computes it.
+    fn rank(&mut self) -> Sym {
+        let v = &mut self.values;
+        let start = v.intern(Expr::Position(RANK_START.0, RANK_START.1));
+        RANK_STEPS.into_iter().fold(start, |acc, (op, p, d)| {
+            let position = v.intern(Expr::Position(p, d));
+            v.intern(Expr::Binary(op, acc, position))
+        })
+    }
+
+    /// Whether index `i` of shared array `s` is one of the calling thread's own slots:
+    /// `rank`, or `k * threads + rank` with `k < Len / threads`.
     fn own_slot(&mut self, state: &State, s: Local, i: Sym) -> bool {
+        let rank = self.rank();
         let v = &mut self.values;
         let pos = |v: &mut Values, (p, d): (Position, u8)| v.intern(Expr::Position(p, d));
-        let start = pos(v, RANK_START);
-        let rank = RANK_STEPS.into_iter().fold(start, |acc, (op, p, d)| {
-            let position = pos(v, (p, d));
-            v.intern(Expr::Binary(op, acc, position))
-        });
         let [first, rest @ ..] = WORKGROUP_THREADS;
         let first = pos(v, first);
         let threads = rest.into_iter().fold(first, |acc, p| {

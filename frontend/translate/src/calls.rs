@@ -48,6 +48,12 @@ impl Translator {
             }
             return self.subgroup_call(c, op, expected);
         }
+        if func == "thread_rank" {
+            if !c.args.is_empty() {
+                return error(c, "`thread_rank()` takes no arguments");
+            }
+            return Ok(Some((self.rank(c.span()), ScalarTy::Usize)));
+        }
         if let Some(position) = Position::ALL.into_iter().find(|p| p.name() == func) {
             return self.position_call(c, position, &func);
         }

@@ -76,7 +76,7 @@ pub fn device_call_paths(block: &syn::Block) -> Vec<syn::Path> {
 }
 
 /// Whether a call of the path `segments` is built into the kernel language rather than a
-/// device function: thread positions, `sync_threads`, the subgroup operations, and the
+/// device function: thread positions and `thread_rank`, `sync_threads`, the subgroup operations, and the
 /// `Shared`/`DynShared` constructors.
 pub fn is_builtin(segments: &[String]) -> bool {
     let [.., last] = segments else { return false };
@@ -96,6 +96,7 @@ pub fn is_builtin(segments: &[String]) -> bool {
         || SubgroupOp::ALL.iter().any(|o| o.name() == last)
         || last == "subgroup_broadcast"
         || last == "sync_threads"
+        || last == "thread_rank"
         || WORKGROUP_REDUCTIONS.iter().any(|(name, _)| name == last)
 }
 
@@ -598,7 +599,15 @@ impl Translator {
                 }
             };
             offload_mir::convergence::check_convergence(&body).map_err(at_source)?;
-            offload_mir::convergence::check_shared_races(&body).map_err(at_source)?;
+            if let Some(race) = offload_mir::safety::check_shared_races(&body)
+                .into_iter()
+                .next()
+            {
+                return Err(at_source(offload_mir::convergence::ConvergenceError {
+                    span: race.span,
+                    message: race.message,
+                }));
+            }
         }
         Ok(body)
     }

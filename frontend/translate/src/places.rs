@@ -350,7 +350,8 @@ impl Translator {
         error(e, "expected a `Region` parameter")
     }
 
-    /// A place that may be assigned: a `let mut` local or `*v` of a region element.
+    /// A place that may be assigned: a `let mut` local, `*v` of a region element, or a
+    /// slot of a shared array (which slots a thread may write, the race check decides).
     pub(super) fn assignable_place(&mut self, e: &syn::Expr) -> Result<(Place, ScalarTy)> {
         if let syn::Expr::Unary(u) = e
             && matches!(u.op, syn::UnOp::Deref(_))
@@ -390,18 +391,32 @@ impl Translator {
         if let syn::Expr::Index(i) = e
             && let Some(shared) = self.shared_receiver(&i.expr)
         {
-            let name = self.body.locals[shared.index()]
-                .debug
-                .as_ref()
-                .map_or(String::new(), |d| d.0.clone());
-            return error(
-                e,
-                format!(
-                    "threads write only their own slots of shared memory: use `{name}.write(value)` or `{name}.write_nth(k, value)`"
-                ),
-            );
+            return self.shared_slot(e, i, shared);
         }
         self.place(e)
+    }
+
+    /// `tile[i]` written: slot `i` of a shared array, bounds-checked. Which slots a
+    /// thread may write without racing, the race check decides.
+    fn shared_slot(
+        &mut self,
+        e: &syn::Expr,
+        i: &syn::ExprIndex,
+        shared: Local,
+    ) -> Result<(Place, ScalarTy)> {
+        if self.tile_cols.contains_key(&shared) {
+            return error(
+                e,
+                "a `Shared2D` tile is written with `tile.write(value)`, which fills the thread's own slot",
+            );
+        }
+        let elem = self.body.locals[shared.index()]
+            .ty
+            .element()
+            .expect("shared arrays have elements");
+        let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
+        let index = self.checked_index(shared, index, e.span());
+        Ok((Place::element(shared, index), elem))
     }
 
     /// `chunk[k]` of a `Chunked<N>` chunk: bounds-checked against the chunk's length,

@@ -448,7 +448,7 @@ impl Translator {
     }
 
     /// The thread's linear rank in its workgroup ([`RANK_START`], [`RANK_STEPS`]).
-    fn rank(&mut self, span: SynSpan) -> Operand {
+    pub(super) fn rank(&mut self, span: SynSpan) -> Operand {
         let usize_ = ScalarTy::Usize;
         let (p, d) = RANK_START;
         let start = self.assign_temp(usize_, Rvalue::Position(p, d), span);
