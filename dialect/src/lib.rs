@@ -70,6 +70,9 @@ pub mod ops {
 
 /// The attribute that marks a `func.func` as a kernel in the offload dialect stage.
 pub const KERNEL_ATTR: &str = "offload.kernel";
+/// The attribute that keeps a GPU lowering from fusing a kernel's float multiplies and
+/// adds into fused multiply-adds (MIR's `fp_contract off`).
+pub const NO_FP_CONTRACT_ATTR: &str = "offload.no_fp_contract";
 /// The `kind` of `offload.atomic_rmw`: MLIR's `arith::AtomicRMWKind`, whose integer codes
 /// `memref.atomic_rmw` takes unchanged.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

@@ -124,15 +124,22 @@ pub fn build<'c>(context: &'c Context, linked: &Linked) -> Module<'c> {
     for block in blocks {
         region.append_block(block);
     }
+    let mut attributes = vec![(
+        Identifier::new(context, offload_dialect::KERNEL_ATTR),
+        Attribute::unit(context),
+    )];
+    if !body.fp_contract {
+        attributes.push((
+            Identifier::new(context, offload_dialect::NO_FP_CONTRACT_ATTR),
+            Attribute::unit(context),
+        ));
+    }
     let kernel = func::func(
         context,
         StringAttribute::new(context, &body.name),
         TypeAttribute::new(FunctionType::new(context, &arg_types, &[]).into()),
         region,
-        &[(
-            Identifier::new(context, offload_dialect::KERNEL_ATTR),
-            Attribute::unit(context),
-        )],
+        &attributes,
         location,
     );
     let module = Module::new(location);

@@ -11,6 +11,9 @@
 //! The module's `offload.subgroup_size` attribute (default 32, an NVIDIA warp; 64 for
 //! AMD's CDNA wavefronts) sets the subgroup width, and `offload.vendor = "amd"` asks for
 //! ballots as ROCDL's rather than NVVM's.
+//!
+//! Float multiplies, adds and subtracts are marked `contract` (fusable into FMAs) unless
+//! the kernel carries `offload.no_fp_contract`.
 
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
@@ -71,6 +74,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             rewrite::set_function_type(context, func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
             subgroups(context, func_ref, subgroups_of)?;
+            if !rewrite::has_attribute(func, offload_dialect::NO_FP_CONTRACT_ATTR) {
+                allow_contraction(context, func_ref);
+            }
             for op in rewrite::collect(func_ref, ops::BARRIER) {
                 rewrite::Inserter::before(context, op).op("gpu.barrier", &[], &[], &[]);
                 rewrite::replace(op, &[]);
@@ -282,6 +288,21 @@ unsafe fn subgroups(
 
 /// `value` from the lane `lane` selects under `mode` (`idx` or `xor`); the caller's own
 /// value where that lane is outside the subgroup of `width` lanes.
+/// Marks the kernel's float multiplies, adds and subtracts `contract`, so the GPU
+/// backend may fuse a multiply and the add or subtract that uses it into one fused
+/// multiply-add, rounded once (what nvcc does by default, and what makes a dot product's
+/// inner loop one instruction per element).
+fn allow_contraction(context: &Context, func: OperationRef<'_, '_>) {
+    let contract = melior::ir::Attribute::parse(context, "#arith.fastmath<contract>")
+        .expect("`#arith.fastmath<contract>` parses");
+    for name in ["arith.mulf", "arith.addf", "arith.subf"] {
+        for op in rewrite::collect(func, name) {
+            // SAFETY: `op` was just collected from the live kernel.
+            unsafe { rewrite::set_attribute(op, "fastmath", contract) };
+        }
+    }
+}
+
 fn shuffle(
     b: &rewrite::Inserter<'_>,
     value: MlirValue,

@@ -15,6 +15,7 @@ type CaseResult = Result<(), String>;
 macro_rules! for_each_case {
     ($m:ident) => {
         $m!(saxpy_f32);
+        $m!(multiply_adds_fuse_on_gpus_unless_turned_off);
         $m!(integer_arithmetic_wraps_and_divides_like_rust);
         $m!(unsigned_and_narrow_integers);
         $m!(casts_follow_rust_as);
@@ -113,6 +114,31 @@ fn close_f64(what: &str, got: &[f64], want: &[f64], rel: f64) -> CaseResult {
     Ok(())
 }
 
+/// Whether the launch runs on a GPU, where a float multiply and an add that uses it may
+/// fuse into one FMA (rounded once), as nvcc does by default.
+fn on_gpu(o: LaunchOptions) -> bool {
+    device_of(o) != offload::Device::Cpu
+}
+
+/// Results of a kernel that multiplies and adds floats: exactly Rust's on the CPU
+/// backend, within a rounding or two on a GPU (a fused multiply-add skips one).
+fn fused_f32(o: LaunchOptions, what: &str, got: &[f32], want: &[f32]) -> CaseResult {
+    if on_gpu(o) {
+        close_f32(what, got, want, 4.0 * f32::EPSILON)
+    } else {
+        compare(what, got, want)
+    }
+}
+
+/// [`fused_f32`] for `f64`.
+fn fused_f64(o: LaunchOptions, what: &str, got: &[f64], want: &[f64]) -> CaseResult {
+    if on_gpu(o) {
+        close_f64(what, got, want, 4.0 * f64::EPSILON)
+    } else {
+        compare(what, got, want)
+    }
+}
+
 /// This file, to find the line a panic should be reported at.
 const SOURCE: &str = include_str!("cases.rs");
 
@@ -170,6 +196,42 @@ pub fn saxpy_f32(o: LaunchOptions) -> CaseResult {
     saxpy(o, &mut y, &x, -1.25).map_err(|e| e.to_string())?;
     let want: Vec<f32> = (0..n).map(|i| -1.25 * x[i] + y0[i]).collect();
     compare("saxpy", &y, &want)
+}
+
+#[offload_kernel]
+fn multiply_add(mut out: Region<f32, Linear1D>, a: &[f32], b: &[f32], c: &[f32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        *v = a[i] * b[i] + c[i];
+    }
+}
+
+#[offload_kernel(fma = false)]
+fn multiply_then_add(mut out: Region<f32, Linear1D>, a: &[f32], b: &[f32], c: &[f32]) {
+    let i = out.index();
+    if let Some(v) = out.get_mut() {
+        *v = a[i] * b[i] + c[i];
+    }
+}
+
+/// A GPU fuses `a * b + c` into one FMA, as nvcc does (the product is not rounded);
+/// `#[offload_kernel(fma = false)]` keeps Rust's two roundings, which the CPU backend
+/// always does.
+pub fn multiply_adds_fuse_on_gpus_unless_turned_off(o: LaunchOptions) -> CaseResult {
+    let n = 4096;
+    let f = |k: usize, m: usize| ((k * m) % 1000) as f32 / 7.0 - 70.0;
+    let [a, b, c] = [13, 31, 57].map(|m| (0..n).map(|i| f(i, m)).collect::<Vec<f32>>());
+    let rounded: Vec<f32> = (0..n).map(|i| a[i] * b[i] + c[i]).collect();
+    let fused: Vec<f32> = (0..n).map(|i| a[i].mul_add(b[i], c[i])).collect();
+    if rounded == fused {
+        return Err("the inputs do not tell a fused multiply-add from two roundings".into());
+    }
+    let mut out = vec![0.0f32; n];
+    multiply_add(o, &mut out, &a, &b, &c).map_err(|e| e.to_string())?;
+    let want = if on_gpu(o) { &fused } else { &rounded };
+    compare("a * b + c, by default", &out, want)?;
+    multiply_then_add(o, &mut out, &a, &b, &c).map_err(|e| e.to_string())?;
+    compare("a * b + c with fma = false", &out, &rounded)
 }
 
 #[offload_kernel]
@@ -587,7 +649,7 @@ pub fn constants(o: LaunchOptions) -> CaseResult {
     let want: Vec<f64> = (0..n)
         .map(|i| std::f64::consts::PI * 2.5 + f64::EPSILON + (i as f64) * std::f64::consts::E)
         .collect();
-    compare("float consts", &out, &want)?;
+    fused_f64(o, "float consts", &out, &want)?;
     let want: Vec<i32> = (0..n)
         .map(|i| (i32::MAX - i as i32).wrapping_add(255))
         .collect();
@@ -2844,7 +2906,7 @@ pub fn more_float_and_integer_methods(o: LaunchOptions) -> CaseResult {
         .iter()
         .map(|d| d.to_radians() + d.to_degrees() * 1e-3)
         .collect();
-    compare("f32 angles", &out, &want)?;
+    fused_f32(o, "f32 angles", &out, &want)?;
     let x: Vec<f64> = vec![2.5, -3.75, 0.0, -0.0, 7.125, -1.0, 0.5, 9.875];
     let n: Vec<i32> = vec![-7, 7, 0, -1, i32::MIN, i32::MAX, 10, -10];
     let u: Vec<u32> = vec![0, 5, u32::MAX, 300_000_000, 6, 7, 8, 1 << 31];

@@ -25,16 +25,18 @@ use syn::{
 };
 
 /// Marks a function as a kernel. See the `offload` crate for the supported subset of Rust.
+/// `#[offload_kernel(fma = false)]` keeps a GPU from fusing the kernel's float multiplies
+/// and adds into fused multiply-adds (which it does by default, as nvcc does).
 #[proc_macro_attribute]
 pub fn offload_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        let attr = TokenStream2::from(attr);
-        return syn::Error::new(attr.span(), "`#[offload_kernel]` takes no arguments")
-            .to_compile_error()
-            .into();
-    }
     let item = parse_macro_input!(item as ItemFn);
-    match kernel(&item) {
+    // The translator reads the options from the attribute: put it back on a copy.
+    let mut marked = item.clone();
+    let attr = TokenStream2::from(attr);
+    marked
+        .attrs
+        .push(syn::parse_quote!(#[offload_kernel(#attr)]));
+    match kernel(&marked) {
         Ok(tokens) => tokens.into(),
         Err(e) => e.to_compile_error().into(),
     }

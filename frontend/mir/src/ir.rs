@@ -836,6 +836,10 @@ pub struct Body {
     pub name: String,
     /// The Rust source file the kernel came from, as the user's crate names it.
     pub file: String,
+    /// Whether a GPU lowering may fuse a float multiply and a following add or subtract
+    /// into one fused multiply-add (rounded once), as nvcc does by default. The CPU
+    /// backend never does, as Rust does not. Printed as `fp_contract off;` when `false`.
+    pub fp_contract: bool,
     /// Locals indexed by [`Local`]; `locals[0]` is the return place.
     pub locals: Vec<LocalDecl>,
     pub arg_count: usize,
@@ -850,6 +854,7 @@ impl Body {
             kind: BodyKind::Kernel,
             name,
             file,
+            fp_contract: true,
             locals: vec![LocalDecl {
                 ty: Ty::Unit,
                 mutable: true,

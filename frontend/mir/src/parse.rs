@@ -458,6 +458,13 @@ impl Parser {
         self.expect_word("file")?;
         let file = self.string()?;
         self.expect(";")?;
+        let fp_contract = if self.eat_word("fp_contract") {
+            self.expect_word("off")?;
+            self.expect(";")?;
+            false
+        } else {
+            true
+        };
         self.let_declarations(&mut locals)?;
         let mut locals: Vec<LocalDecl> = locals
             .into_iter()
@@ -493,6 +500,7 @@ impl Parser {
             kind,
             name,
             file,
+            fp_contract,
             locals,
             arg_count,
             blocks,

@@ -155,6 +155,9 @@ fn write_kernel(f: &mut impl Write, body: &Body) -> fmt::Result {
         BodyKind::Device => writeln!(f, ") -> {} {{", body.locals[0].ty)?,
     }
     writeln!(f, "    file {:?};", body.file)?;
+    if !body.fp_contract {
+        writeln!(f, "    fp_contract off;")?;
+    }
     for (i, decl) in body.locals.iter().enumerate() {
         if (1..=body.arg_count).contains(&i) {
             continue;

@@ -438,7 +438,7 @@ pub fn instance_name(kernel: &str, subst: &Substitution) -> String {
 /// `subst`): its type parameters replaced as `subst` says. `file` is recorded in the body
 /// for panic reports.
 pub fn translate_instance(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Body> {
-    translate_body(item, file, subst, &[], BodyKind::Kernel)
+    translate_instance_with(item, file, subst, &[])
 }
 
 /// [`translate_instance`] for a kernel whose strategies name `const` items
@@ -449,7 +449,57 @@ pub fn translate_instance_with(
     subst: &Substitution,
     consts: &ConstValues,
 ) -> Result<Body> {
-    translate_body(item, file, subst, consts, BodyKind::Kernel)
+    let options = kernel_options(item)?;
+    let mut body = translate_body(item, file, subst, consts, BodyKind::Kernel)?;
+    body.fp_contract = options.fma;
+    Ok(body)
+}
+
+/// What `#[offload_kernel(...)]` says of a kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KernelOptions {
+    /// `fma = false` keeps a GPU from fusing float multiplies and adds into fused
+    /// multiply-adds (on by default, as with nvcc); see `Body::fp_contract`.
+    pub fma: bool,
+}
+
+/// The options of `item`'s `#[offload_kernel(...)]` attribute (the defaults without
+/// one, or without arguments). The macro, which is handed its arguments apart from the
+/// item, puts the attribute back on a copy first.
+pub fn kernel_options(item: &syn::ItemFn) -> Result<KernelOptions> {
+    let mut options = KernelOptions { fma: true };
+    let marker = item.attrs.iter().find(|a| {
+        a.path()
+            .segments
+            .last()
+            .is_some_and(|s| s.ident == "offload_kernel")
+    });
+    let Some(syn::Meta::List(list)) = marker.map(|a| &a.meta) else {
+        return Ok(options);
+    };
+    const TAKES: &str = "`#[offload_kernel]` takes `fma = false` (or `true`): whether a GPU may fuse a float multiply and add into one fused multiply-add";
+    let parser = syn::punctuated::Punctuated::<syn::Meta, syn::Token![,]>::parse_terminated;
+    let args = list.parse_args_with(parser).map_err(|e| TranslateError {
+        span: e.span(),
+        message: format!("{TAKES}: {e}"),
+    })?;
+    for arg in args {
+        let fma = match &arg {
+            syn::Meta::NameValue(nv) if nv.path.is_ident("fma") => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit {
+                    lit: syn::Lit::Bool(b),
+                    ..
+                }) => Some(b.value),
+                _ => None,
+            },
+            _ => None,
+        };
+        match fma {
+            Some(fma) => options.fma = fma,
+            None => return error(&arg, TAKES),
+        }
+    }
+    Ok(options)
 }
 
 /// Translates one instance of an `#[offload_device]` function.

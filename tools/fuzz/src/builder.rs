@@ -32,7 +32,9 @@ pub(crate) struct Builder {
 
 impl Builder {
     pub fn new(name: String) -> Builder {
-        let body = Body::new_kernel(name, "fuzz.rs".into());
+        let mut body = Body::new_kernel(name, "fuzz.rs".into());
+        // The oracle (the interpreter) rounds every float operation: so must the GPU.
+        body.fp_contract = false;
         let mut b = Builder {
             body,
             current: BasicBlock::ENTRY,
