@@ -51,6 +51,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
         // SAFETY: `func` and everything collected under it belong to the live module, and
         // each handle is used before the operation it names is erased.
         unsafe {
+            if !subgroups_of.amd {
+                mark_panic_sites(context, OperationRef::from_raw(func))?;
+            }
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
             // Hidden last arguments: where this part of the launch starts (workgroup
@@ -288,6 +291,44 @@ unsafe fn subgroups(
 
 /// `value` from the lane `lane` selects under `mode` (`idx` or `xor`); the caller's own
 /// value where that lane is outside the subgroup of `width` lanes.
+/// Ends each panic report (what `offload.panic` becomes) with an inline-assembly comment
+/// naming its site. MLIR's canonicalizer merges blocks that differ only in values from
+/// outside them, and the reports of a kernel's checks differ only in constants: merged,
+/// their sites and values become block arguments, and every check then copies them into
+/// registers on the path that does not panic (three moves per bounds check). An asm
+/// statement that differs per site keeps each report in a block of its own, and LLVM
+/// neither moves nor merges it. (PTX only: the comment syntax is NVPTX's.)
+///
+/// # Safety
+///
+/// `func` must be a live kernel.
+unsafe fn mark_panic_sites(context: &Context, func: OperationRef<'_, '_>) -> Result<(), PassError> {
+    for op in rewrite::collect(func, ops::PANIC) {
+        // SAFETY: `op` was just collected from the live kernel; a panic is followed by
+        // the block's terminator.
+        unsafe {
+            let site = rewrite::int_attribute(op, "site")
+                .ok_or_else(|| refuse(op, "`offload.panic` needs an integer `site`"))?;
+            let next = mlirOperationGetNextInBlock(op);
+            let b = rewrite::Inserter::before(context, next);
+            b.op(
+                "llvm.inline_asm",
+                &[],
+                &[],
+                &[
+                    (
+                        "asm_string",
+                        b.attr(&format!("\"// offload panic site {site}\"")),
+                    ),
+                    ("constraints", b.attr("\"\"")),
+                    ("has_side_effects", b.attr("unit")),
+                ],
+            );
+        }
+    }
+    Ok(())
+}
+
 /// Marks the kernel's float multiplies, adds and subtracts `contract`, so the GPU
 /// backend may fuse a multiply and the add or subtract that uses it into one fused
 /// multiply-add, rounded once (what nvcc does by default, and what makes a dot product's

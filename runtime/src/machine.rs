@@ -7,7 +7,29 @@ use crate::{Device, Error, device::parse_selection_with};
 /// HIP's order, then the CPU.
 /// `device = N` in a launch indexes this list.
 pub fn devices() -> Vec<Device> {
-    crate::backend::devices()
+    all_devices().to_vec()
+}
+
+/// [`devices()`], listed once: the drivers' device lists do not change while a program
+/// runs, and a launch should not pay for a fresh copy.
+fn all_devices() -> &'static [Device] {
+    static ALL: std::sync::OnceLock<Vec<Device>> = std::sync::OnceLock::new();
+    ALL.get_or_init(crate::backend::devices)
+}
+
+/// What `OFFLOAD_DEVICE` selects, read at the first launch (as CUDA reads
+/// `CUDA_VISIBLE_DEVICES` once): `None` when it is not set.
+fn environment_selection() -> &'static Option<Result<Device, Error>> {
+    static SELECTED: std::sync::OnceLock<Option<Result<Device, Error>>> =
+        std::sync::OnceLock::new();
+    SELECTED.get_or_init(|| {
+        let value = std::env::var("OFFLOAD_DEVICE").ok()?;
+        Some(parse_selection_with(
+            &value,
+            all_devices(),
+            crate::backend::why_no_hip().as_deref(),
+        ))
+    })
 }
 
 /// The device a launch without `device = N` and without device buffers runs on:
@@ -18,23 +40,23 @@ pub fn default_device() -> Result<Device, Error> {
 }
 
 /// The device a launch runs on: `device = N` if given, else `OFFLOAD_DEVICE`
-/// (`cpu`, `cuda:N` or `hip:N`), else the device of its device-resident buffers, else the first GPU,
+/// (`cpu`, `cuda:N` or `hip:N`, read once, at the first launch), else the device of its device-resident buffers, else the first GPU,
 /// else the CPU.
 pub fn select(index: Option<usize>, resident: Option<Device>) -> Result<Device, Error> {
-    let all = devices();
+    let all = all_devices();
     if let Some(index) = index {
         return all.get(index).cloned().ok_or(Error::NoSuchDevice {
             index,
             available: all.len(),
         });
     }
-    if let Ok(value) = std::env::var("OFFLOAD_DEVICE") {
-        return parse_selection_with(&value, &all, crate::backend::why_no_hip().as_deref());
+    if let Some(selected) = environment_selection() {
+        return selected.clone();
     }
     if let Some(device) = resident {
         return Ok(device);
     }
-    Ok(all.into_iter().next().expect("the CPU is always listed"))
+    Ok(all.first().cloned().expect("the CPU is always listed"))
 }
 
 /// Waits for every launch on every device, and reports the first panic of the calling

@@ -70,9 +70,8 @@ fn reduce_sum(total: Atomic<f32>, x: &[f32], stride: usize) {
     }
 }
 
-/// The same algorithm as `cuda/matmul.cu`: 16×16 tiles of A and B in shared memory.
-/// Rust never fuses `a * b + c` on its own, while nvcc contracts it into an FMA by
-/// default, so the product is written with `mul_add` to match.
+/// The same algorithm as `cuda/matmul.cu`: 16×16 tiles of A and B in shared memory,
+/// the product written with `mul_add` (what nvcc contracts `a * b + c` into).
 #[offload_kernel]
 fn matmul(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
     let mut ta = Shared::<f32, 256>::new();
@@ -97,6 +96,75 @@ fn matmul(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
         sync_threads();
         for k in 0..16 {
             acc = ta[ty * 16 + k].mul_add(tb[k * 16 + tx], acc);
+        }
+        sync_threads();
+        t += 16;
+    }
+    if let Some(v) = c.get_mut() {
+        *v = acc;
+    }
+}
+
+/// `matmul` as a new user writes its inner loop, `acc += a * b`: a GPU fuses the
+/// product and the sum into one FMA by default, as nvcc does.
+#[offload_kernel]
+fn matmul_plain(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
+    let mut ta = Shared::<f32, 256>::new();
+    let mut tb = Shared::<f32, 256>::new();
+    let tx = thread_idx(0);
+    let ty = thread_idx(1);
+    let row = c.row();
+    let col = c.col();
+    let mut acc = 0.0f32;
+    let mut t = 0;
+    while t < n {
+        ta.write(if row < n && t + tx < n {
+            a[row * n + t + tx]
+        } else {
+            0.0
+        });
+        tb.write(if col < n && t + ty < n {
+            b[(t + ty) * n + col]
+        } else {
+            0.0
+        });
+        sync_threads();
+        for k in 0..16 {
+            acc += ta[ty * 16 + k] * tb[k * 16 + tx];
+        }
+        sync_threads();
+        t += 16;
+    }
+    if let Some(v) = c.get_mut() {
+        *v = acc;
+    }
+}
+
+/// `matmul_plain` with fusing turned off: a multiply and an add, each rounded.
+#[offload_kernel(fma = false)]
+fn matmul_rounded(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
+    let mut ta = Shared::<f32, 256>::new();
+    let mut tb = Shared::<f32, 256>::new();
+    let tx = thread_idx(0);
+    let ty = thread_idx(1);
+    let row = c.row();
+    let col = c.col();
+    let mut acc = 0.0f32;
+    let mut t = 0;
+    while t < n {
+        ta.write(if row < n && t + tx < n {
+            a[row * n + t + tx]
+        } else {
+            0.0
+        });
+        tb.write(if col < n && t + ty < n {
+            b[(t + ty) * n + col]
+        } else {
+            0.0
+        });
+        sync_threads();
+        for k in 0..16 {
+            acc += ta[ty * 16 + k] * tb[k * 16 + tx];
         }
         sync_threads();
         t += 16;
@@ -454,11 +522,26 @@ fn matmul_bench(n: usize, reps: usize) -> Result<()> {
     // As compiled for the launch's workgroups alone, and asked to leave room for eight
     // workgroups per multiprocessor (`resident_workgroups = 8`: full occupancy at 256
     // threads, as nvcc's 32 registers give the CUDA kernel without asking).
-    for (label, resident) in [
-        ("offload matmul kernel", None),
-        ("offload matmul (resident 8)", Some(8)),
+    // Then written as `acc += a * b`, fused by default and with `fma = false`.
+    for (label, kernel, resident) in [
+        ("offload matmul kernel", &__OFFLOAD_KERNEL_matmul, None),
+        (
+            "offload matmul (resident 8)",
+            &__OFFLOAD_KERNEL_matmul,
+            Some(8),
+        ),
+        (
+            "offload matmul, a * b + c",
+            &__OFFLOAD_KERNEL_matmul_plain,
+            None,
+        ),
+        (
+            "  the same, fma = false",
+            &__OFFLOAD_KERNEL_matmul_rounded,
+            None,
+        ),
     ] {
-        let k = RawKernel::load_resident(&__OFFLOAD_KERNEL_matmul, [16, 16, 1], resident, false)?;
+        let k = RawKernel::load_resident(kernel, [16, 16, 1], resident, false)?;
         let (da, db) = (k.stream.clone_htod(&a)?, k.stream.clone_htod(&b)?);
         let dc: CudaSlice<f32> = k.stream.alloc_zeros(n * n)?;
         let tiles = (n as u32).div_ceil(16);
