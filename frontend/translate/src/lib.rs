@@ -33,6 +33,7 @@ impl std::error::Error for TranslateError {}
 mod calls;
 mod control;
 mod expr;
+mod methods;
 mod places;
 mod types;
 mod workgroup;
