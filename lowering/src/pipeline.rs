@@ -232,6 +232,9 @@ impl Session {
                 unsafe { crate::rewrite::set_attribute(func, "known_block_size", size) };
             }
         }
+        if target.resident_workgroups.is_some() {
+            crate::offload_to_gpu::unmark_panic_sites(module.as_operation());
+        }
         let link = match &target.libdevice {
             Some(path) => format!(" l={path}"),
             None => String::new(),

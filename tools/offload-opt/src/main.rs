@@ -49,6 +49,10 @@ struct Cli {
     /// `8,8,4`), as a launch with that `thread_dim` does: the PTX declares it (`.maxntid`).
     #[arg(long, value_parser = parse_block_size)]
     block_size: Option<[u32; 3]>,
+    /// Compile the NVIDIA stages for this many resident workgroups per multiprocessor,
+    /// as a launch with `resident_workgroups = N` does (PTX `.minnctapersm`).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32))]
+    resident_workgroups: Option<u32>,
 }
 
 /// `X[,Y[,Z]]`, each at least 1.
@@ -226,6 +230,7 @@ fn output(cli: &Cli) -> Result<String> {
         chip: chip.filter(|_| !amd).unwrap_or("sm_90").to_string(),
         libdevice: cli.libdevice.clone().or(GpuTarget::default().libdevice),
         block_size: cli.block_size,
+        resident_workgroups: cli.resident_workgroups,
         ..GpuTarget::default()
     };
     let mut text = String::new();

@@ -407,3 +407,44 @@ fn amd_misuse_is_a_clear_error() {
         "error: `--chip gfx942` is an AMD GPU: its stages are `gpu`, `rocdl`, `amdgcn` and `hsaco`"
     );
 }
+
+/// Two bounds checks, so two panic reports.
+const GATHER: &str = "
+#[offload_kernel]
+fn gather(mut y: Region<f32, Linear1D>, x: &[f32], at: &[u32]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v = x[at[i] as usize];
+    }
+}
+";
+
+/// On NVIDIA GPUs each check's panic report keeps a block of its own (marked by its
+/// site), so the path that does not panic copies nothing into a shared report; compiled
+/// to a register budget (`--resident-workgroups`, PTX `.minnctapersm`) the reports merge
+/// again, which costs fewer registers.
+#[test]
+fn panic_reports_stay_apart_unless_registers_are_budgeted() {
+    let input = Some(("gather.rs", GATHER));
+    let (ok, ptx, err) = run(&["--emit", "ptx", "--block-size", "256"], input);
+    assert!(ok, "{err}");
+    for site in 0..2 {
+        assert!(
+            ptx.contains(&format!("// offload panic site {site}")),
+            "{ptx}"
+        );
+    }
+    assert!(!ptx.contains(".minnctapersm"), "{ptx}");
+    let args = [
+        "--emit",
+        "ptx",
+        "--block-size",
+        "256",
+        "--resident-workgroups",
+        "8",
+    ];
+    let (ok, budgeted, err) = run(&args, input);
+    assert!(ok, "{err}");
+    assert!(budgeted.contains(".minnctapersm 8"), "{budgeted}");
+    assert!(!budgeted.contains("offload panic site"), "{budgeted}");
+}
