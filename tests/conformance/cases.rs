@@ -16,6 +16,7 @@ macro_rules! for_each_case {
     ($m:ident) => {
         $m!(saxpy_f32);
         $m!(multiply_adds_fuse_on_gpus_unless_turned_off);
+        $m!(loops_over_slices_test_their_reads_once);
         $m!(integer_arithmetic_wraps_and_divides_like_rust);
         $m!(unsigned_and_narrow_integers);
         $m!(casts_follow_rust_as);
@@ -196,6 +197,49 @@ pub fn saxpy_f32(o: LaunchOptions) -> CaseResult {
     saxpy(o, &mut y, &x, -1.25).map_err(|e| e.to_string())?;
     let want: Vec<f32> = (0..n).map(|i| -1.25 * x[i] + y0[i]).collect();
     compare("saxpy", &y, &want)
+}
+
+/// A filter over a slice in a loop: `taps[k]` and `x[i + k]` are tested once before the
+/// loop (`8 <= taps.len()`, `i <= x.len() - 8`), which then runs without their checks; a
+/// thread the test fails for runs the loop as written, checks and all.
+#[offload_kernel]
+fn filter_from_slices(mut y: Region<f32, Linear1D>, x: &[f32], taps: &[f32]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        let mut acc = 0.0f32;
+        for k in 0..8 {
+            acc += taps[k] * x[i + k];
+        }
+        *v = acc;
+    }
+}
+
+pub fn loops_over_slices_test_their_reads_once(o: LaunchOptions) -> CaseResult {
+    let n = 1000;
+    let x: Vec<f32> = (0..n + 7)
+        .map(|i| ((i * 37) % 101) as f32 * 0.25 - 12.0)
+        .collect();
+    let taps: Vec<f32> = (0..8).map(|k| (k % 3) as f32 * 0.5 - 0.25).collect();
+    let mut y = vec![0.0f32; n];
+    filter_from_slices(o, &mut y, &x, &taps).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..n)
+        .map(|i| (0..8).fold(0.0f32, |acc, k| acc + taps[k] * x[i + k]))
+        .collect();
+    fused_f32(o, "filter", &y, &want)?;
+    // `x` four short: the last threads fail the test, take the checked loop, and panic
+    // where Rust would, at the first index past the end.
+    let line = "acc += taps[k] * x[i + k];";
+    expect_panic(
+        filter_from_slices(o, &mut y, &x[..n + 3], &taps),
+        "index out of bounds: the len is 1003 but the index is 1003",
+        line,
+    )?;
+    // Five taps: every thread fails the test, and panics at `taps[5]`.
+    expect_panic(
+        filter_from_slices(o, &mut y, &x, &taps[..5]),
+        "index out of bounds: the len is 5 but the index is 5",
+        line,
+    )
 }
 
 #[offload_kernel]

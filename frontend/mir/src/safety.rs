@@ -35,7 +35,14 @@
 //! condition on its success edge, a `switchInt` on a `bool` on each edge. Conditions
 //! split through `!`, `&` (when true) and `|` (when false). At a join a fact survives
 //! only if every incoming path has it.
+//!
+//! `a < b` (unsigned, as every index and length is `usize`) is known from a fact saying
+//! so, or `a < m` and `m <= b`, or, for `a = x + y`, from `y < m`, `m <= b` and
+//! `x <= b - m` (exact, since `m <= b`; then `x + y < x + m <= b` and nothing wraps):
+//! what the test before a versioned loop (`for k in 0..m`, reading `s[k + x]`) and the
+//! loop's bound give.
 
+mod facts;
 mod races;
 mod values;
 
@@ -608,110 +615,6 @@ impl Analysis<'_> {
                 }
             }
         }
-    }
-
-    /// Records that `cond` is `value` here, with what follows from it.
-    fn assume(&mut self, state: &mut State, cond: Sym, value: bool) {
-        if state.facts.insert((cond, value)).is_some() {
-            return;
-        }
-        if self.values.const_bits(cond) == Some(((!value) as u128, ScalarTy::Bool)) {
-            state.infeasible = true;
-        }
-        match (self.values.get(cond).clone(), value) {
-            (Expr::Unary(UnOp::Not, x), v) => self.assume(state, x, !v),
-            (Expr::Binary(BinOp::BitAnd, x, y), true)
-            | (Expr::Binary(BinOp::BitOr, x, y), false)
-                if self.is_bool(x) =>
-            {
-                self.assume(state, x, value);
-                self.assume(state, y, value);
-            }
-            _ => {}
-        }
-    }
-
-    fn is_bool(&self, s: Sym) -> bool {
-        match self.values.get(s) {
-            Expr::Const(_, t) | Expr::Cast(_, t) => *t == ScalarTy::Bool,
-            Expr::Binary(op, ..) if op.is_comparison() => true,
-            Expr::Binary(_, a, _) | Expr::Unary(_, a) => self.is_bool(*a),
-            Expr::Merge(_, l) => self.local_is_bool(*l),
-            Expr::Arg(l) => self.local_is_bool(*l),
-            _ => false,
-        }
-    }
-
-    fn local_is_bool(&self, l: Local) -> bool {
-        self.body
-            .locals
-            .get(l.index())
-            .is_some_and(|d| d.ty == Ty::Scalar(ScalarTy::Bool))
-    }
-
-    fn holds(&self, state: &State, cond: Sym, value: bool) -> bool {
-        state.facts.contains(&(cond, value))
-            || self.values.const_bits(cond) == Some((value as u128, ScalarTy::Bool))
-    }
-
-    /// Whether `a < b` (unsigned `usize`) is known, of `a` or of a constant `a` is known
-    /// to equal (a `switchInt` case).
-    fn less(&mut self, state: &State, a: Sym, b: Sym) -> bool {
-        if self.less_direct(state, a, b) {
-            return true;
-        }
-        let equal: Vec<Sym> = state
-            .facts
-            .iter()
-            .filter_map(|(f, v)| match self.values.get(*f) {
-                Expr::Binary(BinOp::Eq, x, y) if *v => {
-                    let other = if *x == a {
-                        *y
-                    } else if *y == a {
-                        *x
-                    } else {
-                        return None;
-                    };
-                    self.values.const_bits(other).is_some().then_some(other)
-                }
-                _ => None,
-            })
-            .collect();
-        equal.into_iter().any(|c| self.less_direct(state, c, b))
-    }
-
-    fn less_direct(&mut self, state: &State, a: Sym, b: Sym) -> bool {
-        if let (Some((x, _)), Some((y, _))) = (self.values.const_bits(a), self.values.const_bits(b))
-        {
-            return x < y;
-        }
-        let lt = self.values.intern(Expr::Binary(BinOp::Lt, a, b));
-        let gt = self.values.intern(Expr::Binary(BinOp::Gt, b, a));
-        let ge = self.values.intern(Expr::Binary(BinOp::Ge, a, b));
-        let le = self.values.intern(Expr::Binary(BinOp::Le, b, a));
-        if self.holds(state, lt, true)
-            || self.holds(state, gt, true)
-            || self.holds(state, ge, false)
-            || self.holds(state, le, false)
-        {
-            return true;
-        }
-        // `a < c` for a constant `c` no larger than a constant `b`.
-        let Some((bound, _)) = self.values.const_bits(b) else {
-            return false;
-        };
-        state.facts.iter().any(|(f, v)| {
-            let (op, x, y) = match self.values.get(*f) {
-                Expr::Binary(op, x, y) => (*op, *x, *y),
-                _ => return false,
-            };
-            let c = match (op, v) {
-                (BinOp::Lt, true) | (BinOp::Ge, false) if x == a => y,
-                (BinOp::Gt, true) | (BinOp::Le, false) if y == a => x,
-                _ => return false,
-            };
-            self.values.const_bits(c).is_some_and(|(c, _)| c <= bound)
-        })
     }
 
     fn in_bounds(&mut self, state: &State, container: Local, index: Sym) -> bool {

@@ -3,7 +3,9 @@
 
 use super::expr::strip_parens;
 use super::types::scalar_type;
-use super::{Binding, LoopTarget, LoopValue, Result, Translator, Value, error, position};
+use super::{
+    Binding, LoopTarget, LoopValue, Result, Translator, Value, error, position, versioning,
+};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use std::collections::HashMap;
@@ -546,12 +548,98 @@ impl Translator {
             Some(s) => Some(self.for_step(s, unsigned, span)?),
             None => None,
         };
+        let values = constant_range(start, end, inclusive);
+        let end = self.as_local(end, ty, span);
+        let flexible = key.filter(|_| flexible);
+        let shape = LoopShape {
+            start,
+            end,
+            ty,
+            inclusive,
+            step,
+            flexible,
+            values,
+        };
+        let reads = match (ty, inclusive, step, prologue) {
+            (ScalarTy::Usize, false, None, None) => self.guarded_reads(f),
+            _ => Vec::new(),
+        };
+        if reads.is_empty() {
+            return self.counted_loop(f, &shape, prologue);
+        }
+        // Versioned (see `versioning.rs`): one test, then the loop without the checks it
+        // covers, or the loop as written.
+        let test = self.reads_in_bounds(&reads, end, span)?;
+        let (fast, slow, join) = (self.new_block(), self.new_block(), self.new_block());
+        self.switch_bool(Operand::Copy(Place::local(test)), fast, slow, span);
+        self.current = Some(fast);
+        self.unchecked = reads.iter().map(|r| versioning::read_id(r.read)).collect();
+        let result = self.counted_loop(f, &shape, None);
+        self.unchecked.clear();
+        result?;
+        self.goto(join, span);
+        self.current = Some(slow);
+        self.counted_loop(f, &shape, None)?;
+        self.goto(join, span);
+        self.current = Some(join);
+        Ok(None)
+    }
+
+    /// The test before a versioned loop: every read of `reads` is in bounds for counters
+    /// below `end` (`end <= x.len()`, and `e <= x.len() - end` for `x[k + e]`).
+    fn reads_in_bounds(
+        &mut self,
+        reads: &[versioning::GuardedRead<'_>],
+        end: Local,
+        span: SynSpan,
+    ) -> Result<Local> {
+        let usize_ = ScalarTy::Usize;
+        let bool_ = ScalarTy::Bool;
+        let end = Operand::Copy(Place::local(end));
+        let mut test = Operand::Const(Const::Bool(true));
+        let mut seen = std::collections::HashSet::new();
+        for read in reads {
+            if !seen.insert(read.key()) {
+                continue;
+            }
+            let len = self.assign_temp(usize_, Rvalue::Len(read.slice), span);
+            let mut covered = self.assign_temp(bool_, Rvalue::BinaryOp(BinOp::Le, end, len), span);
+            if let Some(e) = read.offset {
+                let (e, _) = self.scalar_expr(e, Some(usize_))?;
+                let room = self.assign_temp(usize_, Rvalue::BinaryOp(BinOp::Sub, len, end), span);
+                let fits = self.assign_temp(bool_, Rvalue::BinaryOp(BinOp::Le, e, room), span);
+                covered =
+                    self.assign_temp(bool_, Rvalue::BinaryOp(BinOp::BitAnd, covered, fits), span);
+            }
+            test = self.assign_temp(bool_, Rvalue::BinaryOp(BinOp::BitAnd, test, covered), span);
+        }
+        Ok(self.as_local(test, bool_, span))
+    }
+
+    /// The loop of `for PAT in start..end` (see [`Self::range_loop`]); leaves the
+    /// translation at its exit.
+    fn counted_loop(
+        &mut self,
+        f: &syn::ExprForLoop,
+        shape: &LoopShape,
+        prologue: Option<&Prologue<'_>>,
+    ) -> Result<Value> {
+        let span = f.for_token.span;
+        let LoopShape {
+            ref start,
+            end,
+            ty,
+            inclusive,
+            ref step,
+            flexible,
+            values,
+        } = *shape;
         let local = self.temp(ty);
-        self.push(Place::local(local), Rvalue::Use(start), span);
+        self.push(Place::local(local), Rvalue::Use(*start), span);
         let counter = RangeCounter {
             local,
             ty,
-            end: self.as_local(end, ty, span),
+            end,
             inclusive,
         };
         let (head, body, latch, exit) = (
@@ -576,8 +664,6 @@ impl Translator {
 
         self.current = Some(body);
         self.scopes.push(HashMap::new());
-        let flexible = key.filter(|_| flexible);
-        let values = constant_range(start, end, inclusive);
         self.bind_for_pattern(&f.pat, counter, flexible, values)?;
         if let Some(prologue) = prologue {
             prologue(self)?;
@@ -586,7 +672,7 @@ impl Translator {
         self.scopes.pop();
 
         self.current = Some(latch);
-        self.for_latch(counter, step, head, exit, span);
+        self.for_latch(counter, *step, head, exit, span);
         self.current = Some(exit);
         Ok(None)
     }
@@ -928,6 +1014,21 @@ struct Elements<'e> {
     of: &'e syn::Expr,
     enumerate: bool,
     reversed: bool,
+}
+
+/// A `for` loop over a range, its bounds evaluated: what each copy of a versioned loop
+/// is made from.
+struct LoopShape {
+    start: Operand,
+    /// The range's end, evaluated once before the loop.
+    end: Local,
+    ty: ScalarTy,
+    inclusive: bool,
+    step: Option<Operand>,
+    /// The key of a counter typed only by literal bounds (see `bind_for_pattern`).
+    flexible: Option<(usize, usize)>,
+    /// The counter's values when both bounds are constants.
+    values: Option<(i128, i128)>,
 }
 
 #[derive(Copy, Clone)]

@@ -36,6 +36,7 @@ mod expr;
 mod methods;
 mod places;
 mod types;
+mod versioning;
 mod workgroup;
 
 use types::scalar_type;
@@ -743,6 +744,9 @@ struct Translator {
     element_refs: std::collections::HashSet<Local>,
     /// `for` loops over elements so far: names their hidden counters apart.
     element_loops: usize,
+    /// Slice reads translated without a bounds check: those of a versioned loop's copy
+    /// after the test that covers them (`versioning.rs`), by [`versioning::read_id`].
+    unchecked: std::collections::HashSet<usize>,
 }
 
 /// A translated expression: its operand and scalar type, or nothing for `()`.
@@ -770,6 +774,7 @@ impl Translator {
             syn_spans: HashMap::new(),
             element_refs: Default::default(),
             element_loops: 0,
+            unchecked: Default::default(),
         };
         b.current = Some(b.new_block());
         b
