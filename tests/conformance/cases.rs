@@ -214,7 +214,32 @@ fn filter_from_slices(mut y: Region<f32, Linear1D>, x: &[f32], taps: &[f32]) {
     }
 }
 
+/// A row of `a` read at `row * n + k`: the offset is an expression of names the loop
+/// does not change, tested once with the loop's end.
+#[offload_kernel]
+fn product_by_rows(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
+    let row = c.row();
+    let col = c.col();
+    if let Some(v) = c.get_mut() {
+        let mut acc = 0.0f32;
+        for k in 0..n {
+            acc += a[row * n + k] * b[k * n + col];
+        }
+        *v = acc;
+    }
+}
+
 pub fn loops_over_slices_test_their_reads_once(o: LaunchOptions) -> CaseResult {
+    let m = 24;
+    let a: Vec<f32> = (0..m * m).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
+    let b: Vec<f32> = (0..m * m).map(|i| ((i * 5) % 11) as f32 * 0.5).collect();
+    let mut c = vec![0.0f32; m * m];
+    product_by_rows(o, Region::new_2d(&mut c, m), &a, &b, m).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..m * m)
+        .map(|i| (0..m).fold(0.0f32, |acc, k| acc + a[i / m * m + k] * b[k * m + i % m]))
+        .collect();
+    fused_f32(o, "product by rows", &c, &want)?;
+
     let n = 1000;
     let x: Vec<f32> = (0..n + 7)
         .map(|i| ((i * 37) % 101) as f32 * 0.25 - 12.0)

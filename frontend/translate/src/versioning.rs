@@ -1,5 +1,6 @@
 //! Loop versioning for bounds checks. A `for k in a..b` loop whose body reads slices at
-//! `x[k]`, `x[k + e]` or `x[e + k]` (`e` a literal or a name the body does not change)
+//! `x[k]`, `x[k + e]` or `x[e + k]` (`e` the same in every iteration: literals and names
+//! the body does not change, with `+ - * & | ^` and casts)
 //! runs a copy of itself without those checks when one test before the loop shows every
 //! such read in bounds, and the loop as written otherwise:
 //!
@@ -58,19 +59,7 @@ impl Translator {
             return Vec::new();
         }
         let k = &counter.ident;
-        let invariant = |e: &syn::Expr| match strip(e) {
-            syn::Expr::Lit(syn::ExprLit {
-                lit: syn::Lit::Int(_),
-                ..
-            }) => true,
-            syn::Expr::Path(p) => p.path.get_ident().is_some_and(|id| {
-                id != k
-                    && !body.rebound.contains(&id.to_string())
-                    && matches!(self.lookup(id), Some(Binding::Local(l))
-                        if self.body.locals[l.index()].ty == Ty::Scalar(ScalarTy::Usize))
-            }),
-            _ => false,
-        };
+        let invariant = |e: &syn::Expr| self.invariant(e, k, &body.rebound);
         let is_counter =
             |e: &syn::Expr| matches!(strip(e), syn::Expr::Path(p) if p.path.is_ident(k));
         let mut reads = Vec::new();
@@ -107,6 +96,38 @@ impl Translator {
             });
         }
         reads
+    }
+}
+
+impl Translator {
+    /// Whether `e` has one value in every iteration of the loop over `k` whose body binds
+    /// or assigns `rebound`, and can be evaluated before it without a panic the loop
+    /// might not have made: integer literals, names of scalar locals bound outside it,
+    /// and `+ - * & | ^` and `as` casts of those (wrapping; no division or shift, which
+    /// can panic).
+    fn invariant(&self, e: &syn::Expr, k: &syn::Ident, rebound: &HashSet<String>) -> bool {
+        match strip(e) {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(_),
+                ..
+            }) => true,
+            syn::Expr::Path(p) => p.path.get_ident().is_some_and(|id| {
+                id != k
+                    && !rebound.contains(&id.to_string())
+                    && matches!(self.lookup(id), Some(Binding::Local(l))
+                        if matches!(self.body.locals[l.index()].ty, Ty::Scalar(t) if t.is_integer()))
+            }),
+            syn::Expr::Binary(b) => {
+                use syn::BinOp::*;
+                matches!(
+                    b.op,
+                    Add(_) | Sub(_) | Mul(_) | BitAnd(_) | BitOr(_) | BitXor(_)
+                ) && self.invariant(&b.left, k, rebound)
+                    && self.invariant(&b.right, k, rebound)
+            }
+            syn::Expr::Cast(c) => self.invariant(&c.expr, k, rebound),
+            _ => false,
+        }
     }
 }
 
