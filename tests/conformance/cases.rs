@@ -229,7 +229,27 @@ fn product_by_rows(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize)
     }
 }
 
+/// The body binds `k` again: the second `x[k]` reads `x[0]`, and the loop is left as
+/// written.
+#[offload_kernel]
+fn shadowed_counter(mut y: Region<f32, Linear1D>, x: &[f32]) {
+    if let Some(v) = y.get_mut() {
+        let mut acc = 0.0f32;
+        for k in 0..4 {
+            acc += x[k];
+            let k = 0;
+            acc += x[k];
+        }
+        *v = acc;
+    }
+}
+
 pub fn loops_over_slices_test_their_reads_once(o: LaunchOptions) -> CaseResult {
+    let x = [1.0f32, 2.0, 4.0, 8.0];
+    let mut y = vec![0.0f32; 3];
+    shadowed_counter(o, &mut y, &x).map_err(|e| e.to_string())?;
+    compare("shadowed counter", &y, &[19.0; 3])?;
+
     let m = 24;
     let a: Vec<f32> = (0..m * m).map(|i| ((i * 7) % 13) as f32 - 6.0).collect();
     let b: Vec<f32> = (0..m * m).map(|i| ((i * 5) % 11) as f32 * 0.5).collect();

@@ -55,10 +55,11 @@ impl Translator {
         }
         let mut body = BodyScan::default();
         body.visit_block(&f.body);
-        if body.refused {
+        let k = &counter.ident;
+        // A body that binds the counter's name again reads another `k` after that.
+        if body.refused || body.rebound.contains(&k.to_string()) {
             return Vec::new();
         }
-        let k = &counter.ident;
         let invariant = |e: &syn::Expr| self.invariant(e, k, &body.rebound);
         let is_counter =
             |e: &syn::Expr| matches!(strip(e), syn::Expr::Path(p) if p.path.is_ident(k));
