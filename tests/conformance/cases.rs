@@ -17,6 +17,7 @@ macro_rules! for_each_case {
         $m!(saxpy_f32);
         $m!(multiply_adds_fuse_on_gpus_unless_turned_off);
         $m!(loops_over_slices_test_their_reads_once);
+        $m!(iterator_reductions_over_slices);
         $m!(integer_arithmetic_wraps_and_divides_like_rust);
         $m!(unsigned_and_narrow_integers);
         $m!(casts_follow_rust_as);
@@ -285,6 +286,55 @@ pub fn loops_over_slices_test_their_reads_once(o: LaunchOptions) -> CaseResult {
         "index out of bounds: the len is 5 but the index is 5",
         line,
     )
+}
+
+/// Iterator reductions over slices: each becomes the loop Rust runs, in order, so even
+/// float sums match the host's exactly (no product to fuse here but the `map` one,
+/// whose GPU result may fuse).
+#[offload_kernel]
+fn reductions(mut out: Region<f32, Linear1D>, x: &[f32], w: &[i32]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let total: f32 = x.iter().sum();
+        let squares = x.iter().map(|v| v * v).sum::<f32>();
+        let top = x.iter().fold(f32::MIN, |a, &b| a.max(b));
+        let doubled = x.iter().fold(0.0, |acc, b| acc + *b * 2.0);
+        let product: i32 = w.iter().product();
+        let weighted = x
+            .iter()
+            .enumerate()
+            .fold(0.0f32, |acc, (k, v)| acc + *v * k as f32);
+        let above = x.iter().fold(0, |n, &v| n + (v > x[i]) as i32);
+        *o = match i {
+            0 => total,
+            1 => squares,
+            2 => top,
+            3 => doubled,
+            4 => product as f32,
+            5 => weighted,
+            _ => above as f32,
+        };
+    }
+}
+
+pub fn iterator_reductions_over_slices(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = vec![0.5, -1.25, 3.0, 2.75, -0.125, 1.5, 4.25, -2.0];
+    let w: Vec<i32> = vec![2, -3, 1, 4];
+    let mut out = vec![0.0f32; 8];
+    reductions(o, &mut out, &x, &w).map_err(|e| e.to_string())?;
+    let want = vec![
+        x.iter().sum::<f32>(),
+        x.iter().map(|v| v * v).sum::<f32>(),
+        x.iter().fold(f32::MIN, |a, &b| a.max(b)),
+        x.iter().fold(0.0, |acc, b| acc + *b * 2.0),
+        w.iter().product::<i32>() as f32,
+        x.iter()
+            .enumerate()
+            .fold(0.0f32, |acc, (k, v)| acc + *v * k as f32),
+        x.iter().filter(|&&v| v > x[6]).count() as f32,
+        x.iter().filter(|&&v| v > x[7]).count() as f32,
+    ];
+    fused_f32(o, "reductions", &out, &want)
 }
 
 #[offload_kernel]

@@ -974,6 +974,12 @@ fn break_values<'b>(body: &'b syn::Block, label: Option<&str>) -> Vec<&'b syn::E
 
 /// What a `for` loop over elements iterates (`x` in `x.iter()`), and whether it is
 /// enumerated; `None` for other loops (ranges).
+/// The slice, array or chunk an iteration a `for` loop takes (`x.iter()`,
+/// `x.iter().enumerate()`, ...) runs over.
+pub(super) fn iterated(e: &syn::Expr) -> Option<&syn::Expr> {
+    element_iteration(e).map(|x| x.of)
+}
+
 fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
     let e = strip_parens(e);
     let plain = |x| Elements {

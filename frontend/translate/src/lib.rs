@@ -35,6 +35,7 @@ mod control;
 mod expr;
 mod methods;
 mod places;
+mod reductions;
 mod types;
 mod versioning;
 mod workgroup;

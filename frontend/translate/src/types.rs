@@ -125,6 +125,13 @@ impl Translator {
                 i.result_type(&[of]).ok()
             }
             "abs_diff" => self.infer(&m.receiver).map(super::control::unsigned_of),
+            // Iterator reductions: `fold` has its initial value's type; `sum` and
+            // `product` the turbofish's, else the elements'.
+            "fold" if m.args.len() == 2 => self.infer(&m.args[0]),
+            "sum" | "product" if m.args.is_empty() => match &m.turbofish {
+                Some(t) => super::reductions::turbofish_type(t).ok(),
+                None => super::control::iterated(&m.receiver).and_then(|of| self.element_type(of)),
+            },
             method => match self.atomic_receiver(&m.receiver) {
                 Some(_) if method == "len" => Some(ScalarTy::Usize),
                 Some(atomic) => self.body.locals[atomic.index()].ty.element(),

@@ -1,0 +1,192 @@
+//! Iterator reductions over a slice, array or chunk: `x.iter().sum()`, `.product()` and
+//! `.fold(init, |acc, v| ...)`, also after `.map(|v| ...)` (and after `copied`,
+//! `enumerate` and `rev`, as `for` loops take them). Each becomes the loop Rust runs:
+//!
+//! ```text
+//! { let mut acc = init; for v in x.iter() { acc = f(acc, v); } acc }
+//! ```
+//!
+//! translated as any `for` loop over elements is (each element read bounds-checked by the
+//! loop's own bound). Closures are only these arguments: their parameters are bound in
+//! the loop, their bodies inlined.
+
+use super::{Binding, Result, Translator, Value, error};
+use offload_mir::*;
+
+impl Translator {
+    /// `ITER.sum()`, `ITER.product()`, `ITER.fold(init, |a, v| body)`; `None` when `m` is
+    /// not one of them over an iteration a `for` loop takes.
+    pub(super) fn reduction(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        expected: Option<ScalarTy>,
+    ) -> Result<Option<Value>> {
+        let name = m.method.to_string();
+        if !matches!(name.as_str(), "sum" | "product" | "fold") {
+            return Ok(None);
+        }
+        // `ITER.map(|p| e)`: the elements are `e` of each `p`.
+        let (iter, map) = match super::expr::strip_parens(&m.receiver) {
+            syn::Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => {
+                let syn::Expr::Closure(c) = &inner.args[0] else {
+                    return Ok(None);
+                };
+                (&*inner.receiver, Some(closure(c, 1)?))
+            }
+            other => (other, None),
+        };
+        let Some(of) = super::control::iterated(iter) else {
+            return Ok(None);
+        };
+        let span = m.method.span();
+        self.element_loops += 1;
+        let n = self.element_loops;
+        let acc = syn::Ident::new(&format!("__offload_acc_{n}"), span);
+        let item = syn::Ident::new(&format!("__offload_item_{n}"), span);
+        // The loop's pattern, and the element's value in the body.
+        let (pattern, value): (syn::Pat, syn::Expr) = match &map {
+            Some(f) => (untyped(&f.params[0]).clone(), (*f.body).clone()),
+            None => (
+                syn::parse_quote_spanned!(span=> #item),
+                syn::parse_quote_spanned!(span=> #item),
+            ),
+        };
+        let desugared: syn::Expr = match name.as_str() {
+            "fold" => {
+                let [init, f] = &m.args.iter().collect::<Vec<_>>()[..] else {
+                    return error(m, "`fold` takes an initial value and a closure");
+                };
+                let syn::Expr::Closure(c) = f else {
+                    return error(f, "`fold` takes a closure `|acc, v| ...` here");
+                };
+                let f = closure(c, 2)?;
+                let (a, v, body) = (&f.params[0], untyped(&f.params[1]), &f.body);
+                // Positioned at the initial value: an untyped one (`0.0`) is typed by its
+                // uses, keyed by where its `let` is, which must not be the loop's place.
+                let acc = syn::Ident::new(&acc.to_string(), syn::spanned::Spanned::span(init));
+                // Without `map`, the closure's element parameter is the loop's pattern
+                // (`v` or `&v`, as a `for` loop takes it); after `map`, it binds the value.
+                let (pattern, bind_value): (syn::Pat, Option<syn::Stmt>) = match &map {
+                    None => (v.clone(), None),
+                    Some(_) => (
+                        pattern,
+                        Some(syn::parse_quote_spanned!(span=> let #v = #value;)),
+                    ),
+                };
+                syn::parse_quote_spanned!(span=> {
+                    let mut #acc = #init;
+                    for #pattern in #iter {
+                        #bind_value
+                        let #a = #acc;
+                        #acc = #body;
+                    }
+                    #acc
+                })
+            }
+            _ => {
+                if !m.args.is_empty() {
+                    return error(m, format!("`{name}` takes no arguments"));
+                }
+                let ty = match &m.turbofish {
+                    Some(t) => turbofish_type(t)?,
+                    None => match expected.or_else(|| self.element_type(of)) {
+                        Some(t) => t,
+                        None => {
+                            return error(
+                                m,
+                                format!("say which type `{name}` makes: `{name}::<f32>()`"),
+                            );
+                        }
+                    },
+                };
+                if !(ty.is_integer() || ty.is_float()) {
+                    return error(m, format!("`{name}` adds up numbers, not `{ty}`"));
+                }
+                let (start, op) = if name == "sum" {
+                    (0, quote::quote!(+=))
+                } else {
+                    (1, quote::quote!(*=))
+                };
+                let start: syn::Expr = syn::parse_str(&format!("{start}{ty}"))
+                    .expect("a suffixed integer literal parses");
+                syn::parse_quote_spanned!(span=> {
+                    let mut #acc = #start;
+                    for #pattern in #iter {
+                        #acc #op #value;
+                    }
+                    #acc
+                })
+            }
+        };
+        self.expr(&desugared, expected).map(Some)
+    }
+
+    /// The element type of the slice, array or chunk `of` names.
+    pub(super) fn element_type(&self, of: &syn::Expr) -> Option<ScalarTy> {
+        let syn::Expr::Path(p) = super::expr::strip_parens(of) else {
+            return None;
+        };
+        match self.lookup(p.path.get_ident()?)? {
+            Binding::Local(l) => self.body.locals[l.index()].ty.element(),
+            Binding::Array(a) => Some(self.arrays[a].elem),
+            Binding::RegionChunk { region, .. } => self.body.locals[region.index()].ty.element(),
+            _ => None,
+        }
+    }
+}
+
+/// A closure argument of a reduction, with `params` parameters.
+fn closure(c: &syn::ExprClosure, params: usize) -> Result<Closure> {
+    if c.inputs.len() != params {
+        return error(c, format!("this closure takes {params} parameter(s) here"));
+    }
+    if c.asyncness.is_some() || c.capture.is_some() || c.constness.is_some() {
+        return error(c, "a plain closure `|..| expr` is expected here");
+    }
+    let mut returns = Returns(false);
+    syn::visit::Visit::visit_expr(&mut returns, &c.body);
+    if returns.0 {
+        return error(
+            c,
+            "`return` in a closure is not supported in kernels (the closure is inlined)",
+        );
+    }
+    Ok(Closure {
+        params: c.inputs.iter().cloned().collect(),
+        body: c.body.clone(),
+    })
+}
+
+/// A closure parameter's pattern without its type (`v: &f32` is `v`).
+fn untyped(p: &syn::Pat) -> &syn::Pat {
+    match p {
+        syn::Pat::Type(t) => &t.pat,
+        other => other,
+    }
+}
+
+struct Closure {
+    params: Vec<syn::Pat>,
+    body: Box<syn::Expr>,
+}
+
+/// Whether an expression holds a `return` (outside nested closures, which it refuses
+/// elsewhere anyway).
+struct Returns(bool);
+
+impl<'a> syn::visit::Visit<'a> for Returns {
+    fn visit_expr_return(&mut self, _: &'a syn::ExprReturn) {
+        self.0 = true;
+    }
+}
+
+pub(super) fn turbofish_type(t: &syn::AngleBracketedGenericArguments) -> Result<ScalarTy> {
+    match t.args.first() {
+        Some(syn::GenericArgument::Type(syn::Type::Path(p))) if t.args.len() == 1 => p
+            .path
+            .get_ident()
+            .and_then(|i| ScalarTy::from_name(&i.to_string()))
+            .map_or_else(|| error(t, "a scalar type is expected here"), Ok),
+        _ => error(t, "a scalar type is expected here"),
+    }
+}
