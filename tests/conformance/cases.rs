@@ -18,6 +18,8 @@ macro_rules! for_each_case {
         $m!(multiply_adds_fuse_on_gpus_unless_turned_off);
         $m!(loops_over_slices_test_their_reads_once);
         $m!(iterator_reductions_over_slices);
+        $m!(slices_read_with_get);
+        $m!(saturating_arithmetic_clamps_like_rust);
         $m!(integer_arithmetic_wraps_and_divides_like_rust);
         $m!(unsigned_and_narrow_integers);
         $m!(casts_follow_rust_as);
@@ -335,6 +337,181 @@ pub fn iterator_reductions_over_slices(o: LaunchOptions) -> CaseResult {
         x.iter().filter(|&&v| v > x[7]).count() as f32,
     ];
     fused_f32(o, "reductions", &out, &want)
+}
+
+/// `x.get(i)` of a slice: `if let Some(&v)`, `if let Some(v)` with `*v`, and
+/// `.copied().unwrap_or(d)`, each `None` past the end.
+#[offload_kernel]
+fn neighbours(mut out: Region<f32, Linear1D>, x: &[f32], w: &[i32]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let next = x.get(i + 1).copied().unwrap_or(0.0);
+        let mut second = -1.0f32;
+        if let Some(&a) = x.get(i + 2) {
+            second = a;
+        }
+        let third = if let Some(a) = x.get(i + 3) {
+            *a * 2.0
+        } else {
+            -2.0
+        };
+        let weight = w.get(i).cloned().unwrap_or(-7);
+        *o = next + 10.0 * second + 100.0 * third + 1000.0 * weight as f32;
+    }
+}
+
+pub fn slices_read_with_get(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+    let w: Vec<i32> = vec![1, 2, 3];
+    let mut out = vec![0.0f32; 6];
+    neighbours(o, &mut out, &x, &w).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..6)
+        .map(|i| {
+            let next = x.get(i + 1).copied().unwrap_or(0.0);
+            let second = x.get(i + 2).copied().unwrap_or(-1.0);
+            let third = x.get(i + 3).map_or(-2.0, |a| *a * 2.0);
+            let weight = w.get(i).cloned().unwrap_or(-7);
+            next + 10.0 * second + 100.0 * third + 1000.0 * weight as f32
+        })
+        .collect();
+    compare("get", &out, &want)
+}
+
+/// `saturating_add`, `saturating_sub` and `saturating_mul` (chosen by `op`) of signed
+/// and unsigned integers from 8 to 64 bits.
+#[offload_kernel]
+fn saturating(
+    mut small: Region<i8, Linear1D>,
+    mut wide: Region<i64, Linear1D>,
+    mut bytes: Region<u8, Linear1D>,
+    mut words: Region<u64, Linear1D>,
+    mut ints: Region<i32, Linear1D>,
+    a: &[i64],
+    b: &[i64],
+    op: u32,
+) {
+    let i = small.index();
+    let (x, y) = (
+        a.get(i).copied().unwrap_or(0),
+        b.get(i).copied().unwrap_or(0),
+    );
+    if let Some(v) = small.get_mut() {
+        let (x, y) = (x as i8, y as i8);
+        *v = if op == 0 {
+            x.saturating_add(y)
+        } else if op == 1 {
+            x.saturating_sub(y)
+        } else {
+            x.saturating_mul(y)
+        };
+    }
+    if let Some(v) = wide.get_mut() {
+        *v = if op == 0 {
+            x.saturating_add(y)
+        } else if op == 1 {
+            x.saturating_sub(y)
+        } else {
+            x.saturating_mul(y)
+        };
+    }
+    if let Some(v) = bytes.get_mut() {
+        let (x, y) = (x as u8, y as u8);
+        *v = if op == 0 {
+            x.saturating_add(y)
+        } else if op == 1 {
+            x.saturating_sub(y)
+        } else {
+            x.saturating_mul(y)
+        };
+    }
+    if let Some(v) = words.get_mut() {
+        let (x, y) = (x as u64, y as u64);
+        *v = if op == 0 {
+            x.saturating_add(y)
+        } else if op == 1 {
+            x.saturating_sub(y)
+        } else {
+            x.saturating_mul(y)
+        };
+    }
+    if let Some(v) = ints.get_mut() {
+        let (x, y) = (x as i32, y as i32);
+        *v = if op == 0 {
+            x.saturating_add(y)
+        } else if op == 1 {
+            x.saturating_sub(y)
+        } else {
+            x.saturating_mul(y)
+        };
+    }
+}
+
+pub fn saturating_arithmetic_clamps_like_rust(o: LaunchOptions) -> CaseResult {
+    // Every pair of edge values of every width, as i64 bit patterns.
+    let edges: Vec<i64> = [
+        0,
+        1,
+        -1,
+        2,
+        -2,
+        3,
+        100,
+        -100,
+        127,
+        -128,
+        128,
+        255,
+        256,
+        40_000,
+        -40_000,
+        i32::MAX as i64,
+        i32::MIN as i64,
+        u32::MAX as i64,
+        1 << 31,
+        3_037_000_500,
+        -3_037_000_500,
+        i64::MAX,
+        i64::MIN,
+        i64::MAX / 3,
+        i64::MIN / 2 + 7,
+        -4_294_967_296,
+    ]
+    .to_vec();
+    let (a, b): (Vec<i64>, Vec<i64>) = edges
+        .iter()
+        .flat_map(|&x| edges.iter().map(move |&y| (x, y)))
+        .unzip();
+    let n = a.len();
+    for op in 0..3u32 {
+        let (mut small, mut wide) = (vec![0i8; n], vec![0i64; n]);
+        let (mut bytes, mut words, mut ints) = (vec![0u8; n], vec![0u64; n], vec![0i32; n]);
+        saturating(
+            o, &mut small, &mut wide, &mut bytes, &mut words, &mut ints, &a, &b, op,
+        )
+        .map_err(|e| e.to_string())?;
+        macro_rules! want {
+            ($t:ty) => {
+                a.iter()
+                    .zip(&b)
+                    .map(|(&x, &y)| {
+                        let (x, y) = (x as $t, y as $t);
+                        match op {
+                            0 => x.saturating_add(y),
+                            1 => x.saturating_sub(y),
+                            _ => x.saturating_mul(y),
+                        }
+                    })
+                    .collect::<Vec<$t>>()
+            };
+        }
+        let what = ["saturating_add", "saturating_sub", "saturating_mul"][op as usize];
+        compare(&format!("{what} i8"), &small, &want!(i8))?;
+        compare(&format!("{what} i64"), &wide, &want!(i64))?;
+        compare(&format!("{what} u8"), &bytes, &want!(u8))?;
+        compare(&format!("{what} u64"), &words, &want!(u64))?;
+        compare(&format!("{what} i32"), &ints, &want!(i32))?;
+    }
+    Ok(())
 }
 
 #[offload_kernel]

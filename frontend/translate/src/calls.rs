@@ -232,6 +232,7 @@ impl Translator {
                 self.derived_call(m, &name, span)
             }
             "rotate_left" | "rotate_right" | "saturating_add" | "saturating_sub"
+            | "saturating_mul"
                 if m.args.len() == 1 =>
             {
                 self.bits_call(m, &name, span)

@@ -218,7 +218,10 @@ impl Translator {
             syn::Expr::Return(r) => self.return_expr(e, r),
             syn::Expr::MethodCall(m) => match self.reduction(m, expected)? {
                 Some(value) => Ok(value),
-                None => self.method_call(m),
+                None => match self.get_or(m, expected)? {
+                    Some(value) => Ok(value),
+                    None => self.method_call(m),
+                },
             },
             syn::Expr::Macro(m) => self.macro_call(&m.mac),
             syn::Expr::Closure(_) => error(

@@ -3,9 +3,10 @@
 //! `rem_euclid`, `rotate_*`...), float classes and signs, bit conversions, `clamp`,
 //! powers, and the calls that map to one intrinsic. `calls.rs` dispatches to them by name.
 
-use super::{Result, Translator, Value, error};
+use super::{Binding, Result, Translator, Value, error};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
+use std::collections::HashMap;
 use syn::spanned::Spanned;
 
 impl Translator {
@@ -290,7 +291,8 @@ impl Translator {
     }
 
     /// `x.rotate_left(n)`, `rotate_right(n)` (by `n % bits`), and `saturating_add`,
-    /// `saturating_sub` of unsigned integers.
+    /// `saturating_sub` of unsigned integers (signed ones, and `saturating_mul`, are
+    /// [`Self::saturating_call`]); each of integers only.
     pub(super) fn bits_call(
         &mut self,
         m: &syn::ExprMethodCall,
@@ -299,7 +301,13 @@ impl Translator {
     ) -> Result<Value> {
         let ty = self.infer(&m.receiver);
         let (x, t) = self.scalar_expr(&m.receiver, ty)?;
-        let x = Operand::Copy(Place::local(self.as_local(x, t, span)));
+        let x = self.as_local(x, t, span);
+        if t.is_integer()
+            && (name == "saturating_mul" || (name.starts_with("saturating") && t.is_signed()))
+        {
+            return self.saturating_call(m, name, x, t, span);
+        }
+        let x = Operand::Copy(Place::local(x));
         let value = |s: &mut Self, rv| s.assign_temp(t, rv, span);
         match name {
             "rotate_left" | "rotate_right" if t.is_integer() => {
@@ -341,16 +349,87 @@ impl Translator {
             }
             _ => error(
                 &m.method,
-                format!(
-                    "`{name}` is defined here on {}, not `{t}`",
-                    if name.starts_with("rotate") {
-                        "integers"
-                    } else {
-                        "unsigned integers"
-                    }
-                ),
+                format!("`{name}` is defined on integers, not `{t}`"),
             ),
         }
+    }
+
+    /// `a.saturating_add(b)` and `saturating_sub` of signed integers, and
+    /// `saturating_mul` of any, written as Rust computes them: the wrapping result where
+    /// it did not overflow, else the bound the true result passed.
+    fn saturating_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        a: Local,
+        t: ScalarTy,
+        span: SynSpan,
+    ) -> Result<Value> {
+        let ty = syn::Ident::new(&t.to_string(), span);
+        let b = &m.args[0];
+        let n = {
+            self.element_loops += 1;
+            self.element_loops
+        };
+        let name_of = |what: &str| syn::Ident::new(&format!("__offload_{what}_{n}"), span);
+        let (x, y, r) = (name_of("a"), name_of("b"), name_of("r"));
+        let body: syn::Expr = match name {
+            // Overflow when both operands have the sign the result lacks.
+            "saturating_add" => syn::parse_quote_spanned!(span=> {
+                let #r = #x.wrapping_add(#y);
+                if ((#x ^ #r) & (#y ^ #r)) < 0 {
+                    if #x < 0 { #ty::MIN } else { #ty::MAX }
+                } else {
+                    #r
+                }
+            }),
+            // Overflow when the operands' signs differ and the result's is not `a`'s.
+            "saturating_sub" => syn::parse_quote_spanned!(span=> {
+                let #r = #x.wrapping_sub(#y);
+                if ((#x ^ #y) & (#x ^ #r)) < 0 {
+                    if #x < 0 { #ty::MIN } else { #ty::MAX }
+                } else {
+                    #r
+                }
+            }),
+            // Up to 32 bits, the product of the widened operands, clamped; 64-bit ones
+            // overflowed unless dividing the wrapped product by `a` gives `b` back (with
+            // `a == -1` apart, since `MIN / -1` overflows itself).
+            _ if t.bits() <= 32 => {
+                let wide = syn::Ident::new(if t.is_signed() { "i64" } else { "u64" }, span);
+                syn::parse_quote_spanned!(span=> {
+                    let #r = (#x as #wide) * (#y as #wide);
+                    #r.clamp(#ty::MIN as #wide, #ty::MAX as #wide) as #ty
+                })
+            }
+            _ if t.is_signed() => syn::parse_quote_spanned!(span=> {
+                let #r = #x.wrapping_mul(#y);
+                let overflowed = if #x == -1 {
+                    #y == #ty::MIN
+                } else {
+                    #x != 0 && #r / #x != #y
+                };
+                if overflowed {
+                    if (#x < 0) != (#y < 0) { #ty::MIN } else { #ty::MAX }
+                } else {
+                    #r
+                }
+            }),
+            _ => syn::parse_quote_spanned!(span=> {
+                let #r = #x.wrapping_mul(#y);
+                if #x != 0 && #r / #x != #y { #ty::MAX } else { #r }
+            }),
+        };
+        // The receiver is already evaluated; the desugaring reads it by name.
+        let desugared: syn::Expr = syn::parse_quote_spanned!(span=> {
+            let #y: #ty = #b;
+            #body
+        });
+        self.scopes.push(HashMap::new());
+        self.bind(&x, Binding::Local(a));
+        let result = self.expr(&desugared, Some(t));
+        self.scopes.pop();
+        result
     }
 
     /// `x.clamp(lo, hi)` of integers and floats, checking `lo <= hi`.

@@ -17,21 +17,35 @@ impl Translator {
         then_bb: BasicBlock,
         else_bb: BasicBlock,
     ) -> Result<BasicBlock> {
-        const FORM: &str = "the only supported `if let` is `if let Some(v) = region.get_mut()`";
+        const FORM: &str = "the supported `if let`s are `if let Some(v) = region.get_mut()`, `if let Some(v) = stencil.get(dr, dc)` and `if let Some(&v) = slice.get(i)`";
         let syn::Pat::TupleStruct(ts) = &*l.pat else {
             return error(&l.pat, FORM);
         };
-        let binding = match (ts.path.get_ident(), ts.elems.len(), ts.elems.first()) {
-            (Some(some), 1, Some(syn::Pat::Ident(id)))
-                if some == "Some" && id.by_ref.is_none() && id.subpat.is_none() =>
-            {
-                &id.ident
-            }
+        // `Some(v)`, or `Some(&v)` (a slice's element by value).
+        let (binding, by_value) = match (ts.path.get_ident(), ts.elems.len(), ts.elems.first()) {
+            (Some(some), 1, Some(pat)) if some == "Some" => match pat {
+                syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                    (&id.ident, false)
+                }
+                syn::Pat::Reference(r) if r.mutability.is_none() => match &*r.pat {
+                    syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
+                        (&id.ident, true)
+                    }
+                    _ => return error(&l.pat, FORM),
+                },
+                _ => return error(&l.pat, FORM),
+            },
             _ => return error(&l.pat, FORM),
         };
         let syn::Expr::MethodCall(m) = &*l.expr else {
             return error(&l.expr, FORM);
         };
+        if m.method == "get" && m.args.len() == 1 {
+            return self.slice_get(m, binding, by_value, then_bb, else_bb);
+        }
+        if by_value {
+            return error(&l.pat, FORM);
+        }
         if m.method == "get" && m.args.len() == 2 {
             return self.stencil_get(m, binding, then_bb, else_bb);
         }
@@ -336,6 +350,58 @@ impl Translator {
             span,
         );
         self.bind(binding, Binding::Local(value));
+        Ok(self.current.expect("the read was just pushed"))
+    }
+
+    /// `if let Some(v) = x.get(i)` (or `Some(&v)`) of a slice parameter: `i < x.len()`
+    /// chooses the branch, and `v` is `x[i]` in the `then` one (`*v` reads it as Rust's
+    /// `&T` would).
+    fn slice_get(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        binding: &syn::Ident,
+        by_value: bool,
+        then_bb: BasicBlock,
+        else_bb: BasicBlock,
+    ) -> Result<BasicBlock> {
+        let span = m.method.span();
+        let slice = match &*m.receiver {
+            syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
+                Some(Binding::Local(l))
+                    if matches!(self.body.locals[l.index()].ty, Ty::Slice(_)) =>
+                {
+                    l
+                }
+                _ => return error(&m.receiver, "`get(i)` is supported on slice parameters"),
+            },
+            _ => return error(&m.receiver, "`get(i)` is supported on slice parameters"),
+        };
+        let (index, _) = self.scalar_expr(&m.args[0], Some(ScalarTy::Usize))?;
+        let index = self.as_local(index, ScalarTy::Usize, span);
+        let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(slice), span);
+        let inside = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
+            span,
+        );
+        self.switch_bool(inside, then_bb, else_bb, span);
+        self.current = Some(then_bb);
+        // The read states its check for the verifier, which the branch has just made.
+        let index = self.checked_index(slice, Operand::Copy(Place::local(index)), span);
+        let elem = self.body.locals[slice.index()]
+            .ty
+            .element()
+            .expect("a slice has elements");
+        let value = self.declare(Ty::Scalar(elem), false, Some((binding, binding.span())));
+        self.push(
+            Place::local(value),
+            Rvalue::Use(Operand::Copy(Place::element(slice, index))),
+            span,
+        );
+        self.bind(binding, Binding::Local(value));
+        if !by_value {
+            self.element_refs.insert(value);
+        }
         Ok(self.current.expect("the read was just pushed"))
     }
 

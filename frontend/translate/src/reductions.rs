@@ -1,4 +1,4 @@
-//! Iterator reductions over a slice, array or chunk: `x.iter().sum()`, `.product()` and
+//! Iterator reductions over a slice, array or chunk, and `x.get(i).copied().unwrap_or(d)`: `x.iter().sum()`, `.product()` and
 //! `.fold(init, |acc, v| ...)`, also after `.map(|v| ...)` (and after `copied`,
 //! `enumerate` and `rev`, as `for` loops take them). Each becomes the loop Rust runs:
 //!
@@ -118,6 +118,39 @@ impl Translator {
                 })
             }
         };
+        self.expr(&desugared, expected).map(Some)
+    }
+
+    /// `x.get(i).copied().unwrap_or(d)` (or `.cloned()`): `x[i]` when `i` is in bounds,
+    /// else `d`, as `if let Some(&v) = x.get(i) { v } else { d }`; `None` for another
+    /// call.
+    pub(super) fn get_or(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        expected: Option<ScalarTy>,
+    ) -> Result<Option<Value>> {
+        if m.method != "unwrap_or" || m.args.len() != 1 {
+            return Ok(None);
+        }
+        let syn::Expr::MethodCall(copied) = super::expr::strip_parens(&m.receiver) else {
+            return Ok(None);
+        };
+        if !(copied.method == "copied" || copied.method == "cloned") || !copied.args.is_empty() {
+            return Ok(None);
+        }
+        let syn::Expr::MethodCall(get) = super::expr::strip_parens(&copied.receiver) else {
+            return Ok(None);
+        };
+        if get.method != "get" || get.args.len() != 1 {
+            return Ok(None);
+        }
+        let span = m.method.span();
+        self.element_loops += 1;
+        let got = syn::Ident::new(&format!("__offload_got_{}", self.element_loops), span);
+        let default = &m.args[0];
+        let desugared: syn::Expr = syn::parse_quote_spanned!(span=>
+            if let Some(&#got) = #get { #got } else { #default }
+        );
         self.expr(&desugared, expected).map(Some)
     }
 

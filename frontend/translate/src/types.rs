@@ -128,6 +128,21 @@ impl Translator {
             // Iterator reductions: `fold` has its initial value's type; `sum` and
             // `product` the turbofish's, else the elements'.
             "fold" if m.args.len() == 2 => self.infer(&m.args[0]),
+            // `x.get(i).copied().unwrap_or(d)` has the slice's element type.
+            "unwrap_or" if m.args.len() == 1 => {
+                let of_slice = match &*m.receiver {
+                    syn::Expr::MethodCall(c) if c.method == "copied" || c.method == "cloned" => {
+                        match &*c.receiver {
+                            syn::Expr::MethodCall(g) if g.method == "get" && g.args.len() == 1 => {
+                                self.element_type(&g.receiver)
+                            }
+                            _ => None,
+                        }
+                    }
+                    _ => None,
+                };
+                of_slice.or_else(|| self.infer(&m.args[0]))
+            }
             "sum" | "product" if m.args.is_empty() => match &m.turbofish {
                 Some(t) => super::reductions::turbofish_type(t).ok(),
                 None => super::control::iterated(&m.receiver).and_then(|of| self.element_type(of)),
