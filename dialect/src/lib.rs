@@ -124,6 +124,8 @@ impl AtomicKind {
 pub mod predicate {
     /// `arith.cmpi eq`.
     pub const CMPI_EQ: i64 = 0;
+    /// `arith.cmpi ne`.
+    pub const CMPI_NE: i64 = 1;
     /// `arith.cmpf oeq` (ordered and equal).
     pub const CMPF_OEQ: i64 = 1;
 }

@@ -58,10 +58,8 @@ impl CpuKernel {
     /// `args` must hold one valid pointer per expanded argument of the entry point (the
     /// [`CPU_LEADING_WORDS`](offload_mir::abi::CPU_LEADING_WORDS) leading words, then the
     /// kernel ABI's arguments), each pointing at a value of that argument's type; the
-    /// memory the memrefs describe must be valid for the accesses the kernel makes; and if
-    /// the kernel waits at barriers, the barrier argument must point at a live
-    /// [`CpuBarrier`](offload_mir::abi::CpuBarrier) whose `wait` returns only once every
-    /// other thread of the workgroup has arrived or finished.
+    /// memory the memrefs describe must be valid for the accesses the kernel makes; and a
+    /// kernel with barriers must be given whole workgroups (threads `0..size`).
     pub unsafe fn call(&self, args: &mut [*mut c_void]) {
         unsafe { (self.entry)(args.as_mut_ptr()) }
     }

@@ -25,6 +25,7 @@ mod pipeline;
 mod rewrite;
 pub mod rocm;
 mod ssa;
+mod workgroup_loops;
 
 pub use cpu::{CpuKernel, CpuObject};
 pub use kernel_abi::PANIC_BUFFER_WORDS;

@@ -26,26 +26,6 @@ type Jit = *mut c_void;
 type JitBuilder = *mut c_void;
 type Dylib = *mut c_void;
 type Generator = *mut c_void;
-type PoolEntry = *mut c_void;
-type MaterializationUnit = *mut c_void;
-
-#[repr(C)]
-struct SymbolFlags {
-    generic: u8,
-    target: u8,
-}
-
-#[repr(C)]
-struct EvaluatedSymbol {
-    address: u64,
-    flags: SymbolFlags,
-}
-
-#[repr(C)]
-struct SymbolMapPair {
-    name: PoolEntry,
-    symbol: EvaluatedSymbol,
-}
 
 const APPENDING_LINKAGE: u32 = 7;
 const INTERNAL_LINKAGE: u32 = 8;
@@ -54,7 +34,6 @@ const OPT_AGGRESSIVE: u32 = 3;
 const RELOC_PIC: u32 = 2;
 const CODE_MODEL_DEFAULT: u32 = 0;
 const OBJECT_FILE: u32 = 1;
-const SYMBOL_EXPORTED_CALLABLE: u8 = 1 | 4;
 
 unsafe extern "C" {
     fn mlirTranslateModuleToLLVMIR(module: mlir_sys::MlirOperation, context: Context) -> Module;
@@ -184,11 +163,8 @@ unsafe extern "C" {
     fn LLVMOrcCreateLLJIT(jit: *mut Jit, builder: JitBuilder) -> Error;
     fn LLVMOrcLLJITGetMainJITDylib(jit: Jit) -> Dylib;
     fn LLVMOrcLLJITGetGlobalPrefix(jit: Jit) -> c_char;
-    fn LLVMOrcLLJITMangleAndIntern(jit: Jit, name: *const c_char) -> PoolEntry;
     fn LLVMOrcLLJITAddObjectFile(jit: Jit, dylib: Dylib, object: MemoryBuffer) -> Error;
     fn LLVMOrcLLJITLookup(jit: Jit, address: *mut u64, name: *const c_char) -> Error;
-    fn LLVMOrcAbsoluteSymbols(pairs: *mut SymbolMapPair, count: usize) -> MaterializationUnit;
-    fn LLVMOrcJITDylibDefine(dylib: Dylib, unit: MaterializationUnit) -> Error;
     fn LLVMOrcCreateDynamicLibrarySearchGeneratorForProcess(
         generator: *mut Generator,
         global_prefix: c_char,
@@ -700,22 +676,6 @@ fn new_linker() -> Result<Linker, LowerError> {
             "the JIT linker cannot see the process's symbols",
         )?;
         LLVMOrcJITDylibAddGenerator(dylib, generator);
-        // Barriers call the runtime, which an executable does not export by name.
-        let barrier = c_string(offload_mir::abi::CPU_BARRIER_SYMBOL);
-        let mut pairs = [SymbolMapPair {
-            name: LLVMOrcLLJITMangleAndIntern(jit, barrier.as_ptr()),
-            symbol: EvaluatedSymbol {
-                address: offload_mir::abi::offload_cpu_barrier as *const () as u64,
-                flags: SymbolFlags {
-                    generic: SYMBOL_EXPORTED_CALLABLE,
-                    target: 0,
-                },
-            },
-        }];
-        check(
-            LLVMOrcJITDylibDefine(dylib, LLVMOrcAbsoluteSymbols(pairs.as_mut_ptr(), 1)),
-            "the JIT linker refused the barrier symbol",
-        )?;
         Ok(Linker {
             jit,
             dylib,

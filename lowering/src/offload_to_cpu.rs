@@ -4,8 +4,7 @@
 //!
 //! ```text
 //! func @k(%group_begin, %group_end, %groups_x, %groups_y, %groups_z, %size_x, %size_y,
-//!         %size_z, %thread_begin, %thread_end, %shared: memref<?xi8>, %barrier: index,
-//!         <kernel_abi args>) {
+//!         %size_z, %thread_begin, %thread_end, %shared: memref<?xi8>, <kernel_abi args>) {
 //!   scf.for %group = %group_begin to %group_end {
 //!     (%group_x, %group_y, %group_z) = %group split by %groups_x and %groups_y
 //!     scf.for %thread = %thread_begin to %thread_end
@@ -16,15 +15,15 @@
 //! ```
 //!
 //! `%shared` is the workgroup's shared memory: static arrays at their offsets, dynamic
-//! shared memory after them. A kernel without barriers is called once per share of the
-//! launch's workgroups with every thread; the runtime runs a kernel with barriers one
-//! thread per call, each on its own fiber, and a barrier calls
-//! [`BARRIER_SYMBOL`]`(%barrier)`, which switches to the next thread of the workgroup.
+//! shared memory after them. The runtime calls the function once per share of the
+//! launch's workgroups, with every thread. A kernel with barriers is split into phases
+//! ([`workgroup_loops`]): the thread loop runs once per phase, each thread up to its
+//! next barrier, until no thread stops at one.
 //! The subgroup is one thread wide: shuffles and reductions return the thread's own
 //! value.
 
 use crate::rewrite::{PassError, refuse};
-use crate::{kernel_abi, rewrite};
+use crate::{kernel_abi, rewrite, workgroup_loops};
 use melior::{Context, ir::OperationRef};
 use mlir_sys::*;
 use offload_dialect::ops;
@@ -34,15 +33,10 @@ pub const NAME: &str = "convert-offload-to-cpu";
 /// Arguments the CPU entry point takes before the kernel's own, in the order of
 /// [`offload_mir::abi::CpuLeading`]: `group_begin`, `group_end`, `groups_x`, `groups_y`,
 /// `groups_z` (the whole launch's workgroups), `size_x`, `size_y`, `size_z`,
-/// `thread_begin`, `thread_end`,
-/// `shared`, `barrier`.
+/// `thread_begin`, `thread_end`, `shared`.
 pub const LEADING_ARGS: usize = offload_mir::abi::CPU_LEADING_ARGS;
 
-/// The host function a barrier calls with the entry point's `barrier` argument.
-pub const BARRIER_SYMBOL: &str = "offload_cpu_barrier";
-
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
-    let mut declared_barrier = false;
     for func in kernel_abi::kernels(root) {
         // SAFETY: as in `offload_to_gpu::run`: every handle comes from the live module and
         // is used before what it names is erased.
@@ -50,41 +44,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
             let (name, args) = kernel_abi::signature(func_ref)?;
-            let skeleton = format!(
-                "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %groups_y: index, %groups_z: index, %size_x: index, %size_y: index, %size_z: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, %barrier: index, {}) {{
-  %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index
-  %groups_xy = arith.muli %groups_x, %groups_y : index
-  %size_xy = arith.muli %size_x, %size_y : index
-  scf.for %group = %group_begin to %group_end step %c1 {{
-    %group_x = arith.remui %group, %groups_x : index
-    %group_yz = arith.divui %group, %groups_x : index
-    %group_y = arith.remui %group_yz, %groups_y : index
-    %group_z = arith.divui %group, %groups_xy : index
-    %thread_x0 = arith.remui %thread_begin, %size_x : index
-    %thread_yz0 = arith.divui %thread_begin, %size_x : index
-    %thread_y0 = arith.remui %thread_yz0, %size_y : index
-    %thread_z0 = arith.divui %thread_begin, %size_xy : index
-    %last:3 = scf.for %thread = %thread_begin to %thread_end step %c1 iter_args(%thread_x = %thread_x0, %thread_y = %thread_y0, %thread_z = %thread_z0) -> (index, index, index) {{
-      scf.execute_region {{
-        scf.yield
-      }}
-      %next_x = arith.addi %thread_x, %c1 : index
-      %wrap_x = arith.cmpi eq, %next_x, %size_x : index
-      %x = arith.select %wrap_x, %c0, %next_x : index
-      %next_y = arith.addi %thread_y, %c1 : index
-      %y1 = arith.select %wrap_x, %next_y, %thread_y : index
-      %wrap_y = arith.cmpi eq, %y1, %size_y : index
-      %y = arith.select %wrap_y, %c0, %y1 : index
-      %next_z = arith.addi %thread_z, %c1 : index
-      %z = arith.select %wrap_y, %next_z, %thread_z : index
-      scf.yield %x, %y, %z : index, index, index
-    }}
-  }}
-  return
-}}",
-                args.join(", ")
-            );
+            let phased = !rewrite::collect(func_ref, ops::BARRIER).is_empty();
+            let skeleton = skeleton(&name, &args, phased);
             let host = rewrite::parse_operation(context, &skeleton, NAME)?;
             let host_ref = OperationRef::from_raw(host);
             let host_entry = rewrite::entry_block(host);
@@ -124,29 +85,21 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     rewrite::replace(op, &[value]);
                 }
             }
-            let (shared, barrier) = (arg(10), arg(11));
-            workgroup_memory(context, func_ref, shared)?;
-            let mut calls_barrier = false;
-            for op in rewrite::collect(func_ref, ops::BARRIER) {
-                let b = rewrite::Inserter::before(context, op);
-                b.op(
-                    "func.call",
-                    &[barrier],
-                    &[],
-                    &[("callee", b.symbol(BARRIER_SYMBOL))],
-                );
-                rewrite::replace(op, &[]);
-                calls_barrier = true;
-            }
+            workgroup_memory(context, func_ref, arg(10))?;
             one_lane_subgroups(context, func_ref)?;
-            if calls_barrier && !declared_barrier {
-                let declaration = rewrite::parse_operation(
-                    context,
-                    &format!("func.func private @{BARRIER_SYMBOL}(index)"),
-                    NAME,
-                )?;
-                rewrite::insert_before(func, declaration);
-                declared_barrier = true;
+            if phased {
+                let memory = |name| rewrite::collect(host_ref, name);
+                let (scalars, per_thread) = (memory("memref.alloca"), memory("memref.alloc"));
+                let phases = workgroup_loops::Phases {
+                    phase: result(scalars[0]),
+                    next: result(scalars[1]),
+                    done: result(per_thread[0]),
+                    thread: carried[0],
+                    threads: arg(9),
+                    allocate_before: rewrite::collect(host_ref, "scf.for")[0],
+                    free_before: rewrite::collect(host_ref, "func.return")[0],
+                };
+                workgroup_loops::split(context, func, &phases)?;
             }
             for ret in rewrite::collect(func_ref, "func.return") {
                 rewrite::Inserter::before(context, ret).op("scf.yield", &[], &[], &[]);
@@ -162,6 +115,75 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
         }
     }
     Ok(())
+}
+
+/// The host function's text with an empty kernel body (`scf.execute_region`); see the
+/// module docs. A `phased` kernel (one with barriers, see [`workgroup_loops`]) runs its
+/// threads once per phase, with the phase and the per-thread `done` flags in memory.
+fn skeleton(name: &str, args: &[String], phased: bool) -> String {
+    let pick = |text: &'static str| if phased { text } else { "" };
+    let state = pick(
+        "
+  %p0 = arith.constant 0 : i32
+  %phase = memref.alloca() : memref<i32>
+  %next = memref.alloca() : memref<i32>
+  %done = memref.alloc(%thread_end) : memref<?xi1>",
+    );
+    let phases_begin = pick(
+        "
+    memref.store %p0, %phase[] : memref<i32>
+    scf.while : () -> () {
+    memref.store %p0, %next[] : memref<i32>",
+    );
+    let phases_end = pick(
+        "
+    %stopped = memref.load %next[] : memref<i32>
+    memref.store %stopped, %phase[] : memref<i32>
+    %more = arith.cmpi ne, %stopped, %p0 : i32
+    scf.condition(%more)
+    } do {
+      scf.yield
+    }",
+    );
+    let free = pick(
+        "
+  memref.dealloc %done : memref<?xi1>",
+    );
+    format!(
+        "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %groups_y: index, %groups_z: index, %size_x: index, %size_y: index, %size_z: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, {}) {{
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index{state}
+  %groups_xy = arith.muli %groups_x, %groups_y : index
+  %size_xy = arith.muli %size_x, %size_y : index
+  scf.for %group = %group_begin to %group_end step %c1 {{
+    %group_x = arith.remui %group, %groups_x : index
+    %group_yz = arith.divui %group, %groups_x : index
+    %group_y = arith.remui %group_yz, %groups_y : index
+    %group_z = arith.divui %group, %groups_xy : index
+    %thread_x0 = arith.remui %thread_begin, %size_x : index
+    %thread_yz0 = arith.divui %thread_begin, %size_x : index
+    %thread_y0 = arith.remui %thread_yz0, %size_y : index
+    %thread_z0 = arith.divui %thread_begin, %size_xy : index{phases_begin}
+    %last:3 = scf.for %thread = %thread_begin to %thread_end step %c1 iter_args(%thread_x = %thread_x0, %thread_y = %thread_y0, %thread_z = %thread_z0) -> (index, index, index) {{
+      scf.execute_region {{
+        scf.yield
+      }}
+      %next_x = arith.addi %thread_x, %c1 : index
+      %wrap_x = arith.cmpi eq, %next_x, %size_x : index
+      %x = arith.select %wrap_x, %c0, %next_x : index
+      %next_y = arith.addi %thread_y, %c1 : index
+      %y1 = arith.select %wrap_x, %next_y, %thread_y : index
+      %wrap_y = arith.cmpi eq, %y1, %size_y : index
+      %y = arith.select %wrap_y, %c0, %y1 : index
+      %next_z = arith.addi %thread_z, %c1 : index
+      %z = arith.select %wrap_y, %next_z, %thread_z : index
+      scf.yield %x, %y, %z : index, index, index
+    }}{phases_end}
+  }}{free}
+  return
+}}",
+        args.join(", ")
+    )
 }
 
 /// Replaces each `offload.alloc_shared` with a view into the workgroup's `shared` block.

@@ -31,10 +31,12 @@ pub fn collect(root: OperationRef<'_, '_>, name: &str) -> Vec<MlirOperation> {
     found
 }
 
-/// A rewriter positioned before one anchor operation.
+/// A rewriter positioned before one anchor operation, or at the end of a block.
 pub struct Inserter<'c> {
     pub context: &'c Context,
+    /// The operation new ones go before; null to append to `block`.
     anchor: MlirOperation,
+    block: MlirBlock,
     pub location: Location<'c>,
 }
 
@@ -47,7 +49,46 @@ impl<'c> Inserter<'c> {
         Inserter {
             context,
             anchor,
+            block: unsafe { mlirOperationGetBlock(anchor) },
             location,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `block` must be a live block.
+    pub unsafe fn at_end(context: &'c Context, block: MlirBlock, location: Location<'c>) -> Self {
+        Inserter {
+            context,
+            anchor: MlirOperation {
+                ptr: std::ptr::null_mut(),
+            },
+            block,
+            location,
+        }
+    }
+
+    /// Puts a built operation (owned by no block) at the rewriter's position.
+    fn insert(&self, raw: MlirOperation) {
+        // SAFETY: the anchor (or block) is live, per the constructors' contracts.
+        unsafe {
+            if self.anchor.ptr.is_null() {
+                mlirBlockAppendOwnedOperation(self.block, raw);
+            } else {
+                mlirBlockInsertOwnedOperationBefore(self.block, self.anchor, raw);
+            }
+        }
+    }
+
+    /// Inserts `op` at the rewriter's position and returns its results.
+    pub fn place(&self, op: Operation<'c>) -> Vec<MlirValue> {
+        let raw = op.into_raw();
+        self.insert(raw);
+        // SAFETY: `raw` was just inserted and is live.
+        unsafe {
+            (0..mlirOperationGetNumResults(raw))
+                .map(|i| mlirOperationGetResult(raw, i))
+                .collect()
         }
     }
 
@@ -117,17 +158,7 @@ impl<'c> Inserter<'c> {
             .add_attributes(&attributes)
             .build()
             .unwrap_or_else(|e| panic!("internal operation `{name}` is malformed: {e}"));
-        let raw = op.into_raw();
-        unsafe {
-            mlirBlockInsertOwnedOperationBefore(
-                mlirOperationGetBlock(self.anchor),
-                self.anchor,
-                raw,
-            );
-            (0..mlirOperationGetNumResults(raw))
-                .map(|i| mlirOperationGetResult(raw, i))
-                .collect()
-        }
+        self.place(op)
     }
 
     /// `memref.generic_atomic_rmw` that stores `new` where the element equals `current`;
@@ -185,15 +216,7 @@ impl<'c> Inserter<'c> {
             .add_regions([region])
             .build()
             .expect("an atomic update is well formed");
-        let raw = op.into_raw();
-        unsafe {
-            mlirBlockInsertOwnedOperationBefore(
-                mlirOperationGetBlock(self.anchor),
-                self.anchor,
-                raw,
-            );
-            mlirOperationGetResult(raw, 0)
-        }
+        self.place(op)[0]
     }
 
     /// `arith.constant` of an `index`.
@@ -397,6 +420,180 @@ pub unsafe fn operations(block: MlirBlock) -> Vec<MlirOperation> {
         }
         out
     }
+}
+
+/// The blocks of a live operation's first region, in order.
+///
+/// # Safety
+///
+/// `op` must be live and have a region.
+pub unsafe fn blocks(op: MlirOperation) -> Vec<MlirBlock> {
+    unsafe {
+        let mut out = Vec::new();
+        let mut block = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, 0));
+        while !block.ptr.is_null() {
+            out.push(block);
+            block = mlirBlockGetNextInRegion(block);
+        }
+        out
+    }
+}
+
+/// The blocks a live block's terminator may branch to.
+///
+/// # Safety
+///
+/// `block` must be live and end in a terminator.
+pub unsafe fn successors(block: MlirBlock) -> Vec<MlirBlock> {
+    unsafe {
+        let terminator = mlirBlockGetTerminator(block);
+        if terminator.ptr.is_null() {
+            return Vec::new();
+        }
+        (0..mlirOperationGetNumSuccessors(terminator))
+            .map(|i| mlirOperationGetSuccessor(terminator, i))
+            .collect()
+    }
+}
+
+/// Every use of a live value: the using operation and the operand's position.
+///
+/// # Safety
+///
+/// `value` must be live.
+pub unsafe fn uses(value: MlirValue) -> Vec<(MlirOperation, u32)> {
+    unsafe {
+        let mut out = Vec::new();
+        let mut operand = mlirValueGetFirstUse(value);
+        while !operand.ptr.is_null() {
+            out.push((
+                mlirOpOperandGetOwner(operand),
+                mlirOpOperandGetOperandNumber(operand),
+            ));
+            operand = mlirOpOperandGetNextUse(operand);
+        }
+        out
+    }
+}
+
+/// Makes operand `i` of a live operation `value`.
+///
+/// # Safety
+///
+/// Both must be live; `op` must have more than `i` operands.
+pub unsafe fn set_operand(op: MlirOperation, i: u32, value: MlirValue) {
+    unsafe { mlirOperationSetOperand(op, i as isize, value) }
+}
+
+/// A new block without arguments, right after the live `block` in its region.
+///
+/// # Safety
+///
+/// `block` must be live and in a region.
+pub unsafe fn block_after(block: MlirBlock) -> MlirBlock {
+    unsafe {
+        let new = mlirBlockCreate(0, std::ptr::null(), std::ptr::null());
+        mlirRegionInsertOwnedBlockAfter(mlirBlockGetParentRegion(block), block, new);
+        new
+    }
+}
+
+/// Moves a live operation to the end of the live `block`.
+///
+/// # Safety
+///
+/// Both must be live, and `op` must not contain `block`.
+pub unsafe fn move_to_end(op: MlirOperation, block: MlirBlock) {
+    unsafe {
+        mlirOperationRemoveFromParent(op);
+        mlirBlockAppendOwnedOperation(block, op);
+    }
+}
+
+/// The operation after a live one in its block (null after the last).
+///
+/// # Safety
+///
+/// `op` must be live and in a block.
+pub unsafe fn next_operation(op: MlirOperation) -> MlirOperation {
+    unsafe { mlirOperationGetNextInBlock(op) }
+}
+
+/// The block a live operation is in.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn block_of(op: MlirOperation) -> MlirBlock {
+    unsafe { mlirOperationGetBlock(op) }
+}
+
+/// The operation defining a live value: `None` for a block argument.
+///
+/// # Safety
+///
+/// `value` must be live.
+pub unsafe fn defining_op(value: MlirValue) -> Option<MlirOperation> {
+    unsafe { mlirValueIsAOpResult(value).then(|| mlirOpResultGetOwner(value)) }
+}
+
+/// The block a live value is defined in (its own block for an argument).
+///
+/// # Safety
+///
+/// `value` must be live.
+pub unsafe fn defining_block(value: MlirValue) -> MlirBlock {
+    unsafe {
+        match defining_op(value) {
+            Some(op) => mlirOperationGetBlock(op),
+            None => mlirBlockArgumentGetOwner(value),
+        }
+    }
+}
+
+/// The operation directly in `owner`'s first region that is `op` or holds it; `None`
+/// when `op` is not inside `owner`.
+///
+/// # Safety
+///
+/// Both must be live.
+pub unsafe fn ancestor_in(op: MlirOperation, owner: MlirOperation) -> Option<MlirOperation> {
+    unsafe {
+        let mut op = op;
+        loop {
+            let parent = mlirOperationGetParentOperation(op);
+            if parent.ptr.is_null() {
+                return None;
+            }
+            if mlirOperationEqual(parent, owner) {
+                return Some(op);
+            }
+            op = parent;
+        }
+    }
+}
+
+/// The name of a live operation (`arith.addi`).
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn name(op: MlirOperation) -> String {
+    unsafe {
+        let id = mlirOperationGetName(op);
+        let text = mlirIdentifierStr(id);
+        String::from_utf8_lossy(std::slice::from_raw_parts(text.data.cast(), text.length))
+            .into_owned()
+    }
+}
+
+/// Whether a live operation has regions.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn has_regions(op: MlirOperation) -> bool {
+    unsafe { mlirOperationGetNumRegions(op) > 0 }
 }
 
 /// The symbol a live operation defines (its `sym_name`), if any.

@@ -120,12 +120,10 @@ pub struct CpuLeading {
     /// The workgroup's shared memory: its address and size in bytes (a `memref<?xi8>`).
     pub shared_address: u64,
     pub shared_bytes: u64,
-    /// The barrier handle a barrier call passes back to the host (0 without barriers).
-    pub barrier: u64,
 }
 
 /// Parameters of the CPU entry point before the kernel's own.
-pub const CPU_LEADING_ARGS: usize = 12;
+pub const CPU_LEADING_ARGS: usize = 11;
 
 /// Words those parameters take (the shared memory is a `memref<?xi8>` of five words).
 pub const CPU_LEADING_WORDS: usize = CPU_LEADING_ARGS + 4;
@@ -150,32 +148,8 @@ impl CpuLeading {
             shared[2],
             shared[3],
             shared[4],
-            self.barrier,
         ]
     }
-}
-
-/// What a CPU kernel's barrier word points at: the runtime's barrier state, whose first
-/// field this is. A barrier in the kernel calls [`CPU_BARRIER_SYMBOL`] with the pointer,
-/// and that calls `wait` with it.
-#[repr(C)]
-pub struct CpuBarrier {
-    pub wait: unsafe extern "C" fn(*mut CpuBarrier),
-}
-
-/// The function a CPU kernel's barriers call: [`offload_cpu_barrier`]. Code built ahead
-/// of time links against it; the JIT binds the name to it.
-pub const CPU_BARRIER_SYMBOL: &str = "offload_cpu_barrier";
-
-/// A barrier in a CPU kernel: hands the thread's barrier state to its `wait`.
-///
-/// # Safety
-///
-/// `barrier` must point at a live [`CpuBarrier`]; kernels pass the barrier word the
-/// runtime gave them, which does.
-#[unsafe(no_mangle)]
-pub unsafe extern "C" fn offload_cpu_barrier(barrier: *mut CpuBarrier) {
-    unsafe { ((*barrier).wait)(barrier) }
 }
 
 /// A CPU kernel's entry point: one pointer per word ([`CpuLeading`] then the kernel's
@@ -223,7 +197,7 @@ mod tests {
     }
 
     #[test]
-    fn cpu_leading_words_put_the_shared_memref_before_the_barrier() {
+    fn cpu_leading_words_end_with_the_shared_memref() {
         let leading = CpuLeading {
             group_begin: 1,
             group_end: 2,
@@ -237,11 +211,10 @@ mod tests {
             thread_end: 10,
             shared_address: 0x9000,
             shared_bytes: 64,
-            barrier: 0xb,
         };
         assert_eq!(
             leading.words(),
-            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x9000, 0x9000, 0, 64, 1, 0xb]
+            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x9000, 0x9000, 0, 64, 1]
         );
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! # What it models
 //!
-//! - **Scheduling** as the CPU backend's fibers do it: workgroups in launch order (x
+//! - **Scheduling** as the CPU backend's phases do it: workgroups in launch order (x
 //!   fastest); in a workgroup, each unfinished thread in turn runs until it reaches a
 //!   barrier or ends, and such passes repeat until every thread has ended. A thread that
 //!   returned or panicked no longer takes part in barriers.

@@ -81,7 +81,8 @@ impl Translator {
     }
 
     /// [`Translator::infer`] for a call: of `T::from_f64` and `T::from_i64`, a `T`; of a
-    /// thread-position query, a `usize`; of anything else, unknown.
+    /// thread-position query, a `usize`; of a subgroup or workgroup operation, its result's;
+    /// of anything else, unknown.
     fn infer_call(&self, c: &syn::ExprCall) -> Option<ScalarTy> {
         let syn::Expr::Path(p) = &*c.func else {
             return None;
@@ -97,10 +98,27 @@ impl Translator {
                 .map(|(_, t)| *t)
                 .or_else(|| ScalarTy::from_name(&name));
         }
-        if Position::ALL.iter().any(|q| last.ident == q.name()) {
+        if Position::ALL.iter().any(|q| last.ident == q.name())
+            || ["thread_rank", "subgroup_size", "subgroup_lane"]
+                .iter()
+                .any(|f| last.ident == f)
+        {
             return Some(ScalarTy::Usize);
         }
-        None
+        match last.ident.to_string().as_str() {
+            "subgroup_ballot" => Some(ScalarTy::U64),
+            "subgroup_any" | "subgroup_all" => Some(ScalarTy::Bool),
+            // The other subgroup operations and workgroup reductions have their value's type.
+            "subgroup_shuffle"
+            | "subgroup_shuffle_xor"
+            | "subgroup_sum"
+            | "subgroup_min"
+            | "subgroup_max"
+            | "workgroup_sum"
+            | "workgroup_min"
+            | "workgroup_max" => self.infer(c.args.first()?),
+            _ => None,
+        }
     }
 
     /// [`Translator::infer`] for a method call: the receiver's type, except for the

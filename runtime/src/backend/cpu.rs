@@ -2,13 +2,10 @@
 //! launch's workgroups are split into one contiguous share per host thread; each share
 //! runs its workgroups one after another, each with its own shared memory.
 //!
-//! In a kernel without barriers a workgroup's threads simply run one after another. In
-//! a kernel with barriers each thread of the workgroup runs on its own fiber (a
-//! coroutine with its own stack): a barrier suspends the fiber, and the workgroup's
-//! scheduler resumes every unfinished fiber in turn, so each pass takes every thread to
-//! its next barrier or to its end. No thread passes a barrier before all unfinished
-//! threads of its workgroup have reached it; threads that have returned do not count, as
-//! on a GPU.
+//! The lowering runs a workgroup's threads one after another in one call; a kernel with
+//! barriers runs them once per phase between barriers (see the lowering's
+//! `workgroup_loops`), so no thread passes a barrier before every unfinished thread of
+//! its workgroup has reached it, and threads that have returned do not count, as on a GPU.
 //!
 //! Region data is copied into a scratch buffer for the kernel and copied back only if no
 //! thread panicked, so a failed launch leaves the caller's data untouched, as on a GPU.
@@ -16,7 +13,7 @@
 use super::Backend;
 use crate::panic::{PANIC_BUFFER_WORDS, PanicWords};
 use crate::{Device, Error, memory::Memory, plan::LaunchPlan as Launch};
-use offload_mir::abi::{CPU_LEADING_WORDS, CpuBarrier, CpuEntry, CpuLeading};
+use offload_mir::abi::{CpuEntry, CpuLeading};
 use std::ffi::c_void;
 
 /// The host's physical memory in bytes, where the platform says (Linux).
@@ -162,7 +159,6 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         size: launch.workgroup_size.map(u64::from),
         kernel_words: &words,
     };
-    let fibers = launch.body.synchronizes();
     std::thread::scope(|scope| {
         for t in 0..host {
             let base = launch.group_base as u64;
@@ -172,17 +168,10 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
                 // 16-byte aligned, as the lowering lays shared arrays out.
                 let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
                 let shared = (shared.as_mut_ptr() as u64, shared_bytes as u64);
-                if fibers {
-                    let mut stacks = Vec::new();
-                    for group in begin..end {
-                        workgroup.run_fibers(group, shared, &mut stacks);
-                    }
-                } else {
-                    let threads = workgroup.size.iter().product();
-                    let mut words = workgroup.words([begin, end], [0, threads], shared);
-                    // SAFETY: see `Workgroup::call`; no barriers, so no barrier state.
-                    unsafe { workgroup.call(&mut words) };
-                }
+                let threads = workgroup.size.iter().product();
+                let mut words = workgroup.words([begin, end], [0, threads], shared);
+                // SAFETY: see `Workgroup::call`.
+                unsafe { workgroup.call(&mut words) };
             });
         }
     });
@@ -312,29 +301,9 @@ struct Workgroup<'a> {
     kernel_words: &'a [u64],
 }
 
-/// Stack for one fiber: kernels keep their locals in registers and a few frames.
-const FIBER_STACK_BYTES: usize = 256 * 1024;
-
-/// The barrier state a fiber's kernel call points at.
-#[repr(C)]
-struct FiberBarrier {
-    base: CpuBarrier,
-    yielder: *const corosensei::Yielder<(), ()>,
-}
-
-/// A barrier in a fiber's kernel: back to the workgroup's scheduler.
-unsafe extern "C" fn fiber_wait(barrier: *mut CpuBarrier) {
-    // SAFETY: `barrier` is the first field of the `FiberBarrier` the fiber passed, which
-    // lives on the fiber's stack for the whole call; the yielder is that fiber's.
-    unsafe {
-        let fiber = barrier.cast::<FiberBarrier>();
-        (*(*fiber).yielder).suspend(());
-    }
-}
-
 impl Workgroup<'_> {
     /// The entry point's words: workgroups `groups`, threads `threads` of each, the
-    /// workgroup's shared memory `(address, bytes)`, no barrier yet, the kernel's own.
+    /// workgroup's shared memory `(address, bytes)`, the kernel's own.
     fn words(&self, groups: [u64; 2], threads: [u64; 2], shared: (u64, u64)) -> Vec<u64> {
         let leading = CpuLeading {
             group_begin: groups[0],
@@ -349,7 +318,6 @@ impl Workgroup<'_> {
             thread_end: threads[1],
             shared_address: shared.0,
             shared_bytes: shared.1,
-            barrier: 0,
         };
         let mut words = leading.words().to_vec();
         words.extend_from_slice(self.kernel_words);
@@ -360,8 +328,8 @@ impl Workgroup<'_> {
     ///
     /// # Safety
     ///
-    /// `words` come from [`Self::words`], with a live `CpuBarrier` in the barrier word if
-    /// the kernel has barriers. The memrefs describe the scratch regions, the borrowed
+    /// `words` come from [`Self::words`], with whole workgroups if the kernel has
+    /// barriers. The memrefs describe the scratch regions, the borrowed
     /// slices, the panic buffer and the shared block, all alive for the launch. Threads
     /// of different shares touch disjoint region elements (checked by the strategy's
     /// `check_launch`), and the panic buffer is claimed atomically.
@@ -369,49 +337,5 @@ impl Workgroup<'_> {
         let mut pointers: Vec<*mut c_void> =
             words.iter_mut().map(|w| (w as *mut u64).cast()).collect();
         unsafe { (self.entry)(pointers.as_mut_ptr()) };
-    }
-
-    /// Runs workgroup `group` with one fiber per thread; see the module docs.
-    fn run_fibers(
-        &self,
-        group: u64,
-        shared: (u64, u64),
-        stacks: &mut Vec<corosensei::stack::DefaultStack>,
-    ) {
-        use corosensei::{Coroutine, CoroutineResult};
-        let threads: u64 = self.size.iter().product();
-        let mut fibers = Vec::with_capacity(threads as usize);
-        for thread in 0..threads {
-            let stack = match stacks.pop() {
-                Some(stack) => stack,
-                None => corosensei::stack::DefaultStack::new(FIBER_STACK_BYTES)
-                    .expect("the host can map a fiber stack"),
-            };
-            let mut words = self.words([group, group + 1], [thread, thread + 1], shared);
-            // The fiber outlives no borrow: every fiber below runs to its end before this
-            // function returns, so the workgroup it points at is alive throughout.
-            let this = self as *const Workgroup<'_> as usize;
-            fibers.push(Coroutine::with_stack(stack, move |yielder, ()| {
-                let mut barrier = FiberBarrier {
-                    base: CpuBarrier { wait: fiber_wait },
-                    yielder,
-                };
-                words[CPU_LEADING_WORDS - 1] = &mut barrier as *mut FiberBarrier as u64;
-                // SAFETY: `this` points at the live workgroup (above); the barrier word
-                // points at `barrier`, alive for the call.
-                unsafe { (*(this as *const Workgroup<'_>)).call(&mut words) };
-            }));
-        }
-        // Each pass takes every unfinished thread to its next barrier or its end.
-        let mut waiting = true;
-        while waiting {
-            waiting = false;
-            for fiber in fibers.iter_mut().filter(|f| !f.done()) {
-                if let CoroutineResult::Yield(()) = fiber.resume(()) {
-                    waiting = true;
-                }
-            }
-        }
-        stacks.extend(fibers.into_iter().map(Coroutine::into_stack));
     }
 }

@@ -44,6 +44,27 @@ fn shifted_copy(mut y: Region<i32, Linear1D>, x: &[i32]) {
     }
 }
 
+/// An inclusive scan of each 256-element block in shared memory (Hillis and Steele:
+/// eight steps, two barriers each), for the CPU backend's barriers.
+#[offload_kernel]
+fn block_scan(mut y: Region<f32, Linear1D>, x: &[f32]) {
+    let mut tile = Shared::<f32, 256>::new();
+    let t = thread_rank();
+    tile.write(x.get(y.index()).copied().unwrap_or(0.0));
+    sync_threads();
+    let mut s = 1;
+    while s < 256 {
+        let add = if t >= s { tile[t - s] } else { 0.0 };
+        sync_threads();
+        tile[t] += add;
+        sync_threads();
+        s *= 2;
+    }
+    if let Some(v) = y.get_mut() {
+        *v = tile[t];
+    }
+}
+
 /// The same algorithm as `cuda/reduce.cu`: each thread sums a grid-stride slice, each
 /// warp sums its threads' values, and one warp sums the warp totals.
 #[offload_kernel]
@@ -640,6 +661,69 @@ fn cpu(n: usize) -> Result<()> {
         try_offload! { kernel = saxpy, args = (&mut small_y, &small_x, 0.5f32), device = cpu }?;
         small_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    // A kernel with barriers, next to the same blocked scan with rayon.
+    let mut scanned = vec![0.0f32; n];
+    try_offload! { kernel = block_scan, args = (&mut scanned, &x), device = cpu }?;
+    let mut want = x.clone();
+    want.par_chunks_mut(256).for_each(|block| {
+        for k in 1..block.len() {
+            block[k] += block[k - 1];
+        }
+    });
+    let wrong = scanned
+        .iter()
+        .zip(&want)
+        .filter(|(a, b)| (*a - *b).abs() > 1e-3 * b.abs())
+        .count();
+    if wrong != 0 {
+        bail!("block_scan differs from the host's in {wrong} elements");
+    }
+    let mut scan_ms = Vec::new();
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        try_offload! { kernel = block_scan, args = (&mut scanned, &x), device = cpu }?;
+        scan_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let mut rayon_scan_ms = Vec::new();
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        want.copy_from_slice(&x);
+        want.par_chunks_mut(256).for_each(|block| {
+            for k in 1..block.len() {
+                block[k] += block[k - 1];
+            }
+        });
+        rayon_scan_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    // The kernel's own algorithm (eight doubling steps per block) with rayon.
+    let mut rayon_steps_ms = Vec::new();
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        want.copy_from_slice(&x);
+        want.par_chunks_mut(256).for_each(|block| {
+            let mut before = [0.0f32; 256];
+            let mut s = 1;
+            while s < block.len() {
+                before[..block.len()].copy_from_slice(block);
+                for k in s..block.len() {
+                    block[k] += before[k - s];
+                }
+                s *= 2;
+            }
+        });
+        rayon_steps_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
+    let (s, rs, rh) = (
+        median(scan_ms),
+        median(rayon_scan_ms),
+        median(rayon_steps_ms),
+    );
+    println!(
+        "cpu block scan n={n} (256-thread workgroups, 16 barriers): offload {s:.3} ms; rayon, \
+         the same doubling steps {rh:.3} ms ({:.1}x); rayon, a running sum {rs:.3} ms ({:.1}x)",
+        s / rh,
+        s / rs
+    );
     let (o, d, r) = (median(offload_ms), median(in_place_ms), median(rayon_ms));
     println!(
         "cpu saxpy n={n} on {} threads: rayon {r:.3} ms; offload on host data {o:.3} ms ({:.2}x), \

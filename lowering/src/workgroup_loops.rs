@@ -1,0 +1,500 @@
+//! Barriers on the CPU without a stack per thread: a kernel with barriers becomes a
+//! function that runs one thread from the start or from just after one barrier up to its
+//! next barrier (or its end), and `convert-offload-to-cpu` calls it for every thread of
+//! the workgroup in turn, once per phase, until no thread stops at a barrier. This is
+//! the loop fission at barriers that POCL performs, written over the kernel's control
+//! flow graph:
+//!
+//! - each barrier ends its block: it records its number in the workgroup's `next` phase
+//!   and returns, and the code after it becomes a block of its own;
+//! - a new entry block switches on the workgroup's current phase: phase 0 runs the
+//!   kernel's old entry, phase `k` the code after barrier `k`. A thread that has returned
+//!   (its `done` flag) is skipped, as a finished thread does not count at a GPU's
+//!   barrier;
+//! - a value defined before a barrier and used after it no longer dominates its use. If
+//!   it is made by pure arithmetic or memref views of values every phase has, it is
+//!   computed in the new entry instead; other scalars are kept per thread in memory
+//!   (`spill[thread]`), stored where they are defined and loaded where they are used.
+//!
+//! The convergence check (`offload_mir::convergence`) guarantees that every unfinished
+//! thread of a workgroup reaches the same barrier, so one phase number per workgroup is
+//! enough.
+
+use crate::rewrite::{self, Inserter, PassError, refuse};
+use melior::{
+    Context,
+    ir::{BlockRef, Location, Value, r#type::TypeLike},
+};
+use mlir_sys::*;
+use offload_dialect::ops;
+use std::collections::HashMap;
+
+/// Where the host function keeps a phased kernel's state, and the thread being run.
+pub struct Phases {
+    /// `memref<i32>`: the phase the workgroup runs now (0 at its start).
+    pub phase: MlirValue,
+    /// `memref<i32>`: the barrier the workgroup's threads stopped at in this phase, 0
+    /// if none did.
+    pub next: MlirValue,
+    /// `memref<?xi1>`: per thread, whether it has returned.
+    pub done: MlirValue,
+    /// The thread's linear index in the workgroup: its slot in `done` and every spill.
+    pub thread: MlirValue,
+    /// The number of slots each per-thread memref needs.
+    pub threads: MlirValue,
+    /// The host operation before which spills are allocated (outside every loop).
+    pub allocate_before: MlirOperation,
+    /// The host operation before which spills are freed.
+    pub free_before: MlirOperation,
+}
+
+/// Ops that compute the same value wherever they run and cannot fault: safe to compute
+/// again in the entry of every phase.
+const PURE: &[&str] = &[
+    "arith.constant",
+    "arith.addi",
+    "arith.subi",
+    "arith.muli",
+    "arith.andi",
+    "arith.ori",
+    "arith.xori",
+    "arith.maxui",
+    "arith.minui",
+    "arith.maxsi",
+    "arith.minsi",
+    "arith.index_cast",
+    "arith.index_castui",
+    "arith.extui",
+    "arith.extsi",
+    "arith.trunci",
+    "arith.cmpi",
+    "arith.select",
+    "memref.view",
+    "memref.dim",
+    "memref.cast",
+    "memref.subview",
+    "memref.reinterpret_cast",
+    "memref.extract_strided_metadata",
+    "memref.collapse_shape",
+    "memref.expand_shape",
+];
+
+/// Divisions, pure where the divisor is a positive constant.
+const DIVISIONS: &[&str] = &["arith.divui", "arith.remui", "arith.divsi", "arith.remsi"];
+
+/// Rewrites the kernel `func` into phases as the module docs say; returns whether it has
+/// barriers (a kernel without keeps running each thread straight through).
+///
+/// # Safety
+///
+/// `func` is a live kernel whose thread and workgroup queries were replaced by the host
+/// function's values; `phases` holds live values of that host function.
+pub unsafe fn split(
+    context: &Context,
+    func: MlirOperation,
+    phases: &Phases,
+) -> Result<bool, PassError> {
+    // SAFETY (whole function): every handle comes from the live kernel or the host
+    // function, and each is used before what it names is erased.
+    unsafe {
+        let func_ref = melior::ir::OperationRef::from_raw(func);
+        let barriers = rewrite::collect(func_ref, ops::BARRIER);
+        if barriers.is_empty() {
+            return Ok(false);
+        }
+        for &barrier in &barriers {
+            if !mlirOperationEqual(mlirOperationGetParentOperation(barrier), func) {
+                return Err(refuse(
+                    barrier,
+                    "the CPU backend needs barriers outside nested regions",
+                ));
+            }
+        }
+        let i32_type = melior::ir::r#type::IntegerType::new(context, 32);
+        // Taken before the barriers are erased.
+        let location = Location::from_raw(mlirOperationGetLocation(barriers[0]));
+        // A thread that returns is done for the rest of the workgroup's phases.
+        for ret in rewrite::collect(func_ref, "func.return") {
+            let b = Inserter::before(context, ret);
+            let yes = b.op(
+                "arith.constant",
+                &[],
+                &[b.int(1)],
+                &[("value", b.bool_attr(true))],
+            )[0];
+            b.op("memref.store", &[yes, phases.done, phases.thread], &[], &[]);
+        }
+        // Each barrier records its number and ends the phase; what follows it starts a
+        // block that the entry can branch to.
+        let mut resumes = Vec::new();
+        for (k, &barrier) in barriers.iter().enumerate() {
+            let block = rewrite::block_of(barrier);
+            let after = rewrite::block_after(block);
+            let mut op = rewrite::next_operation(barrier);
+            while !op.ptr.is_null() {
+                let next = rewrite::next_operation(op);
+                rewrite::move_to_end(op, after);
+                op = next;
+            }
+            let b = Inserter::before(context, barrier);
+            let number = b.op(
+                "arith.constant",
+                &[],
+                &[i32_type.into()],
+                &[("value", b.i32_attr(k as i64 + 1))],
+            )[0];
+            b.op("memref.store", &[number, phases.next], &[], &[]);
+            b.op("func.return", &[], &[], &[]);
+            rewrite::erase(barrier);
+            resumes.push(after);
+        }
+        let entry = rewrite::entry_block(func);
+        let start = rewrite::block_after(entry);
+        for op in rewrite::operations(entry) {
+            rewrite::move_to_end(op, start);
+        }
+        let finished = rewrite::block_after(start);
+        Inserter::at_end(context, finished, location).op("func.return", &[], &[], &[]);
+        dispatch(context, entry, start, &resumes, finished, phases, location);
+        keep_values_across_phases(context, func, entry, phases)?;
+        Ok(true)
+    }
+}
+
+/// Fills the new entry block: skip a finished thread, else branch by the phase.
+///
+/// # Safety
+///
+/// Every block and value is live; `entry` is empty.
+unsafe fn dispatch(
+    context: &Context,
+    entry: MlirBlock,
+    start: MlirBlock,
+    resumes: &[MlirBlock],
+    finished: MlirBlock,
+    phases: &Phases,
+    location: Location<'_>,
+) {
+    // SAFETY: per the contract.
+    unsafe {
+        let b = Inserter::at_end(context, entry, location);
+        let i32_type = b.int(32);
+        let constant = |v: i64| {
+            b.op(
+                "arith.constant",
+                &[],
+                &[i32_type],
+                &[("value", b.i32_attr(v))],
+            )[0]
+        };
+        let phase = b.op("memref.load", &[phases.phase], &[i32_type], &[])[0];
+        let done = b.op(
+            "memref.load",
+            &[phases.done, phases.thread],
+            &[b.int(1)],
+            &[],
+        )[0];
+        let zero = constant(0);
+        let ne = b.i64_attr(offload_dialect::predicate::CMPI_NE);
+        let resuming = b.op(
+            "arith.cmpi",
+            &[phase, zero],
+            &[b.int(1)],
+            &[("predicate", ne)],
+        )[0];
+        // Phase 0 starts every thread afresh, so its flag is cleared there.
+        let skip = b.op("arith.andi", &[done, resuming], &[b.int(1)], &[])[0];
+        b.op(
+            "memref.store",
+            &[skip, phases.done, phases.thread],
+            &[],
+            &[],
+        );
+        let past_end = constant(resumes.len() as i64 + 1);
+        let target = b.op("arith.select", &[skip, past_end, phase], &[i32_type], &[])[0];
+        let block = |raw: MlirBlock| BlockRef::from_raw(raw);
+        let (start, finished) = (block(start), block(finished));
+        let resumes: Vec<BlockRef> = resumes.iter().map(|&r| block(r)).collect();
+        let mut cases: Vec<(&melior::ir::Block, &[Value])> =
+            resumes.iter().map(|r| (&**r, &[] as &[Value])).collect();
+        cases.push((&*finished, &[]));
+        let values: Vec<i64> = (1..=cases.len() as i64).collect();
+        let switch = melior::dialect::cf::switch(
+            context,
+            &values,
+            Value::from_raw(target),
+            i32_type,
+            (&*start, &[]),
+            &cases,
+            location,
+        )
+        .expect("the phase switch is well formed");
+        b.place(switch);
+    }
+}
+
+/// Makes every value used where its definition no longer dominates available there:
+/// computed again in `entry` if pure, else kept per thread in memory.
+///
+/// # Safety
+///
+/// `func` is the live kernel, split into phases, with `entry` its dispatching entry.
+unsafe fn keep_values_across_phases(
+    context: &Context,
+    func: MlirOperation,
+    entry: MlirBlock,
+    phases: &Phases,
+) -> Result<(), PassError> {
+    // SAFETY (whole function): per the contract; handles are collected from `func`.
+    unsafe {
+        let blocks = rewrite::blocks(func);
+        let dominators = Dominators::of(&blocks);
+        let mut values = Vec::new();
+        for &block in &blocks {
+            values.extend(rewrite::arguments(block));
+            for op in rewrite::operations(block) {
+                values.extend((0..mlirOperationGetNumResults(op)).map(|i| rewrite::result(op, i)));
+            }
+        }
+        let entry_end = mlirBlockGetTerminator(entry);
+        for value in values {
+            let defined = rewrite::defining_block(value);
+            let stranded: Vec<(MlirOperation, u32, MlirOperation)> = rewrite::uses(value)
+                .into_iter()
+                .filter_map(|(user, i)| {
+                    let top = rewrite::ancestor_in(user, func)?;
+                    let at = rewrite::block_of(top);
+                    (!dominators.dominates(defined, at)).then_some((user, i, top))
+                })
+                .collect();
+            if stranded.is_empty() {
+                continue;
+            }
+            match rewrite::defining_op(value) {
+                Some(op) if recomputable(op, func, entry) => hoist(op, func, entry, entry_end),
+                _ => spill(context, value, &stranded, phases)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `op` and, recursively, the ops defining its operands are [`PURE`] or defined
+/// outside the kernel or in `entry`.
+///
+/// # Safety
+///
+/// All live.
+unsafe fn recomputable(op: MlirOperation, func: MlirOperation, entry: MlirBlock) -> bool {
+    // SAFETY: per the contract.
+    unsafe {
+        let name = rewrite::name(op);
+        let by_positive_constant = || {
+            rewrite::defining_op(rewrite::operand(op, 1))
+                .filter(|d| rewrite::name(*d) == "arith.constant")
+                .and_then(|d| rewrite::int_attribute(d, "value"))
+                .is_some_and(|v| v > 0)
+        };
+        let pure = PURE.contains(&name.as_str())
+            || (DIVISIONS.contains(&name.as_str()) && by_positive_constant());
+        if rewrite::has_regions(op) || !pure {
+            return false;
+        }
+        rewrite::operands(op).into_iter().all(|v| {
+            let block = rewrite::defining_block(v);
+            if mlirBlockEqual(block, entry) {
+                return true;
+            }
+            match rewrite::defining_op(v) {
+                Some(def) => match rewrite::ancestor_in(def, func) {
+                    Some(_) => recomputable(def, func, entry),
+                    None => true,
+                },
+                // Arguments of the kernel's other blocks change from path to path.
+                None => {
+                    rewrite::ancestor_in(mlirBlockGetParentOperation(block), func).is_none()
+                        && !mlirOperationEqual(mlirBlockGetParentOperation(block), func)
+                }
+            }
+        })
+    }
+}
+
+/// Moves a [`recomputable`] op, after the ops it needs, to the end of `entry` (before
+/// `end`, its terminator).
+///
+/// # Safety
+///
+/// All live; `op` is recomputable.
+unsafe fn hoist(op: MlirOperation, func: MlirOperation, entry: MlirBlock, end: MlirOperation) {
+    // SAFETY: per the contract.
+    unsafe {
+        if mlirBlockEqual(rewrite::block_of(op), entry) {
+            return;
+        }
+        for v in rewrite::operands(op) {
+            if let Some(def) = rewrite::defining_op(v)
+                && rewrite::ancestor_in(def, func).is_some()
+            {
+                hoist(def, func, entry, end);
+            }
+        }
+        rewrite::move_before(op, end);
+    }
+}
+
+/// Keeps a scalar per thread in memory: stored where it is defined, loaded before each
+/// use in `stranded` (user, operand, the user's op in the kernel's region).
+///
+/// # Safety
+///
+/// All live.
+unsafe fn spill(
+    context: &Context,
+    value: MlirValue,
+    stranded: &[(MlirOperation, u32, MlirOperation)],
+    phases: &Phases,
+) -> Result<(), PassError> {
+    // SAFETY: per the contract.
+    unsafe {
+        let ty = rewrite::value_type(value);
+        let at = stranded[0].2;
+        if !(ty.is_integer() || ty.is_index() || ty.is_float()) {
+            return Err(refuse(
+                at,
+                format!("the CPU backend cannot keep a `{ty}` across a barrier"),
+            ));
+        }
+        let b = Inserter::before(context, phases.allocate_before);
+        let memory = b.ty(&format!("memref<?x{ty}>"));
+        let slots = b.op(
+            "memref.alloc",
+            &[phases.threads],
+            &[memory],
+            &[("operandSegmentSizes", b.attr("array<i32: 1, 0>"))],
+        )[0];
+        Inserter::before(context, phases.free_before).op("memref.dealloc", &[slots], &[], &[]);
+        let store_at = match rewrite::defining_op(value) {
+            Some(op) => rewrite::next_operation(op),
+            None => rewrite::first_operation(mlirBlockArgumentGetOwner(value)),
+        };
+        Inserter::before(context, store_at).op(
+            "memref.store",
+            &[value, slots, phases.thread],
+            &[],
+            &[],
+        );
+        for &(user, i, top) in stranded {
+            let load = Inserter::before(context, top).op(
+                "memref.load",
+                &[slots, phases.thread],
+                &[ty],
+                &[],
+            )[0];
+            rewrite::set_operand(user, i, load);
+        }
+        Ok(())
+    }
+}
+
+/// The dominator tree of a region's blocks (the first is the entry), by the iterative
+/// algorithm of Cooper, Harvey and Kennedy.
+struct Dominators {
+    /// Each block's position in reverse post-order; unreachable blocks are absent.
+    order: HashMap<usize, usize>,
+    /// The immediate dominator of each block, by position in reverse post-order.
+    idom: Vec<usize>,
+}
+
+impl Dominators {
+    /// # Safety
+    ///
+    /// The blocks are live and form one region.
+    unsafe fn of(blocks: &[MlirBlock]) -> Self {
+        let key = |b: MlirBlock| b.ptr as usize;
+        // Reverse post-order by an explicit depth-first walk.
+        let mut post = Vec::new();
+        let mut seen = std::collections::HashSet::new();
+        let mut stack = vec![(blocks[0], 0usize)];
+        seen.insert(key(blocks[0]));
+        while let Some((block, next)) = stack.pop() {
+            // SAFETY: per the contract.
+            let succ = unsafe { rewrite::successors(block) };
+            if next < succ.len() {
+                stack.push((block, next + 1));
+                if seen.insert(key(succ[next])) {
+                    stack.push((succ[next], 0));
+                }
+            } else {
+                post.push(block);
+            }
+        }
+        post.reverse();
+        let order: HashMap<usize, usize> =
+            post.iter().enumerate().map(|(i, &b)| (key(b), i)).collect();
+        let mut preds = vec![Vec::new(); post.len()];
+        for (i, &b) in post.iter().enumerate() {
+            // SAFETY: per the contract.
+            for s in unsafe { rewrite::successors(b) } {
+                preds[order[&key(s)]].push(i);
+            }
+        }
+        let mut idom = vec![usize::MAX; post.len()];
+        idom[0] = 0;
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for b in 1..post.len() {
+                let mut new = usize::MAX;
+                for &p in &preds[b] {
+                    if idom[p] == usize::MAX {
+                        continue;
+                    }
+                    new = if new == usize::MAX {
+                        p
+                    } else {
+                        intersect(&idom, p, new)
+                    };
+                }
+                if new != idom[b] {
+                    idom[b] = new;
+                    changed = true;
+                }
+            }
+        }
+        Dominators { order, idom }
+    }
+
+    /// Whether block `a` dominates block `b` (an unreachable `b` counts as dominated).
+    fn dominates(&self, a: MlirBlock, b: MlirBlock) -> bool {
+        let (Some(&a), Some(&b)) = (
+            self.order.get(&(a.ptr as usize)),
+            self.order.get(&(b.ptr as usize)),
+        ) else {
+            return true;
+        };
+        let mut b = b;
+        loop {
+            if a == b {
+                return true;
+            }
+            if b == 0 {
+                return false;
+            }
+            b = self.idom[b];
+        }
+    }
+}
+
+/// The nearest common dominator of two blocks, by reverse post-order position.
+fn intersect(idom: &[usize], mut a: usize, mut b: usize) -> usize {
+    while a != b {
+        while a > b {
+            a = idom[a];
+        }
+        while b > a {
+            b = idom[b];
+        }
+    }
+    a
+}
