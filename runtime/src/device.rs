@@ -98,12 +98,10 @@ pub(crate) fn parse_selection_with(
     )))
 }
 
-/// How many host threads the CPU backend runs a launch on.
+/// How many host threads the CPU backend runs a launch on: those of rayon's global pool
+/// (the machine's cores, or `RAYON_NUM_THREADS`).
 pub(crate) fn host_threads() -> usize {
-    // Asked once: on Linux the answer reads the cgroup's CPU quota from files, tens of
-    // microseconds that every CPU launch would pay.
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
+    rayon::current_num_threads()
 }
 
 #[cfg(test)]

@@ -159,12 +159,14 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         size: launch.workgroup_size.map(u64::from),
         kernel_words: &words,
     };
-    std::thread::scope(|scope| {
+    // The shares run on rayon's pool, whose threads outlive the launch: spawning threads
+    // per launch cost more than a small kernel's whole run.
+    rayon::scope(|scope| {
         for t in 0..host {
             let base = launch.group_base as u64;
             let (begin, end) = (base + groups * t / host, base + groups * (t + 1) / host);
             let workgroup = &workgroup;
-            scope.spawn(move || {
+            scope.spawn(move |_| {
                 // 16-byte aligned, as the lowering lays shared arrays out.
                 let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
                 let shared = (shared.as_mut_ptr() as u64, shared_bytes as u64);
@@ -274,10 +276,10 @@ unsafe fn parallel_copy(from: *const u8, to: *mut u8, bytes: usize) {
         return unsafe { std::ptr::copy_nonoverlapping(from, to, bytes) };
     }
     let (from, to) = (from as usize, to as usize);
-    std::thread::scope(|scope| {
+    rayon::scope(|scope| {
         for t in 0..threads {
             let (start, end) = (bytes * t / threads, bytes * (t + 1) / threads);
-            scope.spawn(move || {
+            scope.spawn(move |_| {
                 // SAFETY: the caller's; the threads copy disjoint parts.
                 unsafe {
                     std::ptr::copy_nonoverlapping(
