@@ -32,7 +32,8 @@ pub(crate) fn abi_words(
     args: &[KernelArg<'_>],
     mut place: impl FnMut(&ArgKind, *mut u8, usize) -> Result<u64, Error>,
 ) -> Result<Vec<u64>, Error> {
-    let mut words = Vec::new();
+    // Room for every memref and the hidden words after them, so that it never grows.
+    let mut words = Vec::with_capacity(10 * args.len() + 16);
     for arg in args {
         let address = match (arg.kind.resident(), arg.kind.bytes(), &arg.kind) {
             (Some(resident), _, _) => resident.address,

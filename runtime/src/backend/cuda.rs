@@ -147,22 +147,45 @@ impl Memory for DeviceMemory {
 }
 
 /// The stream launches and buffer copies on a device are ordered on.
+/// A device's context and its one stream, made on first use and kept.
+#[derive(Clone)]
+struct DeviceContext {
+    context: Arc<CudaContext>,
+    stream: Arc<cudarc::driver::CudaStream>,
+}
+
+/// The context of each device ordinal: looked up on every launch and every buffer
+/// address, so a made one is read without a lock.
+fn device_context(ordinal: usize) -> Result<DeviceContext, Error> {
+    const ORDINALS: usize = 64;
+    static MADE: [OnceLock<DeviceContext>; ORDINALS] = [const { OnceLock::new() }; ORDINALS];
+    static MAKING: Mutex<()> = Mutex::new(());
+    let Some(slot) = MADE.get(ordinal) else {
+        return Err(Error::InvalidLaunch(format!(
+            "CUDA device {ordinal}: offload supports ordinals below {ORDINALS}"
+        )));
+    };
+    if let Some(made) = slot.get() {
+        return Ok(made.clone());
+    }
+    // One thread makes the context; the others wait for it rather than make their own.
+    let _making = lock(&MAKING);
+    if let Some(made) = slot.get() {
+        return Ok(made.clone());
+    }
+    let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
+    let stream = context.default_stream();
+    Ok(slot
+        .get_or_init(|| DeviceContext { context, stream })
+        .clone())
+}
+
 fn stream(ordinal: usize) -> Result<Arc<cudarc::driver::CudaStream>, Error> {
-    Ok(context(ordinal)?.default_stream())
+    Ok(device_context(ordinal)?.stream)
 }
 
 fn context(ordinal: usize) -> Result<Arc<CudaContext>, Error> {
-    static CONTEXTS: OnceLock<Mutex<HashMap<usize, Arc<CudaContext>>>> = OnceLock::new();
-    let mut map = CONTEXTS
-        .get_or_init(Default::default)
-        .lock()
-        .unwrap_or_else(|p| p.into_inner());
-    if let Some(ctx) = map.get(&ordinal) {
-        return Ok(ctx.clone());
-    }
-    let ctx = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
-    map.insert(ordinal, ctx.clone());
-    Ok(ctx)
+    Ok(device_context(ordinal)?.context)
 }
 
 /// The loaded kernel function for a descriptor on a device.
@@ -179,13 +202,28 @@ fn function(
         resident_workgroups: launch.resident_workgroups,
     };
     let key = (launch.descriptor as *const _ as usize, ordinal, shape);
+    // A thread launching one kernel again and again finds it without the shared lock.
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(Key, CudaFunction)>> = const { std::cell::RefCell::new(None) };
+    }
+    let last = LAST.try_with(|last| {
+        let last = last.borrow();
+        last.as_ref()
+            .filter(|(k, _)| *k == key)
+            .map(|(_, f)| f.clone())
+    });
+    if let Ok(Some(f)) = last {
+        return Ok(f);
+    }
     let functions = FUNCTIONS.get_or_init(Default::default);
-    if let Some(f) = functions
+    let found = functions
         .lock()
         .unwrap_or_else(|p| p.into_inner())
         .get(&key)
-    {
-        return Ok(f.clone());
+        .cloned();
+    if let Some(f) = found {
+        let _ = LAST.try_with(|last| *last.borrow_mut() = Some((key, f.clone())));
+        return Ok(f);
     }
     let (major, minor) = ctx
         .compute_capability()
@@ -214,14 +252,18 @@ const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 
 fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
     let threads: u32 = launch.workgroup_size.iter().product();
-    if launch.body.uses_subgroups() && !threads.is_multiple_of(abi::NVIDIA_WARP) {
+    // The body is scanned only for launches of partial warps.
+    if !threads.is_multiple_of(abi::NVIDIA_WARP) && launch.body.uses_subgroups() {
         return Err(Error::InvalidLaunch(format!(
             "kernel `{}` uses subgroup operations, which need whole warps: {threads} threads per workgroup is not a multiple of {}",
             launch.body.name,
             abi::NVIDIA_WARP
         )));
     }
-    let ctx = context(ordinal)?;
+    let DeviceContext {
+        context: ctx,
+        stream,
+    } = device_context(ordinal)?;
     let func = function(&launch, ordinal, &ctx)?;
     if launch.dyn_cache > DEFAULT_DYNAMIC_SHARED {
         // Beyond 48 KiB the kernel must opt in; the driver refuses what the device lacks.
@@ -231,7 +273,6 @@ fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         )
         .map_err(driver_error("allowing the requested dynamic shared memory (`dyn_cache`)"))?;
     }
-    let stream = ctx.default_stream();
     let uploaded = upload(&launch, &stream)?;
     let writes_host = launch
         .args
@@ -494,8 +535,29 @@ fn registry() -> std::sync::MutexGuard<'static, HashMap<(Issuer, usize), Entry>>
 
 fn pending_entry(issuer: Issuer, ordinal: usize) -> Entry {
     // An issuer that ends with launches pending hands them over (see [`retire`]).
-    on_issuer_exit(retire);
-    registry().entry((issuer, ordinal)).or_default().clone()
+    static HOOKED: std::sync::Once = std::sync::Once::new();
+    HOOKED.call_once(|| on_issuer_exit(retire));
+    // The calling thread's own entries, kept without the registry's lock: they leave the
+    // registry only when this thread ends (`retire`), and this cache ends with it.
+    thread_local! {
+        static MINE: std::cell::RefCell<Vec<(usize, Entry)>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    // (A launch made while the thread ends, `Issuer::LATE`, is not cached.)
+    let own = issuer != Issuer::LATE && issuer == crate::panic::issuer();
+    let cached = |mine: &std::cell::RefCell<Vec<(usize, Entry)>>| {
+        let mine = mine.borrow();
+        mine.iter()
+            .find(|(o, _)| *o == ordinal)
+            .map(|(_, e)| e.clone())
+    };
+    if own && let Ok(Some(entry)) = MINE.try_with(cached) {
+        return entry;
+    }
+    let entry = registry().entry((issuer, ordinal)).or_default().clone();
+    if own {
+        let _ = MINE.try_with(|mine| mine.borrow_mut().push((ordinal, entry.clone())));
+    }
+    entry
 }
 
 /// Launches whose issuer ended before synchronising, per device: nobody is left to report

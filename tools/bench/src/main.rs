@@ -16,6 +16,8 @@
 //! `offload-bench compile-time [match|else-if] [N...]` needs no GPU: it times the compiler
 //! itself on kernels of N `match` arms or `else if` branches (see `compile_time.rs`).
 //!
+//! `offload-bench launch` measures only the launch overhead (three times), for profiling.
+//!
 //! `offload-bench first-launch` times a program's first launch of a kernel (compile or
 //! disk cache, load, run) next to its second, on the default device.
 
@@ -819,6 +821,16 @@ fn main() -> Result<()> {
                 _ => matmul_bench(n, reps),
             };
         }
+        "launch" => {
+            if first_gpu_chip().is_none() {
+                bail!("no CUDA device");
+            }
+            let k = RawKernel::load(&__OFFLOAD_KERNEL_saxpy, [BLOCK, 1, 1], true)?;
+            for _ in 0..3 {
+                launch_overhead(&k)?;
+            }
+            return Ok(());
+        }
         "cpu" => {
             return cpu(args
                 .next()
@@ -827,8 +839,8 @@ fn main() -> Result<()> {
                 .unwrap_or(1 << 24));
         }
         _ => bail!(
-            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, check, conformance, cpu, \
-             compile-time"
+            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, launch, check, \
+             conformance, cpu, compile-time"
         ),
     }
     let n: usize = args
