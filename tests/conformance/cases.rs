@@ -20,6 +20,7 @@ macro_rules! for_each_case {
         $m!(iterator_reductions_over_slices);
         $m!(slices_read_with_get);
         $m!(saturating_arithmetic_clamps_like_rust);
+        $m!(zips_closures_and_small_conveniences);
         $m!(integer_arithmetic_wraps_and_divides_like_rust);
         $m!(unsigned_and_narrow_integers);
         $m!(casts_follow_rust_as);
@@ -512,6 +513,78 @@ pub fn saturating_arithmetic_clamps_like_rust(o: LaunchOptions) -> CaseResult {
         compare(&format!("{what} i32"), &ints, &want!(i32))?;
     }
     Ok(())
+}
+
+/// `zip` in loops and reductions, `fold` with a function, `first`/`last`, `is_empty`,
+/// `T::from`, and closures bound to names (capturing, mutating what they capture, calling
+/// each other, and keeping the names of where they were written).
+#[offload_kernel]
+fn conveniences(mut out: Region<f32, Linear1D>, a: &[f32], b: &[f32], w: &[u8]) {
+    let i = out.index();
+    let dot: f32 = a.iter().zip(b.iter()).map(|(p, q)| p * q).sum();
+    let mut weighted = 0.0f32;
+    for (k, (&p, q)) in a.iter().zip(w).enumerate() {
+        weighted += p * f32::from(*q) + k as f32;
+    }
+    let top = b.iter().copied().fold(f32::MIN, f32::max);
+    let ends = a.first().copied().unwrap_or(-1.0) + b.last().copied().unwrap_or(-2.0);
+    let mut last_w = 0u32;
+    if let Some(&v) = w.last() {
+        last_w = u32::from(v);
+    }
+    let none = if w.is_empty() { 1.0 } else { 0.0 };
+    let scale = 0.5f32;
+    let half = |v: f32| v * scale;
+    let mut calls = 0u32;
+    let mut count = |v: f32| -> f32 {
+        calls += 1;
+        half(v) + 1.0
+    };
+    // A later `scale` does not change what `half` captured.
+    let scale = 100.0f32;
+    let own = if i < a.len() {
+        count(a[i]) + count(scale)
+    } else {
+        0.0
+    };
+    if let Some(o) = out.get_mut() {
+        *o = dot
+            + weighted
+            + top
+            + ends
+            + last_w as f32
+            + none
+            + own
+            + calls as f32
+            + f64::from(scale) as f32;
+    }
+}
+
+pub fn zips_closures_and_small_conveniences(o: LaunchOptions) -> CaseResult {
+    let a: Vec<f32> = (0..37).map(|k| (k as f32 * 0.37).sin()).collect();
+    let b: Vec<f32> = (0..29).map(|k| (k as f32 * 0.11).cos() * 3.0).collect();
+    let w: Vec<u8> = (0..41).map(|k| (k * 7 % 251) as u8).collect();
+    let mut out = vec![0.0f32; 50];
+    conveniences(o, &mut out, &a, &b, &w).map_err(|e| e.to_string())?;
+    let dot: f32 = a.iter().zip(b.iter()).map(|(p, q)| p * q).sum();
+    let mut weighted = 0.0f32;
+    for (k, (&p, q)) in a.iter().zip(&w).enumerate() {
+        weighted += p * f32::from(*q) + k as f32;
+    }
+    let top = b.iter().copied().fold(f32::MIN, f32::max);
+    let ends = a[0] + b[b.len() - 1];
+    let last_w = *w.last().unwrap() as f32;
+    let want: Vec<f32> = (0..50)
+        .map(|i| {
+            let (own, calls) = if i < a.len() {
+                (a[i] * 0.5 + 1.0 + 100.0 * 0.5 + 1.0, 2.0)
+            } else {
+                (0.0, 0.0)
+            };
+            dot + weighted + top + ends + last_w + own + calls + 100.0
+        })
+        .collect();
+    fused_f32(o, "conveniences", &out, &want)
 }
 
 #[offload_kernel]

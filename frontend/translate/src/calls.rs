@@ -22,6 +22,11 @@ impl Translator {
             return error(&c.func, "a call needs a function name");
         };
         let func = last.ident.to_string();
+        if let Some(id) = p.path.get_ident()
+            && let Some(Binding::Closure(which)) = self.lookup(id)
+        {
+            return self.closure_call(which, c, expected);
+        }
         if let Some(converted) = self.conversion(p, c)? {
             return Ok(Some(converted));
         }
@@ -193,6 +198,15 @@ impl Translator {
                 )))
             }
             "len" if m.args.is_empty() => self.len_call(m, span),
+            "is_empty" if m.args.is_empty() => {
+                let (len, _) = self.len_call(m, span)?.expect("a length is a value");
+                let zero = Operand::Const(Const::Int(0, ScalarTy::Usize));
+                let empty = Rvalue::BinaryOp(BinOp::Eq, len, zero);
+                Ok(Some((
+                    self.assign_temp(ScalarTy::Bool, empty, span),
+                    ScalarTy::Bool,
+                )))
+            }
             "get_unchecked" if m.args.len() == 1 => self.get_unchecked_call(m, span),
             "get_mut" => error(
                 m,
@@ -584,6 +598,9 @@ impl Translator {
                 ),
             );
         };
+        if method.ident == "from" && c.args.len() == 1 {
+            return self.lossless_from(&c.args[0], scalar, p).map(Some);
+        }
         let mut args = c.args.iter().cloned();
         let Some(receiver) = args.next() else {
             return error(
@@ -636,6 +653,25 @@ impl Translator {
         self.method_call(&call).map(Some)
     }
 
+    /// `T::from(x)`: `x as T`, where Rust converts the value without loss (`u8` to `u32`,
+    /// `f32` to `f64`, `bool` to a number, ...).
+    fn lossless_from(&mut self, x: &syn::Expr, to: ScalarTy, p: &syn::ExprPath) -> Result<Value> {
+        let (value, from) = self.scalar_expr(x, self.infer(x))?;
+        if !converts_without_loss(from, to) {
+            return error(
+                p,
+                format!(
+                    "`{to}::from` does not take a `{from}`, which it cannot hold without loss; `as` converts"
+                ),
+            );
+        }
+        let span = syn::spanned::Spanned::span(p);
+        Ok(Some((
+            self.assign_temp(to, Rvalue::Cast(value, to), span),
+            to,
+        )))
+    }
+
     /// The scalar type `name` stands for: a type parameter of this instance, or a
     /// primitive.
     fn named_scalar(&self, name: &str) -> Option<ScalarTy> {
@@ -683,5 +719,27 @@ impl Translator {
             );
         }
         Ok(Some((self.cast_operand(op, from, to, c.span()), to)))
+    }
+}
+
+/// Whether Rust's standard library has `From<from> for to`: a conversion that keeps every
+/// value.
+fn converts_without_loss(from: ScalarTy, to: ScalarTy) -> bool {
+    use ScalarTy::*;
+    if from == to || from == Bool {
+        return to != Bool;
+    }
+    match (from, to) {
+        (F32, F64) => true,
+        (_, F32) => matches!(from, I8 | I16 | U8 | U16),
+        (_, F64) => matches!(from, I8 | I16 | I32 | U8 | U16 | U32),
+        // The pointer-sized ones take only what fits in 16 bits.
+        (_, Usize) => matches!(from, U8 | U16),
+        (_, Isize) => matches!(from, U8 | I8 | I16),
+        (Usize | Isize, _) => false,
+        _ if from.is_integer() && to.is_integer() => {
+            to.bits() > from.bits() && (to.is_signed() || !from.is_signed())
+        }
+        _ => false,
     }
 }

@@ -70,6 +70,12 @@ impl Translator {
             }
             return self.array_binding(&id.ident, ty, array);
         }
+        if let Some(init) = &local.init
+            && let syn::Expr::Closure(closure) = &*init.expr
+            && let syn::Pat::Ident(name) = &local.pat
+        {
+            return self.closure_binding(name, closure);
+        }
         let (pat, annotated) = match &local.pat {
             syn::Pat::Type(t) => (&*t.pat, Some(scalar_type(&t.ty, &self.subst)?)),
             other => (other, None),
@@ -457,6 +463,7 @@ impl Translator {
     fn element_loop(&mut self, f: &syn::ExprForLoop, it: Elements<'_>) -> Result<Value> {
         let (elements, enumerate) = (it.of, it.enumerate);
         const FORM: &str = "`for (k, v) in x.iter().enumerate()` binds an index and an element";
+        const ZIP_FORM: &str = "`for (a, b) in x.iter().zip(y.iter())` binds an element of each";
         let span = f.for_token.span;
         self.element_loops += 1;
         let counter = syn::Ident::new(&format!("__offload_element_{}", self.element_loops), span);
@@ -465,11 +472,24 @@ impl Translator {
             (other, true) => return error(other, FORM),
             (pat, false) => (None, pat),
         };
-        let (element, by_value) = match element {
-            syn::Pat::Reference(r) => (&*r.pat, true),
-            other => (other, false),
+        // Zipped, the element is a pair: one pattern per slice.
+        let (element, partner) = match (element, it.zipped) {
+            (syn::Pat::Tuple(t), Some(other)) if t.elems.len() == 2 => {
+                (&t.elems[0], Some((&t.elems[1], other)))
+            }
+            (other, Some(_)) => return error(other, ZIP_FORM),
+            (pat, None) => (pat, None),
         };
-        let range: syn::Expr = syn::parse_quote_spanned!(span=> 0..#elements.len());
+        let by_value = |p: &syn::Pat| match p {
+            syn::Pat::Reference(r) => ((*r.pat).clone(), true),
+            other => (other.clone(), false),
+        };
+        let range: syn::Expr = match partner {
+            Some((_, other)) => {
+                syn::parse_quote_spanned!(span=> 0..#elements.len().min(#other.len()))
+            }
+            None => syn::parse_quote_spanned!(span=> 0..#elements.len()),
+        };
         // From the last element back: `x[len - 1 - counter]`, which no empty loop reaches.
         let read: syn::Expr = if it.reversed {
             syn::parse_quote_spanned!(span=> #elements[#elements.len() - 1 - #counter])
@@ -489,16 +509,26 @@ impl Translator {
             syn::Stmt::Local(local) => b.let_statement(&local),
             _ => unreachable!("a `let` statement parses as one"),
         };
+        let mut reads = vec![(by_value(element), read)];
+        if let Some((pattern, other)) = partner {
+            reads.push((
+                by_value(pattern),
+                syn::parse_quote_spanned!(span=> #other[#counter]),
+            ));
+        }
         let prologue = |b: &mut Self| -> Result<()> {
             if let Some(index) = index {
                 let_statement(b, syn::parse_quote_spanned!(span=> let #index = #counter;))?;
             }
-            let_statement(b, syn::parse_quote_spanned!(span=> let #element = #read;))?;
-            if !by_value
-                && let syn::Pat::Ident(id) = element
-                && let Some(super::Binding::Local(l)) = b.lookup(&id.ident)
-            {
-                b.element_refs.insert(l);
+            for ((element, by_value), read) in &reads {
+                let_statement(b, syn::parse_quote_spanned!(span=> let #element = #read;))?;
+                // A reference to the element (`v`, not `&v`) is read through `*v`.
+                if !by_value
+                    && let syn::Pat::Ident(id) = element
+                    && let Some(super::Binding::Local(l)) = b.lookup(&id.ident)
+                {
+                    b.element_refs.insert(l);
+                }
             }
             Ok(())
         };
@@ -984,11 +1014,26 @@ fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
     let e = strip_parens(e);
     let plain = |x| Elements {
         of: x,
+        zipped: None,
         enumerate: false,
         reversed: false,
     };
+    let simple = |x: Elements<'_>| !x.enumerate && !x.reversed && x.zipped.is_none();
     match e {
         syn::Expr::Path(_) => Some(plain(e)),
+        // `&x` as `zip`'s argument.
+        syn::Expr::Reference(r) if r.mutability.is_none() => {
+            element_iteration(&r.expr).filter(|x| simple(*x))
+        }
+        // `a.iter().zip(b.iter())`: the pairs `(a[k], b[k])` up to the shorter length.
+        syn::Expr::MethodCall(m) if m.method == "zip" && m.args.len() == 1 => {
+            let left = element_iteration(&m.receiver).filter(|x| simple(*x))?;
+            let right = element_iteration(&m.args[0]).filter(|x| simple(*x))?;
+            Some(Elements {
+                zipped: Some(right.of),
+                ..left
+            })
+        }
         syn::Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
             "iter" => match strip_parens(&m.receiver) {
                 r @ syn::Expr::Path(_) => Some(plain(r)),
@@ -1002,7 +1047,7 @@ fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
                     ..x
                 }),
             "rev" => element_iteration(&m.receiver)
-                .filter(|x| !x.enumerate && !x.reversed)
+                .filter(|x| simple(*x))
                 .map(|x| Elements {
                     reversed: true,
                     ..x
@@ -1013,11 +1058,12 @@ fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
     }
 }
 
-/// What a `for` loop over elements runs over: the slice, array or chunk, whether it is
-/// enumerated, and whether it runs from the last element back.
+/// What a `for` loop over elements runs over: the slice, array or chunk, the one zipped
+/// with it, whether it is enumerated, and whether it runs from the last element back.
 #[derive(Copy, Clone)]
 struct Elements<'e> {
     of: &'e syn::Expr,
+    zipped: Option<&'e syn::Expr>,
     enumerate: bool,
     reversed: bool,
 }

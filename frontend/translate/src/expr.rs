@@ -226,7 +226,7 @@ impl Translator {
             syn::Expr::Macro(m) => self.macro_call(&m.mac),
             syn::Expr::Closure(_) => error(
                 e,
-                "closures are not supported in kernels; use a plain loop or an `#[offload_device]` helper",
+                "closures in kernels are bound to a name and called (`let f = |v| ..; f(x)`), or passed to `map` and `fold`",
             ),
             syn::Expr::Call(c) => self.call(c, expected),
             syn::Expr::Reference(_) => error(e, "taking references is not supported in kernels"),

@@ -31,6 +31,7 @@ impl std::error::Error for TranslateError {}
 // The translator is one `Translator`, defined here with its block-building helpers; each
 // child module adds the methods for one kind of syntax.
 mod calls;
+mod closures;
 mod control;
 mod expr;
 mod methods;
@@ -53,10 +54,22 @@ fn error<T>(spanned: impl Spanned, message: impl Into<String>) -> Result<T> {
 
 /// The device functions a body calls, as written (`f`, `m::f`), without generic
 /// arguments, each once, in order of first call: every called path that is not
-/// [built in](is_builtin).
+/// [built in](is_builtin) and not the name of a closure the body binds (`let f = |v| ..`).
 pub fn device_call_paths(block: &syn::Block) -> Vec<syn::Path> {
     use syn::visit::Visit;
-    struct Calls(Vec<syn::Path>);
+    struct Closures(Vec<syn::Ident>);
+    impl<'ast> Visit<'ast> for Closures {
+        fn visit_local(&mut self, local: &'ast syn::Local) {
+            if let syn::Pat::Ident(name) = &local.pat
+                && let Some(init) = &local.init
+                && let syn::Expr::Closure(_) = &*init.expr
+            {
+                self.0.push(name.ident.clone());
+            }
+            syn::visit::visit_local(self, local);
+        }
+    }
+    struct Calls(Vec<syn::Path>, Vec<syn::Ident>);
     impl<'ast> Visit<'ast> for Calls {
         fn visit_expr_call(&mut self, call: &'ast syn::ExprCall) {
             if let syn::Expr::Path(p) = &*call.func {
@@ -66,14 +79,17 @@ pub fn device_call_paths(block: &syn::Block) -> Vec<syn::Path> {
                 }
                 let names: Vec<String> =
                     path.segments.iter().map(|s| s.ident.to_string()).collect();
-                if !is_builtin(&names) && !self.0.contains(&path) {
+                let closure = path.get_ident().is_some_and(|id| self.1.contains(id));
+                if !is_builtin(&names) && !closure && !self.0.contains(&path) {
                     self.0.push(path);
                 }
             }
             syn::visit::visit_expr_call(self, call);
         }
     }
-    let mut calls = Calls(Vec::new());
+    let mut closures = Closures(Vec::new());
+    closures.visit_block(block);
+    let mut calls = Calls(Vec::new(), closures.0);
     calls.visit_block(block);
     calls.0
 }
@@ -684,6 +700,8 @@ enum Binding {
     /// A read-only array (`let c = [0.25f32, 0.5];`, `const C: [f32; 2] = ...;`): the
     /// index of its elements in `Translator::arrays`.
     Array(usize),
+    /// A closure (`let f = |v| ..;`): its index in `Translator::closures`.
+    Closure(usize),
 }
 
 /// The elements of a read-only array, each in its own local, and their type.
@@ -727,6 +745,8 @@ struct Translator {
     tile_cols: HashMap<Local, u64>,
     /// Read-only arrays, which `Binding::Array` refers to.
     arrays: Vec<ArrayValues>,
+    /// Closures bound to names, which `Binding::Closure` refers to.
+    closures: Vec<closures::LocalClosure>,
     /// The values immutable integer locals can hold, where known at compile time (`const`
     /// items, counters of `for` loops over constant bounds): for checks at the source.
     known_ranges: HashMap<Local, (i128, i128)>,
@@ -768,6 +788,7 @@ impl Translator {
             reduction_scratch: Vec::new(),
             reduction_calls: Vec::new(),
             arrays: Vec::new(),
+            closures: Vec::new(),
             known_ranges: HashMap::new(),
             tile_cols: HashMap::new(),
             flexible: HashMap::new(),

@@ -17,7 +17,7 @@ impl Translator {
         then_bb: BasicBlock,
         else_bb: BasicBlock,
     ) -> Result<BasicBlock> {
-        const FORM: &str = "the supported `if let`s are `if let Some(v) = region.get_mut()`, `if let Some(v) = stencil.get(dr, dc)` and `if let Some(&v) = slice.get(i)`";
+        const FORM: &str = "the supported `if let`s are `if let Some(v) = region.get_mut()`, `if let Some(v) = stencil.get(dr, dc)` and `if let Some(&v) = slice.get(i)` (or `slice.first()`, `slice.last()`)";
         let syn::Pat::TupleStruct(ts) = &*l.pat else {
             return error(&l.pat, FORM);
         };
@@ -40,8 +40,8 @@ impl Translator {
         let syn::Expr::MethodCall(m) = &*l.expr else {
             return error(&l.expr, FORM);
         };
-        if m.method == "get" && m.args.len() == 1 {
-            return self.slice_get(m, binding, by_value, then_bb, else_bb);
+        if let Some(get) = super::reductions::as_get(m) {
+            return self.slice_get(&get, binding, by_value, then_bb, else_bb);
         }
         if by_value {
             return error(&l.pat, FORM);
@@ -583,6 +583,9 @@ impl Translator {
                 e,
                 format!("`{id}` is an array; index it (`{id}[k]`) or call `{id}.len()`"),
             ),
+            Some(Binding::Closure(_)) => {
+                error(e, format!("`{id}` is a closure; call it (`{id}(..)`)"))
+            }
             None => error(e, format!("cannot find `{id}` in this kernel")),
         }
     }

@@ -1,14 +1,16 @@
-//! Iterator reductions over a slice, array or chunk, and `x.get(i).copied().unwrap_or(d)`: `x.iter().sum()`, `.product()` and
-//! `.fold(init, |acc, v| ...)`, also after `.map(|v| ...)` (and after `copied`,
-//! `enumerate` and `rev`, as `for` loops take them). Each becomes the loop Rust runs:
+//! Iterator reductions over a slice, array or chunk: `x.iter().sum()`, `.product()` and
+//! `.fold(init, |acc, v| ...)` (or `.fold(init, f32::max)`), also after `.map(|v| ...)`
+//! (and after `copied`, `enumerate`, `rev` and `zip`, as `for` loops take them). Each
+//! becomes the loop Rust runs:
 //!
 //! ```text
 //! { let mut acc = init; for v in x.iter() { acc = f(acc, v); } acc }
 //! ```
 //!
 //! translated as any `for` loop over elements is (each element read bounds-checked by the
-//! loop's own bound). Closures are only these arguments: their parameters are bound in
-//! the loop, their bodies inlined.
+//! loop's own bound). The closures given here have their parameters bound in the loop and
+//! their bodies inlined. Also here: `x.get(i).copied().unwrap_or(d)`, with `first()` and
+//! `last()` as forms of `get`.
 
 use super::{Binding, Result, Translator, Value, error};
 use offload_mir::*;
@@ -56,8 +58,28 @@ impl Translator {
                 let [init, f] = &m.args.iter().collect::<Vec<_>>()[..] else {
                     return error(m, "`fold` takes an initial value and a closure");
                 };
-                let syn::Expr::Closure(c) = f else {
-                    return error(f, "`fold` takes a closure `|acc, v| ...` here");
+                // A function of two arguments (`f32::max`) stands for the closure that
+                // calls it.
+                let called: syn::Expr;
+                let c = match f {
+                    syn::Expr::Closure(c) => c,
+                    syn::Expr::Path(path) => {
+                        let (a, v) = (
+                            syn::Ident::new(&format!("__offload_a_{n}"), span),
+                            syn::Ident::new(&format!("__offload_v_{n}"), span),
+                        );
+                        called = syn::parse_quote_spanned!(span=> |#a, #v| #path(#a, #v));
+                        let syn::Expr::Closure(c) = &called else {
+                            unreachable!("a closure parses as one")
+                        };
+                        c
+                    }
+                    _ => {
+                        return error(
+                            f,
+                            "`fold` takes a closure `|acc, v| ...` or a function (`f32::max`) here",
+                        );
+                    }
                 };
                 let f = closure(c, 2)?;
                 let (a, v, body) = (&f.params[0], untyped(&f.params[1]), &f.body);
@@ -141,9 +163,9 @@ impl Translator {
         let syn::Expr::MethodCall(get) = super::expr::strip_parens(&copied.receiver) else {
             return Ok(None);
         };
-        if get.method != "get" || get.args.len() != 1 {
+        let Some(get) = as_get(get) else {
             return Ok(None);
-        }
+        };
         let span = m.method.span();
         self.element_loops += 1;
         let got = syn::Ident::new(&format!("__offload_got_{}", self.element_loops), span);
@@ -168,6 +190,26 @@ impl Translator {
     }
 }
 
+/// `x.get(i)` for `x.get(i)`, `x.first()` (`x.get(0)`) and `x.last()` (the element at
+/// `len - 1`, wrapping to an index past the end of an empty slice); `None` for another
+/// call.
+pub(super) fn as_get(m: &syn::ExprMethodCall) -> Option<syn::ExprMethodCall> {
+    let x = &m.receiver;
+    let span = m.method.span();
+    let get: syn::Expr = match m.method.to_string().as_str() {
+        "get" if m.args.len() == 1 => return Some(m.clone()),
+        "first" if m.args.is_empty() => syn::parse_quote_spanned!(span=> #x.get(0usize)),
+        "last" if m.args.is_empty() => {
+            syn::parse_quote_spanned!(span=> #x.get(#x.len().wrapping_sub(1)))
+        }
+        _ => return None,
+    };
+    match get {
+        syn::Expr::MethodCall(get) => Some(get),
+        _ => unreachable!("a method call parses as one"),
+    }
+}
+
 /// A closure argument of a reduction, with `params` parameters.
 fn closure(c: &syn::ExprClosure, params: usize) -> Result<Closure> {
     if c.inputs.len() != params {
@@ -176,9 +218,7 @@ fn closure(c: &syn::ExprClosure, params: usize) -> Result<Closure> {
     if c.asyncness.is_some() || c.capture.is_some() || c.constness.is_some() {
         return error(c, "a plain closure `|..| expr` is expected here");
     }
-    let mut returns = Returns(false);
-    syn::visit::Visit::visit_expr(&mut returns, &c.body);
-    if returns.0 {
+    if returns(&c.body) {
         return error(
             c,
             "`return` in a closure is not supported in kernels (the closure is inlined)",
@@ -201,6 +241,13 @@ fn untyped(p: &syn::Pat) -> &syn::Pat {
 struct Closure {
     params: Vec<syn::Pat>,
     body: Box<syn::Expr>,
+}
+
+/// Whether an expression holds a `return`.
+pub(super) fn returns(e: &syn::Expr) -> bool {
+    let mut returns = Returns(false);
+    syn::visit::Visit::visit_expr(&mut returns, e);
+    returns.0
 }
 
 /// Whether an expression holds a `return` (outside nested closures, which it refuses

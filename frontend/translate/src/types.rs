@@ -21,9 +21,10 @@ impl Translator {
             syn::Expr::Path(p) => match self.lookup(p.path.get_ident()?)? {
                 Binding::Local(l) if self.flexible.contains_key(&l) => None,
                 Binding::Local(l) => self.body.locals[l.index()].ty.scalar(),
-                Binding::RegionElement { .. } | Binding::RegionChunk { .. } | Binding::Array(_) => {
-                    None
-                }
+                Binding::RegionElement { .. }
+                | Binding::RegionChunk { .. }
+                | Binding::Array(_)
+                | Binding::Closure(_) => None,
             },
             syn::Expr::Unary(u) => match u.op {
                 syn::UnOp::Deref(_) => {
@@ -37,7 +38,10 @@ impl Translator {
                         Binding::Local(l) if self.element_refs.contains(&l) => {
                             self.body.locals[l.index()].ty.scalar()
                         }
-                        Binding::Local(_) | Binding::RegionChunk { .. } | Binding::Array(_) => None,
+                        Binding::Local(_)
+                        | Binding::RegionChunk { .. }
+                        | Binding::Array(_)
+                        | Binding::Closure(_) => None,
                     }
                 }
                 _ => self.infer(&u.expr),
@@ -63,7 +67,7 @@ impl Translator {
                         self.body.locals[region.index()].ty.element()
                     }
                     Binding::Array(a) => Some(self.arrays[a].elem),
-                    Binding::RegionElement { .. } => None,
+                    Binding::RegionElement { .. } | Binding::Closure(_) => None,
                 }
             }
             syn::Expr::MethodCall(m) => self.infer_method_call(m),

@@ -76,8 +76,8 @@ fn bad_input_is_a_located_diagnostic() {
         ),
         (
             "closure.rs",
-            "#[offload_kernel]\nfn k(mut y: Region<f32, Linear1D>) {\n    let f = |a: f32| a;\n}\n",
-            "error: DIR/closure.rs:3:13: closures are not supported in kernels",
+            "#[offload_kernel]\nfn k(mut y: Region<f32, Linear1D>) {\n    let f = move |a: f32| a;\n}\n",
+            "error: DIR/closure.rs:3:13: `move` closures are not supported in kernels",
         ),
         (
             "bad.mir",
