@@ -21,6 +21,7 @@ macro_rules! for_each_case {
         $m!(slices_read_with_get);
         $m!(saturating_arithmetic_clamps_like_rust);
         $m!(zips_closures_and_small_conveniences);
+        $m!(swaps_matches_and_repeated_arrays);
         $m!(integer_arithmetic_wraps_and_divides_like_rust);
         $m!(unsigned_and_narrow_integers);
         $m!(casts_follow_rust_as);
@@ -585,6 +586,52 @@ pub fn zips_closures_and_small_conveniences(o: LaunchOptions) -> CaseResult {
         })
         .collect();
     fused_f32(o, "conveniences", &out, &want)
+}
+
+/// `mem::swap`, tuple assignment, `matches!` and `[v; N]` arrays.
+#[offload_kernel]
+fn shuffled(mut out: Region<i32, Linear1D>, x: &[i32]) {
+    let i = out.index();
+    let mut lo = x.get(i).copied().unwrap_or(0);
+    let mut hi = x.get(i + 1).copied().unwrap_or(0);
+    if lo > hi {
+        std::mem::swap(&mut lo, &mut hi);
+    }
+    let (mut p, mut q) = (lo * 3, hi - 1);
+    (p, q) = (q, p);
+    let small = matches!(lo, -3..=3 | 100) as i32;
+    let even_big = matches!(hi, h if h % 2 == 0 && h > 10) as i32;
+    let weights = [2i32; 3];
+    if let Some(v) = out.get_mut() {
+        *v = lo * 1000
+            + hi * 10
+            + (p - q) * weights[2]
+            + small * 7
+            + even_big * weights.len() as i32;
+    }
+}
+
+pub fn swaps_matches_and_repeated_arrays(o: LaunchOptions) -> CaseResult {
+    let x: Vec<i32> = (0..40)
+        .map(|k| (k * 37 % 29) - 8)
+        .chain([100, 12, 3])
+        .collect();
+    let mut out = vec![0i32; x.len()];
+    shuffled(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<i32> = (0..x.len())
+        .map(|i| {
+            let mut lo = x.get(i).copied().unwrap_or(0);
+            let mut hi = x.get(i + 1).copied().unwrap_or(0);
+            if lo > hi {
+                std::mem::swap(&mut lo, &mut hi);
+            }
+            let (p, q) = (hi - 1, lo * 3);
+            let small = matches!(lo, -3..=3 | 100) as i32;
+            let even_big = matches!(hi, h if h % 2 == 0 && h > 10) as i32;
+            lo * 1000 + hi * 10 + (p - q) * 2 + small * 7 + even_big * 3
+        })
+        .collect();
+    compare("shuffled", &out, &want)
 }
 
 #[offload_kernel]

@@ -22,6 +22,18 @@ impl Translator {
             return error(&c.func, "a call needs a function name");
         };
         let func = last.ident.to_string();
+        let segments: Vec<String> = p
+            .path
+            .segments
+            .iter()
+            .map(|s| s.ident.to_string())
+            .collect();
+        if let [.., module, swap] = &segments[..]
+            && module == "mem"
+            && swap == "swap"
+        {
+            return self.swap_call(c);
+        }
         if let Some(id) = p.path.get_ident()
             && let Some(Binding::Closure(which)) = self.lookup(id)
         {
@@ -468,6 +480,9 @@ impl Translator {
             .map(|s| s.ident.to_string())
             .unwrap_or_default();
         let span = mac.span();
+        if name == "matches" {
+            return self.matches_macro(mac, span);
+        }
         let args: Vec<syn::Expr> = if mac.tokens.is_empty() {
             Vec::new()
         } else {
@@ -538,7 +553,7 @@ impl Translator {
             _ => error(
                 mac,
                 format!(
-                    "the macro `{name}!` is not supported in kernels; supported: `panic!`, `assert!`, `assert_eq!`, `assert_ne!`, `unreachable!`"
+                    "the macro `{name}!` is not supported in kernels; supported: `panic!`, `assert!`, `assert_eq!`, `assert_ne!`, `unreachable!`, `matches!`"
                 ),
             ),
         }
@@ -670,6 +685,48 @@ impl Translator {
             self.assign_temp(to, Rvalue::Cast(value, to), span),
             to,
         )))
+    }
+
+    /// `std::mem::swap(&mut a, &mut b)` of two places: `(a, b) = (b, a)`.
+    fn swap_call(&mut self, c: &syn::ExprCall) -> Result<Value> {
+        let place = |e: &syn::Expr| match super::expr::strip_parens(e) {
+            syn::Expr::Reference(r) if r.mutability.is_some() => Ok((*r.expr).clone()),
+            other => error(other, "`mem::swap` takes two places as `&mut a`, `&mut b`"),
+        };
+        let [a, b] = &c.args.iter().collect::<Vec<_>>()[..] else {
+            return error(c, "`mem::swap` takes two places as `&mut a`, `&mut b`");
+        };
+        let (a, b) = (place(a)?, place(b)?);
+        let span = syn::spanned::Spanned::span(c);
+        let swapped: syn::Expr = syn::parse_quote_spanned!(span=> (#a, #b) = (#b, #a));
+        self.expr(&swapped, None)
+    }
+
+    /// `matches!(e, pattern)` (with `if guard`): `match e { pattern if guard => true, _ =>
+    /// false }`.
+    fn matches_macro(&mut self, mac: &syn::Macro, span: SynSpan) -> Result<Value> {
+        let parse = |input: syn::parse::ParseStream| -> syn::Result<syn::ExprMatch> {
+            let scrutinee: syn::Expr = input.parse()?;
+            input.parse::<syn::Token![,]>()?;
+            let pattern = syn::Pat::parse_multi_with_leading_vert(input)?;
+            let guard = if input.peek(syn::Token![if]) {
+                input.parse::<syn::Token![if]>()?;
+                let guard: syn::Expr = input.parse()?;
+                Some(quote::quote!(if #guard))
+            } else {
+                None
+            };
+            let _ = input.parse::<Option<syn::Token![,]>>()?;
+            Ok(syn::parse_quote_spanned!(span=> match #scrutinee {
+                #pattern #guard => true,
+                _ => false,
+            }))
+        };
+        let desugared = mac.parse_body_with(parse).map_err(|e| TranslateError {
+            span: e.span(),
+            message: e.to_string(),
+        })?;
+        self.match_expr(&desugared, Some(ScalarTy::Bool))
     }
 
     /// The scalar type `name` stands for: a type parameter of this instance, or a

@@ -52,9 +52,16 @@ impl Translator {
         if self.shared_declaration(local)? {
             return Ok(());
         }
-        if let Some(init) = &local.init
-            && let syn::Expr::Array(array) = &*init.expr
-        {
+        // `[v; N]` is the array of `N` copies of `v`.
+        let repeated = match local.init.as_ref().map(|i| &*i.expr) {
+            Some(syn::Expr::Repeat(r)) => Some(self.repeated_array(r)?),
+            _ => None,
+        };
+        let array = match local.init.as_ref().map(|i| &*i.expr) {
+            Some(syn::Expr::Array(array)) => Some(array),
+            _ => repeated.as_ref(),
+        };
+        if let Some(array) = array {
             let (pat, ty) = match &local.pat {
                 syn::Pat::Type(t) => (&*t.pat, Some(&*t.ty)),
                 other => (other, None),
@@ -104,6 +111,39 @@ impl Translator {
             other => error(
                 other,
                 "only `let name = ...`, `let mut name = ...` and `let (a, b) = (x, y);` are supported in kernels",
+            ),
+        }
+    }
+
+    /// `[v; N]` as the array of `N` copies of `v`, for a length that is a literal or a
+    /// `const` item.
+    fn repeated_array(&self, r: &syn::ExprRepeat) -> Result<syn::ExprArray> {
+        let len = match strip_parens(&r.len) {
+            syn::Expr::Lit(syn::ExprLit {
+                lit: syn::Lit::Int(n),
+                ..
+            }) => n.base10_parse::<usize>().ok(),
+            syn::Expr::Path(p) => match self.path_constant(&p.path) {
+                Some(Const::Int(n, _)) => usize::try_from(n).ok(),
+                _ => None,
+            },
+            _ => None,
+        };
+        // Arrays are kept one local per element: a bound keeps that reasonable.
+        const MOST: usize = 4096;
+        match len {
+            Some(n) if n <= MOST => Ok(syn::ExprArray {
+                attrs: Vec::new(),
+                bracket_token: r.bracket_token,
+                elems: std::iter::repeat_n((*r.expr).clone(), n).collect(),
+            }),
+            Some(_) => error(
+                &r.len,
+                format!("arrays in kernels have at most {MOST} elements"),
+            ),
+            None => error(
+                &r.len,
+                "an array's length is an integer literal or a `const` item here",
             ),
         }
     }

@@ -178,6 +178,35 @@ impl Translator {
             syn::Expr::Unary(u) => self.unary(e, u, expected),
             syn::Expr::Binary(b) => self.binary(b, expected),
             syn::Expr::Cast(c) => self.cast(e, c),
+            // `(a, b) = (x, y)`: both values first, then each place.
+            syn::Expr::Assign(a) if matches!(strip_parens(&a.left), syn::Expr::Tuple(_)) => {
+                let (syn::Expr::Tuple(places), syn::Expr::Tuple(values)) =
+                    (strip_parens(&a.left), strip_parens(&a.right))
+                else {
+                    return error(
+                        &a.right,
+                        "a tuple of places takes a tuple of values: `(a, b) = (b, a)`",
+                    );
+                };
+                if places.elems.len() != values.elems.len() {
+                    return error(
+                        &a.right,
+                        "the tuples on either side of `=` differ in length",
+                    );
+                }
+                self.element_loops += 1;
+                let n = self.element_loops;
+                let temps: Vec<syn::Ident> = (0..places.elems.len())
+                    .map(|k| syn::Ident::new(&format!("__offload_value_{n}_{k}"), span))
+                    .collect();
+                let values = values.elems.iter();
+                let places = places.elems.iter();
+                let desugared: syn::Expr = syn::parse_quote_spanned!(span=> {
+                    #(let #temps = #values;)*
+                    #(#places = #temps;)*
+                });
+                self.expr(&desugared, None)
+            }
             syn::Expr::Assign(a) => {
                 let (place, ty) = self.assignable_place(&a.left)?;
                 if let Some(rty) = self.infer(&a.right) {

@@ -95,8 +95,8 @@ pub fn device_call_paths(block: &syn::Block) -> Vec<syn::Path> {
 }
 
 /// Whether a call of the path `segments` is built into the kernel language rather than a
-/// device function: thread positions and `thread_rank`, `sync_threads`, the subgroup operations, and the
-/// `Shared`/`DynShared` constructors.
+/// device function: thread positions and `thread_rank`, `sync_threads`, the subgroup operations, the
+/// `Shared`/`DynShared` constructors, and `mem::swap`.
 pub fn is_builtin(segments: &[String]) -> bool {
     let [.., last] = segments else { return false };
     if let [.., ty, _] = segments
@@ -108,6 +108,13 @@ pub fn is_builtin(segments: &[String]) -> bool {
     // (those are free functions); the translator says which it supports.
     if let [ty, _] = segments
         && starts_type_path(ty)
+    {
+        return true;
+    }
+    // `std::mem::swap(&mut a, &mut b)`.
+    if let [.., module, _] = segments
+        && module == "mem"
+        && last == "swap"
     {
         return true;
     }
