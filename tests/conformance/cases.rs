@@ -22,6 +22,7 @@ macro_rules! for_each_case {
         $m!(saturating_arithmetic_clamps_like_rust);
         $m!(zips_closures_and_small_conveniences);
         $m!(swaps_matches_and_repeated_arrays);
+        $m!(arrays_of_the_thread_are_written);
         $m!(integer_arithmetic_wraps_and_divides_like_rust);
         $m!(unsigned_and_narrow_integers);
         $m!(casts_follow_rust_as);
@@ -585,7 +586,12 @@ pub fn zips_closures_and_small_conveniences(o: LaunchOptions) -> CaseResult {
             dot + weighted + top + ends + last_w + own + calls + 100.0
         })
         .collect();
-    fused_f32(o, "conveniences", &out, &want)
+    // Sums of tens of products: fused on a GPU, each rounding moves the total a little.
+    if on_gpu(o) {
+        close_f32("conveniences", &out, &want, 1e-5)
+    } else {
+        compare("conveniences", &out, &want)
+    }
 }
 
 /// `mem::swap`, tuple assignment, `matches!` and `[v; N]` arrays.
@@ -632,6 +638,66 @@ pub fn swaps_matches_and_repeated_arrays(o: LaunchOptions) -> CaseResult {
         })
         .collect();
     compare("shuffled", &out, &want)
+}
+
+/// `let mut` arrays: the thread's own, written at constant and run-time indices, by
+/// plain and compound assignment, and read back by index, loop and reduction.
+#[offload_kernel]
+fn register_tiles(mut out: Region<f32, Linear1D>, x: &[f32]) {
+    let i = out.index();
+    let mut acc = [0.0f32; 4];
+    let mut hist = [0u32; 8];
+    for k in 0..x.len() {
+        acc[k % 4] += x[k] * (i + 1) as f32;
+        let bin = (x[k] * 8.0) as usize;
+        hist[bin.min(7)] += 1;
+    }
+    acc[0] = acc[0] * 0.5;
+    let j = i % 4;
+    acc[j] -= 1.0;
+    let most = hist.iter().copied().fold(0u32, u32::max);
+    let mut order = [3.0f32, 1.0, 2.0];
+    if order[0] > order[1] {
+        (order[0], order[1]) = (order[1], order[0]);
+    }
+    if let Some(v) = out.get_mut() {
+        let mut total = 0.0;
+        for (k, a) in acc.iter().enumerate() {
+            total += a * (k + 1) as f32;
+        }
+        *v = total + most as f32 + order[0] * 100.0 + order[1] * 1000.0;
+    }
+}
+
+pub fn arrays_of_the_thread_are_written(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = (0..53).map(|k| ((k * 29 % 41) as f32) / 41.0).collect();
+    let mut out = vec![0.0f32; 300];
+    register_tiles(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..300)
+        .map(|i| {
+            let mut acc = [0.0f32; 4];
+            let mut hist = [0u32; 8];
+            for k in 0..x.len() {
+                acc[k % 4] += x[k] * (i + 1) as f32;
+                let bin = (x[k] * 8.0) as usize;
+                hist[bin.min(7)] += 1;
+            }
+            acc[0] *= 0.5;
+            acc[i % 4] -= 1.0;
+            let most = *hist.iter().max().unwrap();
+            let mut total = 0.0;
+            for (k, a) in acc.iter().enumerate() {
+                total += a * (k + 1) as f32;
+            }
+            total + most as f32 + 1.0 * 100.0 + 3.0 * 1000.0
+        })
+        .collect();
+    // Sums of tens of products: fused on a GPU, each rounding moves the total a little.
+    if on_gpu(o) {
+        close_f32("register_tiles", &out, &want, 1e-5)
+    } else {
+        compare("register_tiles", &out, &want)
+    }
 }
 
 #[offload_kernel]

@@ -69,13 +69,7 @@ impl Translator {
             let syn::Pat::Ident(id) = pat else {
                 return error(pat, "an array is bound to a name: `let taps = [..];`");
             };
-            if id.mutability.is_some() {
-                return error(
-                    id,
-                    "arrays in kernels are read-only: `let taps = [..];`, without `mut`",
-                );
-            }
-            return self.array_binding(&id.ident, ty, array);
+            return self.array_binding(&id.ident, ty, array, id.mutability.is_some());
         }
         if let Some(init) = &local.init
             && let syn::Expr::Closure(closure) = &*init.expr
@@ -231,7 +225,7 @@ impl Translator {
     /// the value is constant).
     fn const_item(&mut self, c: &syn::ItemConst) -> Result<()> {
         if let syn::Expr::Array(array) = &*c.expr {
-            return self.array_binding(&c.ident, Some(&c.ty), array);
+            return self.array_binding(&c.ident, Some(&c.ty), array, false);
         }
         let ty = scalar_type(&c.ty, &self.subst)?;
         let (value, _) = self.scalar_expr(&c.expr, Some(ty))?;

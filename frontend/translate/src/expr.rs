@@ -214,6 +214,7 @@ impl Translator {
                 }
                 let (op, _) = self.scalar_expr(&a.right, Some(ty))?;
                 self.push(place, Rvalue::Use(op), span);
+                self.write_back_arrays(span);
                 Ok(None)
             }
             syn::Expr::Block(b) => {
@@ -460,6 +461,7 @@ impl Translator {
             let (rhs, _) = self.scalar_expr(&b.right, rhs_ty)?;
             self.checked_division(op, Operand::Copy(place), rhs, ty, b.right.span())?;
             self.push(place, Rvalue::BinaryOp(op, Operand::Copy(place), rhs), span);
+            self.write_back_arrays(span);
             return Ok(None);
         }
         let operand_ty = if op.is_shift() {

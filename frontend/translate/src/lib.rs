@@ -715,6 +715,8 @@ enum Binding {
 struct ArrayValues {
     elems: Vec<Local>,
     elem: ScalarTy,
+    /// Declared `let mut`: its elements may be assigned.
+    mutable: bool,
 }
 
 struct LoopTarget {
@@ -754,6 +756,10 @@ struct Translator {
     arrays: Vec<ArrayValues>,
     /// Closures bound to names, which `Binding::Closure` refers to.
     closures: Vec<closures::LocalClosure>,
+    /// Writes to array elements at indices known only at run time, made to a scratch
+    /// local first: after the statement, `(scratch, index, array)` is copied into the
+    /// element the index picks.
+    array_writes: Vec<(Local, Local, usize)>,
     /// The values immutable integer locals can hold, where known at compile time (`const`
     /// items, counters of `for` loops over constant bounds): for checks at the source.
     known_ranges: HashMap<Local, (i128, i128)>,
@@ -796,6 +802,7 @@ impl Translator {
             reduction_calls: Vec::new(),
             arrays: Vec::new(),
             closures: Vec::new(),
+            array_writes: Vec::new(),
             known_ranges: HashMap::new(),
             tile_cols: HashMap::new(),
             flexible: HashMap::new(),

@@ -459,6 +459,13 @@ impl Translator {
         {
             return self.shared_slot(e, i, shared);
         }
+        if let syn::Expr::Index(i) = e
+            && let syn::Expr::Path(p) = &*i.expr
+            && let Some(id) = p.path.get_ident()
+            && let Some(Binding::Array(array)) = self.lookup(id)
+        {
+            return self.array_slot(i, array);
+        }
         self.place(e)
     }
 
@@ -653,14 +660,26 @@ impl Translator {
 }
 
 impl Translator {
-    /// `let taps = [a, b, c];` or `const TAPS: [f32; 3] = [..];` in a kernel: a read-only
-    /// array, each element evaluated once, in order, into its own local.
+    /// `let taps = [a, b, c];` or `const TAPS: [f32; 3] = [..];` in a kernel (a read-only
+    /// array), or `let mut acc = [0.0; 4];` (the thread's own): each element evaluated
+    /// once, in order, into its own local.
     pub(super) fn array_binding(
         &mut self,
         name: &syn::Ident,
         ty: Option<&syn::Type>,
         array: &syn::ExprArray,
+        mutable: bool,
     ) -> Result<()> {
+        // A run-time index picks an element with a switch of one arm per element.
+        const MOST_MUTABLE: usize = 64;
+        if mutable && array.elems.len() > MOST_MUTABLE {
+            return error(
+                array,
+                format!(
+                    "a `let mut` array in a kernel has at most {MOST_MUTABLE} elements (each is a variable of the thread's)"
+                ),
+            );
+        }
         let declared = match ty {
             Some(syn::Type::Array(a)) => Some(super::types::scalar_type(&a.elem, &self.subst)?),
             Some(other) => return error(other, "an array's type is written `[T; N]`"),
@@ -681,7 +700,11 @@ impl Translator {
             elems.push(l);
         }
         let elem = elem.expect("an array with elements has an element type");
-        self.arrays.push(super::ArrayValues { elems, elem });
+        self.arrays.push(super::ArrayValues {
+            elems,
+            elem,
+            mutable,
+        });
         self.bind(name, Binding::Array(self.arrays.len() - 1));
         Ok(())
     }
@@ -689,25 +712,75 @@ impl Translator {
     /// `taps[k]`: a constant index reads the element directly (past the end is a compile
     /// error); any other is bounds-checked and picks the element with a `switchInt`.
     fn array_element(&mut self, i: &syn::ExprIndex, array: usize) -> Result<(Place, ScalarTy)> {
+        match self.array_index(i, array)? {
+            Ok(element) => Ok((Place::local(element), self.arrays[array].elem)),
+            Err(index) => {
+                let element = self.array_read(array, index, i.span());
+                Ok((Place::local(element), self.arrays[array].elem))
+            }
+        }
+    }
+
+    /// `acc[k]` written, of a `let mut` array: a constant index is the element itself;
+    /// any other, bounds-checked, is a scratch local holding the element, copied back
+    /// into it after the statement ([`Self::write_back_arrays`]).
+    fn array_slot(&mut self, i: &syn::ExprIndex, array: usize) -> Result<(Place, ScalarTy)> {
+        if !self.arrays[array].mutable {
+            return error(
+                &i.expr,
+                "this array is read-only; declare it `let mut` to assign its elements",
+            );
+        }
+        let element = match self.array_index(i, array)? {
+            Ok(element) => element,
+            Err(index) => {
+                let scratch = self.array_read(array, index, i.span());
+                self.array_writes.push((scratch, index, array));
+                scratch
+            }
+        };
+        Ok((Place::local(element), self.arrays[array].elem))
+    }
+
+    /// The element a constant index names (past the end is a compile error), or the
+    /// bounds-checked local of a run-time index.
+    fn array_index(
+        &mut self,
+        i: &syn::ExprIndex,
+        array: usize,
+    ) -> Result<std::result::Result<Local, Local>> {
         let span = i.span();
-        let (elems, elem) = (self.arrays[array].elems.clone(), self.arrays[array].elem);
+        let elems = &self.arrays[array].elems;
+        let count = elems.len();
         let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
         if let Operand::Const(Const::Int(k, _)) = index {
-            return match usize::try_from(k).ok().and_then(|k| elems.get(k)) {
-                Some(&l) => Ok((Place::local(l), elem)),
+            return match usize::try_from(k)
+                .ok()
+                .and_then(|k| self.arrays[array].elems.get(k))
+            {
+                Some(&l) => Ok(Ok(l)),
                 None => error(
                     &i.index,
-                    format!(
-                        "index {k} is out of bounds: the array has {} elements",
-                        elems.len()
-                    ),
+                    format!("index {k} is out of bounds: the array has {count} elements"),
                 ),
             };
         }
         let index = self.as_local(index, ScalarTy::Usize, span);
-        let len = Operand::Const(Const::Int(elems.len() as i128, ScalarTy::Usize));
+        let len = Operand::Const(Const::Int(count as i128, ScalarTy::Usize));
         self.bounds_check(index, len, span);
-        let result = self.temp(elem);
+        Ok(Err(index))
+    }
+
+    /// A switch on `index` (checked in bounds) with one arm per element of `array`, each
+    /// running `arm(element)`.
+    fn switch_on_element(
+        &mut self,
+        array: usize,
+        index: Local,
+        span: SynSpan,
+        mut arm: impl FnMut(&mut Self, Local),
+    ) {
+        let elems = self.arrays[array].elems.clone();
         let join = self.new_block();
         let arms: Vec<BasicBlock> = elems.iter().map(|_| self.new_block()).collect();
         let (last, cases) = arms.split_last().expect("arrays have elements");
@@ -723,16 +796,31 @@ impl Translator {
             },
             span,
         );
-        for (&arm, &value) in arms.iter().zip(&elems) {
-            self.current = Some(arm);
-            self.push(
-                Place::local(result),
-                Rvalue::Use(Operand::Copy(Place::local(value))),
-                span,
-            );
+        for (&block, &element) in arms.iter().zip(&elems) {
+            self.current = Some(block);
+            arm(self, element);
             self.goto(join, span);
         }
         self.current = Some(join);
-        Ok((Place::local(result), elem))
+    }
+
+    /// The element `index` picks, copied into a new local.
+    fn array_read(&mut self, array: usize, index: Local, span: SynSpan) -> Local {
+        let result = self.temp(self.arrays[array].elem);
+        self.switch_on_element(array, index, span, |b, element| {
+            let value = Rvalue::Use(Operand::Copy(Place::local(element)));
+            b.push(Place::local(result), value, span);
+        });
+        result
+    }
+
+    /// Copies each scratch local of a write at a run-time index into its element.
+    pub(super) fn write_back_arrays(&mut self, span: SynSpan) {
+        for (scratch, index, array) in std::mem::take(&mut self.array_writes) {
+            self.switch_on_element(array, index, span, |b, element| {
+                let value = Rvalue::Use(Operand::Copy(Place::local(scratch)));
+                b.push(Place::local(element), value, span);
+            });
+        }
     }
 }
