@@ -4,16 +4,16 @@
 //!
 //! ```text
 //! func @k(%group_begin, %group_end, %groups_x, %groups_y, %groups_z, %size_x, %size_y,
-//!         %size_z, %thread_begin, %thread_end, %shared: memref<?xi8>, <kernel_abi args>) {
+//!         %size_z, %shared: memref<?xi8>, <kernel_abi args>) {
 //!   scf.for %group = %group_begin to %group_end {
 //!     (%group_x, %group_y, %group_z) = %group split by %groups_x and %groups_y
-//!     scf.for %thread = %thread_begin to %thread_end
-//!         carrying (%thread_x, %thread_y, %thread_z), from %thread_begin split likewise {
+//!     scf.for %z = 0 to %size_z { scf.for %y = 0 to %size_y { scf.for %x = 0 to %size_x {
 //!       scf.execute_region { <the kernel body; each return yields> }
-//!       (%thread_x, %thread_y, %thread_z) advanced by one, x wrapping at %size_x and
-//!       y at %size_y
+//!     } } }
 //! ```
 //!
+//! The innermost loop runs over x with a plain counter, which LLVM's loop passes take as
+//! they take any counted loop.
 //! `%shared` is the workgroup's shared memory: static arrays at their offsets, dynamic
 //! shared memory after them. The runtime calls the function once per share of the
 //! launch's workgroups, with every thread. A kernel with barriers is split into phases
@@ -33,7 +33,7 @@ pub const NAME: &str = "convert-offload-to-cpu";
 /// Arguments the CPU entry point takes before the kernel's own, in the order of
 /// [`offload_mir::abi::CpuLeading`]: `group_begin`, `group_end`, `groups_x`, `groups_y`,
 /// `groups_z` (the whole launch's workgroups), `size_x`, `size_y`, `size_z`,
-/// `thread_begin`, `thread_end`, `shared`.
+/// `shared`.
 pub const LEADING_ARGS: usize = offload_mir::abi::CPU_LEADING_ARGS;
 
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
@@ -57,11 +57,14 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             // In the skeleton's order: x is the first remainder, y the second, z the
             // second quotient.
             let group = [result(rem[0]), result(rem[1]), result(div[1])];
-            // The thread's (x, y, z) are the inner loop's carried values: divisions per
-            // workgroup, not per thread.
-            let thread_loop = rewrite::collect(host_ref, "scf.for")[1];
-            let carried = rewrite::arguments(rewrite::entry_block(thread_loop));
-            let thread = [carried[1], carried[2], carried[3]];
+            // The thread's (x, y, z) are the counters of the three thread loops (in
+            // pre-order: the group loop, then z, y, x).
+            let loops = rewrite::collect(host_ref, "scf.for");
+            let counter = |l: usize| rewrite::arguments(rewrite::entry_block(loops[l]))[0];
+            let thread = [counter(3), counter(2), counter(1)];
+            // The thread's linear index, `(z * size_y + y) * size_x + x`: the innermost
+            // loop's addition.
+            let linear = result(rewrite::collect(OperationRef::from_raw(loops[3]), "arith.addi")[0]);
             let host_args = rewrite::arguments(host_entry);
             let arg = |i: usize| host_args[i];
             let count = [arg(2), arg(3), arg(4)];
@@ -85,7 +88,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     rewrite::replace(op, &[value]);
                 }
             }
-            workgroup_memory(context, func_ref, arg(10))?;
+            workgroup_memory(context, func_ref, arg(8))?;
             one_lane_subgroups(context, func_ref)?;
             if phased {
                 let memory = |name| rewrite::collect(host_ref, name);
@@ -94,8 +97,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     phase: result(scalars[0]),
                     next: result(scalars[1]),
                     done: result(per_thread[0]),
-                    thread: carried[0],
-                    threads: arg(9),
+                    thread: linear,
+                    threads: result(rewrite::collect(host_ref, "arith.muli")[2]),
                     allocate_before: rewrite::collect(host_ref, "scf.for")[0],
                     free_before: rewrite::collect(host_ref, "func.return")[0],
                 };
@@ -127,7 +130,7 @@ fn skeleton(name: &str, args: &[String], phased: bool) -> String {
   %p0 = arith.constant 0 : i32
   %phase = memref.alloca() : memref<i32>
   %next = memref.alloca() : memref<i32>
-  %done = memref.alloc(%thread_end) : memref<?xi1>",
+  %done = memref.alloc(%threads) : memref<?xi1>",
     );
     let phases_begin = pick(
         "
@@ -149,35 +152,32 @@ fn skeleton(name: &str, args: &[String], phased: bool) -> String {
         "
   memref.dealloc %done : memref<?xi1>",
     );
+    // The order of the `arith.muli`s (the third is `%threads`), of the `scf.for`s and of
+    // the innermost loop's `arith.addi` (the linear index) is what `run` looks up.
     format!(
-        "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %groups_y: index, %groups_z: index, %size_x: index, %size_y: index, %size_z: index, %thread_begin: index, %thread_end: index, %shared: memref<?xi8>, {}) {{
+        "func.func @{name}(%group_begin: index, %group_end: index, %groups_x: index, %groups_y: index, %groups_z: index, %size_x: index, %size_y: index, %size_z: index, %shared: memref<?xi8>, {}) {{
   %c0 = arith.constant 0 : index
-  %c1 = arith.constant 1 : index{state}
+  %c1 = arith.constant 1 : index
   %groups_xy = arith.muli %groups_x, %groups_y : index
   %size_xy = arith.muli %size_x, %size_y : index
+  %threads = arith.muli %size_xy, %size_z : index{state}
   scf.for %group = %group_begin to %group_end step %c1 {{
     %group_x = arith.remui %group, %groups_x : index
     %group_yz = arith.divui %group, %groups_x : index
     %group_y = arith.remui %group_yz, %groups_y : index
-    %group_z = arith.divui %group, %groups_xy : index
-    %thread_x0 = arith.remui %thread_begin, %size_x : index
-    %thread_yz0 = arith.divui %thread_begin, %size_x : index
-    %thread_y0 = arith.remui %thread_yz0, %size_y : index
-    %thread_z0 = arith.divui %thread_begin, %size_xy : index{phases_begin}
-    %last:3 = scf.for %thread = %thread_begin to %thread_end step %c1 iter_args(%thread_x = %thread_x0, %thread_y = %thread_y0, %thread_z = %thread_z0) -> (index, index, index) {{
-      scf.execute_region {{
-        scf.yield
+    %group_z = arith.divui %group, %groups_xy : index{phases_begin}
+    scf.for %z = %c0 to %size_z step %c1 {{
+      %plane = arith.muli %z, %size_y : index
+      scf.for %y = %c0 to %size_y step %c1 {{
+        %plane_row = arith.addi %plane, %y : index
+        %row = arith.muli %plane_row, %size_x : index
+        scf.for %x = %c0 to %size_x step %c1 {{
+          %linear = arith.addi %row, %x : index
+          scf.execute_region {{
+            scf.yield
+          }}
+        }}
       }}
-      %next_x = arith.addi %thread_x, %c1 : index
-      %wrap_x = arith.cmpi eq, %next_x, %size_x : index
-      %x = arith.select %wrap_x, %c0, %next_x : index
-      %next_y = arith.addi %thread_y, %c1 : index
-      %y1 = arith.select %wrap_x, %next_y, %thread_y : index
-      %wrap_y = arith.cmpi eq, %y1, %size_y : index
-      %y = arith.select %wrap_y, %c0, %y1 : index
-      %next_z = arith.addi %thread_z, %c1 : index
-      %z = arith.select %wrap_y, %next_z, %thread_z : index
-      scf.yield %x, %y, %z : index, index, index
     }}{phases_end}
   }}{free}
   return

@@ -100,7 +100,8 @@ pub fn gpu_hidden_words(
 }
 
 /// What the CPU backend's entry point takes before the kernel's own parameters: the
-/// share of workgroups and threads one host thread runs, and its shared memory.
+/// share of workgroups one host thread runs (every thread of each), and its shared
+/// memory.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct CpuLeading {
     /// The share's workgroups, as flat indices `begin..end`.
@@ -114,16 +115,13 @@ pub struct CpuLeading {
     pub size_x: u64,
     pub size_y: u64,
     pub size_z: u64,
-    /// The threads of each workgroup the call runs, as flat indices `begin..end`.
-    pub thread_begin: u64,
-    pub thread_end: u64,
     /// The workgroup's shared memory: its address and size in bytes (a `memref<?xi8>`).
     pub shared_address: u64,
     pub shared_bytes: u64,
 }
 
 /// Parameters of the CPU entry point before the kernel's own.
-pub const CPU_LEADING_ARGS: usize = 11;
+pub const CPU_LEADING_ARGS: usize = 9;
 
 /// Words those parameters take (the shared memory is a `memref<?xi8>` of five words).
 pub const CPU_LEADING_WORDS: usize = CPU_LEADING_ARGS + 4;
@@ -141,8 +139,6 @@ impl CpuLeading {
             self.size_x,
             self.size_y,
             self.size_z,
-            self.thread_begin,
-            self.thread_end,
             shared[0],
             shared[1],
             shared[2],
@@ -207,14 +203,12 @@ mod tests {
             size_x: 6,
             size_y: 7,
             size_z: 8,
-            thread_begin: 9,
-            thread_end: 10,
             shared_address: 0x9000,
             shared_bytes: 64,
         };
         assert_eq!(
             leading.words(),
-            [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 0x9000, 0x9000, 0, 64, 1]
+            [1, 2, 3, 4, 5, 6, 7, 8, 0x9000, 0x9000, 0, 64, 1]
         );
     }
 }

@@ -170,8 +170,7 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
                 // 16-byte aligned, as the lowering lays shared arrays out.
                 let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
                 let shared = (shared.as_mut_ptr() as u64, shared_bytes as u64);
-                let threads = workgroup.size.iter().product();
-                let mut words = workgroup.words([begin, end], [0, threads], shared);
+                let mut words = workgroup.words([begin, end], shared);
                 // SAFETY: see `Workgroup::call`.
                 unsafe { workgroup.call(&mut words) };
             });
@@ -304,9 +303,9 @@ struct Workgroup<'a> {
 }
 
 impl Workgroup<'_> {
-    /// The entry point's words: workgroups `groups`, threads `threads` of each, the
-    /// workgroup's shared memory `(address, bytes)`, the kernel's own.
-    fn words(&self, groups: [u64; 2], threads: [u64; 2], shared: (u64, u64)) -> Vec<u64> {
+    /// The entry point's words: workgroups `groups`, the workgroup's shared memory
+    /// `(address, bytes)`, the kernel's own.
+    fn words(&self, groups: [u64; 2], shared: (u64, u64)) -> Vec<u64> {
         let leading = CpuLeading {
             group_begin: groups[0],
             group_end: groups[1],
@@ -316,8 +315,6 @@ impl Workgroup<'_> {
             size_x: self.size[0],
             size_y: self.size[1],
             size_z: self.size[2],
-            thread_begin: threads[0],
-            thread_end: threads[1],
             shared_address: shared.0,
             shared_bytes: shared.1,
         };
@@ -330,8 +327,7 @@ impl Workgroup<'_> {
     ///
     /// # Safety
     ///
-    /// `words` come from [`Self::words`], with whole workgroups if the kernel has
-    /// barriers. The memrefs describe the scratch regions, the borrowed
+    /// `words` come from [`Self::words`]. The memrefs describe the scratch regions, the borrowed
     /// slices, the panic buffer and the shared block, all alive for the launch. Threads
     /// of different shares touch disjoint region elements (checked by the strategy's
     /// `check_launch`), and the panic buffer is claimed atomically.
