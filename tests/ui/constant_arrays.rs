@@ -17,12 +17,4 @@ fn past_the_end(mut y: Region<f32, Linear1D>) {
     }
 }
 
-#[offload_kernel]
-fn written(mut y: Region<f32, Linear1D>) {
-    let mut w = [0.5f32, 0.5];
-    if let Some(v) = y.get_mut() {
-        *v = w[0];
-    }
-}
-
 fn main() {}
