@@ -10,6 +10,20 @@
 //! memory and one atomic per workgroup) and `offload-bench matmul [N] [REPS]` (16×16
 //! shared-memory tiles) do the same against `cuda/reduce.cu` and `cuda/matmul.cu`.
 //!
+//! `offload-bench suite PTX_PATH OUT_DIR [REPS]` runs the benchmark suite: STREAM copy,
+//! scale, add and triad, a dot product, a sum, the FIR filters, a 3-D 7-point stencil, a
+//! 2-D Jacobi sweep, a 5-point stencil, f32 and f64 tiled matrix products (with cuBLAS
+//! as the roof), a block scan, a histogram and a row softmax, each at a large size and
+//! at 2^20 elements (GEMM 1024), our kernel next to its CUDA C++ twin from
+//! `cuda/suite.cu`, built to PTX_PATH by `nvcc -O3 -arch=sm_90 -ptx`. Both sides run in
+//! this process on the same device-resident data with the same timing. It prints a
+//! table and writes `suite.json`, `ratio.svg` and `bandwidth.svg` into OUT_DIR (see
+//! `suite.rs`).
+//!
+//! `offload-bench suite-check` needs no GPU: it runs each of the suite's kernels at a
+//! small size through `try_offload!` on the default device (the CPU backend without a
+//! GPU) against the same host references, ending with `N passed, M failed`.
+//!
 //! `offload-bench fuzz [START] [END]` runs the differential fuzzer on the GPU (see
 //! `fuzz.rs`).
 //!
@@ -28,6 +42,7 @@ use std::time::Instant;
 
 mod compile_time;
 mod fuzz;
+mod suite;
 
 #[offload_kernel]
 fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
@@ -251,6 +266,11 @@ enum Word {
     Memref(u64, usize),
     /// A 2-D region at an address: rows, row length.
     Memref2d(u64, usize, usize),
+    /// A 2-D region or stencil at an address: rows, row length, its interior's margin.
+    Region2d(u64, usize, usize, usize),
+    /// A 3-D region at an address: planes, rows per plane, row length, its interior's
+    /// margin.
+    Region3d(u64, usize, usize, usize, usize),
     /// A scalar's bits.
     Scalar(u64),
 }
@@ -275,6 +295,24 @@ impl RawKernel {
         resident: Option<u32>,
         report: bool,
     ) -> Result<RawKernel> {
+        RawKernel::load_in(
+            CudaContext::new(0)?,
+            descriptor,
+            block_size,
+            resident,
+            report,
+        )
+    }
+
+    /// [`RawKernel::load_resident`] into `ctx`, the first GPU's context, so that the
+    /// caller's buffers, other modules and libraries share its stream (`suite`).
+    fn load_in(
+        ctx: std::sync::Arc<CudaContext>,
+        descriptor: &'static offload::KernelDescriptor,
+        block_size: [u32; 3],
+        resident: Option<u32>,
+        report: bool,
+    ) -> Result<RawKernel> {
         let Some(chip) = first_gpu_chip() else {
             bail!("no CUDA device");
         };
@@ -290,7 +328,6 @@ impl RawKernel {
             let compile_ms = t.elapsed().as_secs_f64() * 1e3;
             println!("compile: MIR -> PTX ({chip}) in {compile_ms:.1} ms");
         }
-        let ctx = CudaContext::new(0)?;
         let stream = ctx.default_stream();
         let t = Instant::now();
         let module = ctx.load_module(cudarc::nvrtc::Ptx::from_src(ptx.ptx.as_str()))?;
@@ -318,7 +355,9 @@ impl RawKernel {
     /// The kernel ABI's words for `params`, then the panic buffer and the hidden GPU
     /// parameters of a launch of `workgroups` workgroups (x, y, z).
     fn words(&self, params: &[Word], workgroups: [u32; 3]) -> Vec<u64> {
-        use offload_mir::abi::{PANIC_BUFFER_WORDS, gpu_hidden_words, memref_1d, region_2d};
+        use offload_mir::abi::{
+            PANIC_BUFFER_WORDS, gpu_hidden_words, memref_1d, region_2d, region_3d,
+        };
         let mut words = Vec::new();
         for p in params {
             match *p {
@@ -326,6 +365,16 @@ impl RawKernel {
                 Word::Memref2d(at, rows, row_len) => {
                     words.extend(region_2d(at, rows as u64, row_len as u64, 0))
                 }
+                Word::Region2d(at, rows, row_len, margin) => {
+                    words.extend(region_2d(at, rows as u64, row_len as u64, margin as u64))
+                }
+                Word::Region3d(at, planes, rows, row_len, margin) => words.extend(region_3d(
+                    at,
+                    planes as u64,
+                    rows as u64,
+                    row_len as u64,
+                    margin as u64,
+                )),
                 Word::Scalar(bits) => words.push(bits),
             }
         }
@@ -800,6 +849,8 @@ fn main() -> Result<()> {
         "first-launch" => return first_launch(),
         "conformance" => return conformance(),
         "fuzz" => return fuzz::run(args),
+        "suite" => return suite::run(args),
+        "suite-check" => return suite::check(),
         "compile-time" => {
             return compile_time::run(&args.collect::<Vec<_>>());
         }
@@ -839,8 +890,8 @@ fn main() -> Result<()> {
                 .unwrap_or(1 << 24));
         }
         _ => bail!(
-            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, launch, check, \
-             conformance, cpu, compile-time"
+            "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, suite, \
+             suite-check, launch, check, conformance, cpu, compile-time, first-launch, fuzz"
         ),
     }
     let n: usize = args
