@@ -40,7 +40,9 @@
 //! so, or `a < m` and `m <= b`, or, for `a = x + y`, from `y < m`, `m <= b` and
 //! `x <= b - m` (exact, since `m <= b`; then `x + y < x + m <= b` and nothing wraps):
 //! what the test before a versioned loop (`for k in 0..m`, reading `s[k + x]`) and the
-//! loop's bound give.
+//! loop's bound give. For a 2-D region `_g` known to be non-empty, `r * w + c < Len(_g)`
+//! holds where `w` is its row length and `r`, `c` are `min`s with its last row and column
+//! (a clamped `Stencil2D` read; rank-2 regions are laid out in whole rows).
 
 mod facts;
 mod races;

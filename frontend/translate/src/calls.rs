@@ -228,13 +228,41 @@ impl Translator {
                 self.region_geometry_call(m, &name, span)
             }
             "get_clamped" if m.args.len() == 2 => {
-                let (region, index, _) = self.stencil_neighbour(m, true)?;
+                let super::places::Neighbour {
+                    region,
+                    index,
+                    clamped_by_min,
+                    ..
+                } = self.stencil_neighbour(m, true)?;
                 let elem = self.body.locals[region.index()]
                     .ty
                     .element()
                     .expect("a region has elements");
-                // Clamped coordinates are in bounds unless the region is empty.
-                let index = self.checked_index(region, Operand::Copy(Place::local(index)), span);
+                if !clamped_by_min {
+                    let index =
+                        self.checked_index(region, Operand::Copy(Place::local(index)), span);
+                    return Ok(Some((Operand::Copy(Place::element(region, index)), elem)));
+                }
+                // Clamped coordinates are in bounds unless the region is empty: checking
+                // that it is not says so to the verifier, panics with the message an
+                // out-of-bounds index would, and is one test for all of a kernel's reads.
+                let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
+                let zero = Operand::Const(Const::Int(0, ScalarTy::Usize));
+                let filled =
+                    self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, zero, len), span);
+                let next = self.new_block();
+                self.terminate(
+                    TerminatorKind::Assert {
+                        cond: filled,
+                        msg: AssertMessage::BoundsCheck {
+                            len,
+                            index: Operand::Copy(Place::local(index)),
+                        },
+                        target: next,
+                    },
+                    span,
+                );
+                self.current = Some(next);
                 Ok(Some((Operand::Copy(Place::element(region, index)), elem)))
             }
             "wrapping_add" | "wrapping_sub" | "wrapping_mul" if m.args.len() == 1 => {

@@ -144,7 +144,7 @@ impl Translator {
         &mut self,
         m: &syn::ExprMethodCall,
         clamp: bool,
-    ) -> Result<(Local, Local, Option<Operand>)> {
+    ) -> Result<Neighbour> {
         let region = self.region_receiver(&m.receiver)?;
         let span = m.method.span();
         let Strategy::Stencil2D(radius) = self.strategy_of(region) else {
@@ -159,8 +159,14 @@ impl Translator {
         }
         let mut coords = Vec::new();
         let mut inside: Option<Operand> = None;
+        let mut both_clamped = clamp;
         // Row first (dimension 1, offset `dr`), then column (dimension 0, offset `dc`).
         for (dim, off) in [(1u8, offsets[0]), (0u8, offsets[1])] {
+            if clamp && let Operand::Const(Const::Int(d, _)) = off {
+                coords.push(self.clamped_coordinate(region, dim, d, span)?);
+                continue;
+            }
+            both_clamped = false;
             let at = self.stencil_coordinate(region, dim, off, clamp, &mut inside, span)?;
             coords.push(self.cast_operand(at, ScalarTy::Isize, ScalarTy::Usize, span));
         }
@@ -176,7 +182,12 @@ impl Translator {
             span,
         );
         let index = self.as_local(index, ScalarTy::Usize, span);
-        Ok((region, index, inside))
+        Ok(Neighbour {
+            region,
+            index,
+            inside,
+            clamped_by_min: both_clamped,
+        })
     }
 
     /// One offset of a `Stencil2D<radius>` neighbour, as an `isize`: checked against the
@@ -322,6 +333,44 @@ impl Translator {
         Ok(at)
     }
 
+    /// A coordinate `d` (a constant) from the thread's along `dim`, clamped to the region
+    /// in unsigned arithmetic: `min(here + d, extent - 1)`, or for a negative `d`
+    /// `min(max(here, -d) + d, extent - 1)`. The `min` with the last row or column is what
+    /// lets the verifier prove a clamped read in bounds of a non-empty region.
+    fn clamped_coordinate(
+        &mut self,
+        region: Local,
+        dim: u8,
+        d: i128,
+        span: SynSpan,
+    ) -> Result<Operand> {
+        let usize_const = |v: i128| Operand::Const(Const::Int(v, ScalarTy::Usize));
+        let here = self.coord(region, dim, span);
+        let extent = self.extent(region, dim, span);
+        let last = self.assign_temp(
+            ScalarTy::Usize,
+            Rvalue::BinaryOp(BinOp::Sub, extent, usize_const(1)),
+            span,
+        );
+        let moved = match d {
+            0 => here,
+            d if d > 0 => self.assign_temp(
+                ScalarTy::Usize,
+                Rvalue::BinaryOp(BinOp::Add, here, usize_const(d)),
+                span,
+            ),
+            d => {
+                let floor = self.intrinsic(Intrinsic::Max, vec![here, usize_const(-d)], span)?;
+                self.assign_temp(
+                    ScalarTy::Usize,
+                    Rvalue::BinaryOp(BinOp::Sub, floor, usize_const(-d)),
+                    span,
+                )
+            }
+        };
+        self.intrinsic(Intrinsic::Min, vec![moved, last], span)
+    }
+
     /// `if let Some(v) = stencil.get(dr, dc)`: `v` is the neighbour's value when it is
     /// inside the region.
     fn stencil_get(
@@ -332,7 +381,12 @@ impl Translator {
         else_bb: BasicBlock,
     ) -> Result<BasicBlock> {
         let span = m.method.span();
-        let (region, index, inside) = self.stencil_neighbour(m, false)?;
+        let Neighbour {
+            region,
+            index,
+            inside,
+            ..
+        } = self.stencil_neighbour(m, false)?;
         let inside = inside.expect("unclamped reads test the edges");
         self.switch_bool(inside, then_bb, else_bb, span);
         self.current = Some(then_bb);
@@ -823,4 +877,15 @@ impl Translator {
             });
         }
     }
+}
+
+/// A `Stencil2D` neighbour's element: the region, the index, for an unclamped read
+/// whether it is inside, and for a clamped one whether both coordinates are `min`s with
+/// the last row and column (constant offsets), which the verifier proves in bounds of a
+/// non-empty region.
+pub(super) struct Neighbour {
+    pub region: Local,
+    pub index: Local,
+    pub inside: Option<Operand>,
+    pub clamped_by_min: bool,
 }

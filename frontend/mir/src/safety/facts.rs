@@ -91,11 +91,47 @@ impl Analysis<'_> {
         let Expr::Binary(BinOp::Add, x, y) = self.values.get(a).clone() else {
             return false;
         };
+        if self.clamped_in_region(state, x, y, b) {
+            return true;
+        }
         [(x, y), (y, x)].into_iter().any(|(x, y)| {
             self.bounds_above(state, y).into_iter().any(|m| {
                 let room = self.values.intern(Expr::Binary(BinOp::Sub, b, m));
                 self.at_most(state, m, b) && self.at_most(state, x, room)
             })
+        })
+    }
+
+    /// `r * w + c < Len(_g)` for a 2-D region `_g` of `w = RegionExtent(_g, 0)` columns and
+    /// `h = RegionExtent(_g, 1)` rows, where `r = min(_, h - 1)`, `c = min(_, w - 1)` and
+    /// `0 < Len(_g)` is known: the host lays 2-D regions out in whole rows of at least one
+    /// element (`Len = h * w`, `w >= 1`), so a non-empty one has `h >= 1`, and then
+    /// `r * w + c <= (h - 1) * w + w - 1 = Len - 1` (a clamped `Stencil2D` read).
+    fn clamped_in_region(&mut self, state: &State, x: Sym, y: Sym, b: Sym) -> bool {
+        let Expr::Len(region) = *self.values.get(b) else {
+            return false;
+        };
+        let two_d = matches!(
+            self.body.locals.get(region.index()).map(|d| d.ty),
+            Some(Ty::Region(_, s)) if s.rank() == 2
+        );
+        let zero = self.values.usize(0);
+        if !two_d || !self.less_direct(state, zero, b) {
+            return false;
+        }
+        let one = self.values.usize(1);
+        let [w, h] = [0, 1].map(|d| self.values.intern(Expr::RegionExtent(region, d)));
+        let [last_col, last_row] =
+            [w, h].map(|e| self.values.intern(Expr::Binary(BinOp::Sub, e, one)));
+        let at_most = |values: &super::values::Values, s: Sym, last: Sym| matches!(values.get(s), Expr::Intrinsic(Intrinsic::Min, args) if args.contains(&last));
+        [(x, y), (y, x)].into_iter().any(|(row_start, c)| {
+            let Expr::Binary(BinOp::Mul, p, q) = *self.values.get(row_start) else {
+                return false;
+            };
+            let rows = [(p, q), (q, p)]
+                .into_iter()
+                .any(|(r, width)| width == w && at_most(&self.values, r, last_row));
+            rows && at_most(&self.values, c, last_col)
         })
     }
 
