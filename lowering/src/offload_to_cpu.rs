@@ -64,7 +64,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let thread = [counter(3), counter(2), counter(1)];
             // The thread's linear index, `(z * size_y + y) * size_x + x`: the innermost
             // loop's addition.
-            let linear = result(rewrite::collect(OperationRef::from_raw(loops[3]), "arith.addi")[0]);
+            let linear =
+                result(rewrite::collect(OperationRef::from_raw(loops[3]), "arith.addi")[0]);
             let host_args = rewrite::arguments(host_entry);
             let arg = |i: usize| host_args[i];
             let count = [arg(2), arg(3), arg(4)];
