@@ -139,7 +139,7 @@ pub fn compile_ptx(body: &Linked, target: &GpuTarget) -> Result<PtxKernel, Lower
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
     dump(body, Stage::Offload, &module);
-    session.to_gpu(&mut module)?;
+    session.to_gpu_nvidia(&mut module, target)?;
     dump(body, Stage::Gpu, &module);
     session.to_nvvm(&mut module, target)?;
     dump(body, Stage::Llvm, &module);
@@ -197,7 +197,7 @@ pub fn emit(
             out.push((Stage::Cpu, text(&module)));
         }
         Stage::Gpu | Stage::Llvm | Stage::Ptx => {
-            session.to_gpu(&mut module)?;
+            session.to_gpu_nvidia(&mut module, target)?;
             out.push((Stage::Gpu, text(&module)));
             if last != Stage::Gpu {
                 session.to_nvvm(&mut module, target)?;

@@ -38,6 +38,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             amd: rewrite::string_attribute(root.to_raw(), VENDOR_ATTR).as_deref() == Some("amd"),
         }
     };
+    // SAFETY: as above.
+    let whole_grid = unsafe { rewrite::has_attribute(root.to_raw(), WHOLE_GRID_ATTR) };
     if ![32, 64].contains(&subgroups_of.width) {
         return Err(refuse(
             root.to_raw(),
@@ -103,7 +105,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     }
                     let attr = b.attr(&format!("#gpu<dim {axis}>"));
                     let mut v = b.op(gpu, &[], &[b.index()], &[("dimension", attr)]);
-                    if name == ops::WORKGROUP_ID {
+                    if name == ops::WORKGROUP_ID && !whole_grid {
                         let base = group_base[dim as usize];
                         v = b.op("arith.addi", &[v[0], base], &[b.index()], &[]);
                     }
@@ -143,6 +145,11 @@ pub const SUBGROUP_SIZE_ATTR: &str = "offload.subgroup_size";
 
 /// The module attribute naming the GPU vendor (`"amd"`; NVIDIA without it).
 pub const VENDOR_ATTR: &str = "offload.vendor";
+
+/// The module attribute saying that every launch runs the whole grid in one piece
+/// (`GpuTarget::whole_grid`): a workgroup's index is then its block's, without the hidden
+/// group base.
+pub const WHOLE_GRID_ATTR: &str = "offload.whole_grid";
 
 /// Replaces each `offload.alloc_shared` with a view of workgroup memory; returns the
 /// `memref.global` declarations the kernel's `gpu.module` needs.

@@ -81,6 +81,12 @@ pub struct GpuTarget {
     /// Workgroups a multiprocessor should hold at once (PTX `.minnctapersm`), which
     /// bounds the registers a thread may use; `None`: ptxas's choice.
     pub resident_workgroups: Option<u32>,
+    /// Every launch of the code runs its whole grid in one piece (not a share of a split
+    /// launch, not a grid folded past the device's limits), so a workgroup's index is its
+    /// block's: the thread's position is then a product of 32-bit values, which ptxas
+    /// computes with one 32-bit wide multiply instead of a 64-bit one. `false`: code for
+    /// any launch, which adds the launch's hidden group base.
+    pub whole_grid: bool,
 }
 
 impl GpuTarget {
@@ -92,6 +98,7 @@ impl GpuTarget {
             libdevice: crate::libdevice::find(),
             block_size: None,
             resident_workgroups: None,
+            whole_grid: false,
         }
     }
 }
@@ -219,6 +226,25 @@ impl Session {
             &[PARTITION, TO_GPU],
             "builtin.module(canonicalize, cse)",
         )
+    }
+
+    /// `offload` → `gpu` for an NVIDIA GPU: [`Self::to_gpu`], with every launch's
+    /// workgroup index its block's when `target` says each runs its whole grid
+    /// ([`GpuTarget::whole_grid`]).
+    pub fn to_gpu_nvidia(
+        &self,
+        module: &mut Module<'_>,
+        target: &GpuTarget,
+    ) -> Result<(), LowerError> {
+        if target.whole_grid {
+            let root = module.as_operation().to_raw();
+            let unit = melior::ir::attribute::Attribute::unit(&self.context);
+            // SAFETY: `root` is the live module operation.
+            unsafe {
+                crate::rewrite::set_attribute(root, crate::offload_to_gpu::WHOLE_GRID_ATTR, unit)
+            };
+        }
+        self.to_gpu(module)
     }
 
     /// `gpu` → LLVM/NVVM dialects for `target`.

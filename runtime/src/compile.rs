@@ -87,6 +87,8 @@ pub fn jit_compiles() -> usize {
 pub(crate) struct LaunchShape {
     pub block_size: [u32; 3],
     pub resident_workgroups: Option<u32>,
+    /// The launch runs its whole grid at once (`GpuTarget::whole_grid`).
+    pub whole_grid: bool,
 }
 
 /// PTX for a kernel, chip (`sm_90`) and launch shape: built ahead of time (for any
@@ -182,12 +184,13 @@ fn jit_ptx(
         chip: chip.to_string(),
         block_size: Some(shape.block_size),
         resident_workgroups: shape.resident_workgroups,
+        whole_grid: shape.whole_grid,
         ..Default::default()
     };
     let disk = crate::disk_cache::DiskCache::from_env();
     // Everything the PTX depends on: the kernel as linked, the target, and the compiler.
     let key = format!(
-        "ptx\n{}\n{}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{}",
+        "ptx\n{}\n{}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{}\n{}",
         env!("CARGO_PKG_VERSION"),
         compiler_build(),
         target.chip,
@@ -195,6 +198,7 @@ fn jit_ptx(
         target.libdevice,
         target.block_size,
         target.resident_workgroups,
+        target.whole_grid,
         body.body()
     );
     if let Some(ptx) = disk.as_ref().and_then(|d| d.get(&key))

@@ -133,6 +133,11 @@ pub(crate) struct GridPart {
     pub count: [u32; 3],
 }
 
+/// Whether a grid of `workgroups` is launched in more than one part ([`grid_parts`]).
+pub(crate) fn folds(workgroups: [u32; 3]) -> bool {
+    workgroups.iter().zip(MAX_GRID).any(|(&n, max)| n > max)
+}
+
 /// The grids a launch of `workgroups` runs as: one, unless an axis has more workgroups
 /// than a grid may.
 pub(crate) fn grid_parts(workgroups: [u32; 3]) -> Vec<GridPart> {
@@ -159,6 +164,15 @@ pub(crate) fn grid_parts(workgroups: [u32; 3]) -> Vec<GridPart> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_grid_folds_only_past_the_limits() {
+        assert!(!folds([i32::MAX as u32, 65535, 65535]));
+        assert!(folds([i32::MAX as u32 + 1, 1, 1]));
+        assert!(folds([1, 65536, 1]));
+        assert!(folds([1, 1, 65536]));
+        assert_eq!(grid_parts([1, 65536, 1]).len(), 2);
+    }
 
     #[test]
     fn gpu_words_follow_the_kernel_abi() {

@@ -53,6 +53,11 @@ struct Cli {
     /// as a launch with `resident_workgroups = N` does (PTX `.minnctapersm`).
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=32))]
     resident_workgroups: Option<u32>,
+    /// Compile the NVIDIA stages for a launch that runs its whole grid at once, as the
+    /// runtime does for every launch that is neither a share of a split launch nor a grid
+    /// folded past the device's limits: workgroup indices are the blocks' own.
+    #[arg(long)]
+    whole_grid: bool,
 }
 
 /// `X[,Y[,Z]]`, each at least 1.
@@ -231,6 +236,7 @@ fn output(cli: &Cli) -> Result<String> {
         libdevice: cli.libdevice.clone().or(GpuTarget::default().libdevice),
         block_size: cli.block_size,
         resident_workgroups: cli.resident_workgroups,
+        whole_grid: cli.whole_grid,
         ..GpuTarget::default()
     };
     let mut text = String::new();

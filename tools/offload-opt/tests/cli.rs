@@ -419,6 +419,25 @@ fn gather(mut y: Region<f32, Linear1D>, x: &[f32], at: &[u32]) {
 }
 ";
 
+/// Compiled for launches that run their whole grid at once, a thread's position is the
+/// block index times the block size in one 32-bit wide multiply; compiled for any launch,
+/// the hidden group base is added first, which takes a 64-bit multiply.
+#[test]
+fn whole_grid_launches_multiply_positions_in_32_bits() {
+    let input = Some(("gather.rs", GATHER));
+    let (ok, any, err) = run(&["--emit", "ptx", "--block-size", "256"], input);
+    assert!(ok, "{err}");
+    assert!(any.contains("mad.lo.s64"), "{any}");
+    let args = ["--emit", "ptx", "--block-size", "256", "--whole-grid"];
+    let (ok, whole, err) = run(&args, input);
+    assert!(ok, "{err}");
+    assert!(!whole.contains("mad.lo.s64"), "{whole}");
+    assert!(
+        whole.contains("mad.lo.s32") || whole.contains("mul.wide.u32"),
+        "{whole}"
+    );
+}
+
 /// On NVIDIA GPUs each check's panic report keeps a block of its own (marked by its
 /// site), so the path that does not panic copies nothing into a shared report; compiled
 /// to a register budget (`--resident-workgroups`, PTX `.minnctapersm`) the reports merge
