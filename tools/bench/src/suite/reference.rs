@@ -171,28 +171,10 @@ pub(super) fn softmax(x: &[f32], row: usize) -> Vec<f64> {
 /// Compares a softmax with the f64 reference: within 1e-5 of each value, relatively
 /// (the device's `expf` is within 2 ulp, and the row sums differ in order), plus 1e-9.
 pub(super) fn softmax_close(label: &str, got: &[f32], want: &[f64]) -> Result<()> {
-    let off = |g: f32, w: f64| {
+    report_mismatches(label, got, want, |&g, &w| {
         let d = (g as f64 - w).abs();
         d.is_nan() || d > 1e-5 * w.abs() + 1e-9
-    };
-    let wrong = got
-        .par_iter()
-        .zip(want)
-        .filter(|(g, w)| off(**g, **w))
-        .count();
-    if wrong != 0 {
-        let (i, (g, w)) = got
-            .iter()
-            .zip(want)
-            .enumerate()
-            .find(|(_, (g, w))| off(**g, **w))
-            .expect("a mismatch was counted");
-        bail!(
-            "{label}: {wrong} of {} values differ from the host's, first at {i}: {g} against {w}",
-            got.len()
-        );
-    }
-    Ok(())
+    })
 }
 
 /// Compares `got` with `want` element by element, allowing `1e-5` relative to
@@ -201,21 +183,30 @@ pub(super) fn close(label: &str, got: &[f32], want: &[f32]) -> Result<()> {
     if got.len() != want.len() {
         bail!("{label}: {} values, the host has {}", got.len(), want.len());
     }
-    let off = |g: f32, w: f32| {
+    report_mismatches(label, got, want, |&g, &w| {
         let d = (g - w).abs();
         d.is_nan() || d > 1e-5 * w.abs().max(1.0)
-    };
-    let wrong = got
-        .par_iter()
-        .zip(want)
-        .filter(|(g, w)| off(**g, **w))
-        .count();
+    })
+}
+
+/// An error naming how many pairs `off` rejects and the first of them, if any.
+fn report_mismatches<G, W>(
+    label: &str,
+    got: &[G],
+    want: &[W],
+    off: impl Fn(&G, &W) -> bool + Sync,
+) -> Result<()>
+where
+    G: Sync + std::fmt::Display,
+    W: Sync + std::fmt::Display,
+{
+    let wrong = got.par_iter().zip(want).filter(|(g, w)| off(g, w)).count();
     if wrong != 0 {
         let (i, (g, w)) = got
             .iter()
             .zip(want)
             .enumerate()
-            .find(|(_, (g, w))| off(**g, **w))
+            .find(|(_, (g, w))| off(g, w))
             .expect("a mismatch was counted");
         bail!(
             "{label}: {wrong} of {} values differ from the host's, first at {i}: {g} against {w}",
