@@ -560,7 +560,7 @@ impl Translator {
                 Ok(None)
             }
             "assert" if !args.is_empty() => {
-                let cond_text = expression_text(&args[0]);
+                let cond_text = super::syntax::expression_text(&args[0]);
                 let (cond, _) = self.scalar_expr(&args[0], Some(ScalarTy::Bool))?;
                 let text = message(&args[1..], format!("assertion failed: {cond_text}"))?;
                 self.assert(cond, &text, span);
@@ -586,36 +586,6 @@ impl Translator {
             ),
         }
     }
-}
-
-/// Source text for an expression as `stringify!` would print it, for assertion messages:
-/// tokens joined by spaces, minus the spaces rustc leaves out around brackets, dots,
-/// paths and commas.
-pub(super) fn expression_text(e: &syn::Expr) -> String {
-    let raw = quote::ToTokens::to_token_stream(e).to_string();
-    let mut out = raw;
-    for (from, to) in [
-        (" [", "["),
-        ("[ ", "["),
-        (" ]", "]"),
-        (" (", "("),
-        ("( ", "("),
-        (" )", ")"),
-        (" .", "."),
-        (". ", "."),
-        (" ::", "::"),
-        (":: ", "::"),
-        (" ,", ","),
-    ] {
-        out = out.replace(from, to);
-    }
-    // Keep a space before `(` after an operator or keyword, e.g. `a * (b + c)`.
-    for op in [
-        "+", "-", "*", "/", "%", "<", ">", "=", "&", "|", "^", "!", "if", "as",
-    ] {
-        out = out.replace(&format!("{op}("), &format!("{op} ("));
-    }
-    out.replace("! (", "!(")
 }
 
 impl Translator {
@@ -717,7 +687,7 @@ impl Translator {
 
     /// `std::mem::swap(&mut a, &mut b)` of two places: `(a, b) = (b, a)`.
     fn swap_call(&mut self, c: &syn::ExprCall) -> Result<Value> {
-        let place = |e: &syn::Expr| match super::expr::strip_parens(e) {
+        let place = |e: &syn::Expr| match super::syntax::strip_parens(e) {
             syn::Expr::Reference(r) if r.mutability.is_some() => Ok((*r.expr).clone()),
             other => error(other, "`mem::swap` takes two places as `&mut a`, `&mut b`"),
         };

@@ -1,8 +1,8 @@
 //! Control flow and statements: blocks, `let` and `const`, `if`, `match` with its
 //! patterns, `while`/`loop`/`for` and `break`/`continue`.
 
-use super::expr::strip_parens;
-use super::types::scalar_type;
+use super::syntax::{Elements, element_iteration, strip_parens};
+use super::types::{scalar_type, unsigned_of};
 use super::{
     Binding, LoopTarget, LoopValue, Result, Translator, Value, error, position, versioning,
 };
@@ -1036,72 +1036,6 @@ fn break_values<'b>(body: &'b syn::Block, label: Option<&str>) -> Vec<&'b syn::E
     breaks.found
 }
 
-/// What a `for` loop over elements iterates (`x` in `x.iter()`), and whether it is
-/// enumerated; `None` for other loops (ranges).
-/// The slice, array or chunk an iteration a `for` loop takes (`x.iter()`,
-/// `x.iter().enumerate()`, ...) runs over.
-pub(super) fn iterated(e: &syn::Expr) -> Option<&syn::Expr> {
-    element_iteration(e).map(|x| x.of)
-}
-
-fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
-    let e = strip_parens(e);
-    let plain = |x| Elements {
-        of: x,
-        zipped: None,
-        enumerate: false,
-        reversed: false,
-    };
-    let simple = |x: Elements<'_>| !x.enumerate && !x.reversed && x.zipped.is_none();
-    match e {
-        syn::Expr::Path(_) => Some(plain(e)),
-        // `&x` as `zip`'s argument.
-        syn::Expr::Reference(r) if r.mutability.is_none() => {
-            element_iteration(&r.expr).filter(|x| simple(*x))
-        }
-        // `a.iter().zip(b.iter())`: the pairs `(a[k], b[k])` up to the shorter length.
-        syn::Expr::MethodCall(m) if m.method == "zip" && m.args.len() == 1 => {
-            let left = element_iteration(&m.receiver).filter(|x| simple(*x))?;
-            let right = element_iteration(&m.args[0]).filter(|x| simple(*x))?;
-            Some(Elements {
-                zipped: Some(right.of),
-                ..left
-            })
-        }
-        syn::Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
-            "iter" => match strip_parens(&m.receiver) {
-                r @ syn::Expr::Path(_) => Some(plain(r)),
-                _ => None,
-            },
-            "copied" | "cloned" => element_iteration(&m.receiver),
-            "enumerate" => element_iteration(&m.receiver)
-                .filter(|x| !x.enumerate && !x.reversed)
-                .map(|x| Elements {
-                    enumerate: true,
-                    ..x
-                }),
-            "rev" => element_iteration(&m.receiver)
-                .filter(|x| simple(*x))
-                .map(|x| Elements {
-                    reversed: true,
-                    ..x
-                }),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-/// What a `for` loop over elements runs over: the slice, array or chunk, the one zipped
-/// with it, whether it is enumerated, and whether it runs from the last element back.
-#[derive(Copy, Clone)]
-struct Elements<'e> {
-    of: &'e syn::Expr,
-    zipped: Option<&'e syn::Expr>,
-    enumerate: bool,
-    reversed: bool,
-}
-
 /// A `for` loop over a range, its bounds evaluated: what each copy of a versioned loop
 /// is made from.
 struct LoopShape {
@@ -1137,15 +1071,4 @@ fn constant_range(start: Operand, end: Operand, inclusive: bool) -> Option<(i128
     };
     let hi = if inclusive { hi } else { hi - 1 };
     (lo <= hi).then_some((lo, hi))
-}
-
-/// The unsigned integer type of the same width.
-pub(super) fn unsigned_of(t: ScalarTy) -> ScalarTy {
-    match t.bits() {
-        8 => ScalarTy::U8,
-        16 => ScalarTy::U16,
-        32 => ScalarTy::U32,
-        _ if t == ScalarTy::Isize || t == ScalarTy::Usize => ScalarTy::Usize,
-        _ => ScalarTy::U64,
-    }
 }

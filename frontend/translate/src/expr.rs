@@ -2,6 +2,7 @@
 //! by path, unary and binary operators (with Rust's division checks), short-circuit
 //! `&&`/`||`, and casts.
 
+use super::syntax::strip_parens;
 use super::types::{binop, literal_suffix_type, scalar_type};
 use super::{Result, TranslateError, Translator, Value, error};
 use offload_mir::*;
@@ -598,14 +599,6 @@ impl Translator {
             return Operand::Const(Const::Int(wrap_to(v, to), to));
         }
         self.assign_temp(to, Rvalue::Cast(op, to), span)
-    }
-}
-
-pub(super) fn strip_parens(e: &syn::Expr) -> &syn::Expr {
-    match e {
-        syn::Expr::Paren(p) => strip_parens(&p.expr),
-        syn::Expr::Group(g) => strip_parens(&g.expr),
-        other => other,
     }
 }
 

@@ -37,6 +37,7 @@ mod expr;
 mod methods;
 mod places;
 mod reductions;
+mod syntax;
 mod types;
 mod versioning;
 mod workgroup;

@@ -1,8 +1,8 @@
 //! Places that kernels read and write: locals, slice and chunk indexing, `*v` of a
 //! region element, and `Region` access (`get_mut`, the coordinates, `Stencil2D` neighbours).
 
-use super::calls::expression_text;
-use super::expr::strip_parens;
+use super::syntax::expression_text;
+use super::syntax::strip_parens;
 use super::{Binding, Result, Translator, error};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;

@@ -28,7 +28,7 @@ impl Translator {
             return Ok(None);
         }
         // `ITER.map(|p| e)`: the elements are `e` of each `p`.
-        let (iter, map) = match super::expr::strip_parens(&m.receiver) {
+        let (iter, map) = match super::syntax::strip_parens(&m.receiver) {
             syn::Expr::MethodCall(inner) if inner.method == "map" && inner.args.len() == 1 => {
                 let syn::Expr::Closure(c) = &inner.args[0] else {
                     return Ok(None);
@@ -37,7 +37,7 @@ impl Translator {
             }
             other => (other, None),
         };
-        let Some(of) = super::control::iterated(iter) else {
+        let Some(of) = super::syntax::iterated(iter) else {
             return Ok(None);
         };
         let span = m.method.span();
@@ -110,7 +110,7 @@ impl Translator {
                     return error(m, format!("`{name}` takes no arguments"));
                 }
                 let ty = match &m.turbofish {
-                    Some(t) => turbofish_type(t)?,
+                    Some(t) => super::syntax::turbofish_type(t)?,
                     None => match expected.or_else(|| self.element_type(of)) {
                         Some(t) => t,
                         None => {
@@ -154,13 +154,13 @@ impl Translator {
         if m.method != "unwrap_or" || m.args.len() != 1 {
             return Ok(None);
         }
-        let syn::Expr::MethodCall(copied) = super::expr::strip_parens(&m.receiver) else {
+        let syn::Expr::MethodCall(copied) = super::syntax::strip_parens(&m.receiver) else {
             return Ok(None);
         };
         if !(copied.method == "copied" || copied.method == "cloned") || !copied.args.is_empty() {
             return Ok(None);
         }
-        let syn::Expr::MethodCall(get) = super::expr::strip_parens(&copied.receiver) else {
+        let syn::Expr::MethodCall(get) = super::syntax::strip_parens(&copied.receiver) else {
             return Ok(None);
         };
         let Some(get) = as_get(get) else {
@@ -178,7 +178,7 @@ impl Translator {
 
     /// The element type of the slice, array or chunk `of` names.
     pub(super) fn element_type(&self, of: &syn::Expr) -> Option<ScalarTy> {
-        let syn::Expr::Path(p) = super::expr::strip_parens(of) else {
+        let syn::Expr::Path(p) = super::syntax::strip_parens(of) else {
             return None;
         };
         match self.lookup(p.path.get_ident()?)? {
@@ -257,16 +257,5 @@ struct Returns(bool);
 impl<'a> syn::visit::Visit<'a> for Returns {
     fn visit_expr_return(&mut self, _: &'a syn::ExprReturn) {
         self.0 = true;
-    }
-}
-
-pub(super) fn turbofish_type(t: &syn::AngleBracketedGenericArguments) -> Result<ScalarTy> {
-    match t.args.first() {
-        Some(syn::GenericArgument::Type(syn::Type::Path(p))) if t.args.len() == 1 => p
-            .path
-            .get_ident()
-            .and_then(|i| ScalarTy::from_name(&i.to_string()))
-            .map_or_else(|| error(t, "a scalar type is expected here"), Ok),
-        _ => error(t, "a scalar type is expected here"),
     }
 }

@@ -146,7 +146,7 @@ impl Translator {
                 let i = offload_mir::Intrinsic::from_name(&m.method.to_string())?;
                 i.result_type(&[of]).ok()
             }
-            "abs_diff" => self.infer(&m.receiver).map(super::control::unsigned_of),
+            "abs_diff" => self.infer(&m.receiver).map(super::types::unsigned_of),
             // Iterator reductions: `fold` has its initial value's type; `sum` and
             // `product` the turbofish's, else the elements'.
             "fold" if m.args.len() == 2 => self.infer(&m.args[0]),
@@ -166,8 +166,8 @@ impl Translator {
                 of_slice.or_else(|| self.infer(&m.args[0]))
             }
             "sum" | "product" if m.args.is_empty() => match &m.turbofish {
-                Some(t) => super::reductions::turbofish_type(t).ok(),
-                None => super::control::iterated(&m.receiver).and_then(|of| self.element_type(of)),
+                Some(t) => super::syntax::turbofish_type(t).ok(),
+                None => super::syntax::iterated(&m.receiver).and_then(|of| self.element_type(of)),
             },
             method => match self.atomic_receiver(&m.receiver) {
                 Some(_) if method == "len" => Some(ScalarTy::Usize),
@@ -269,4 +269,15 @@ pub(super) fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
         S::ShrAssign(_) => (BinOp::Shr, true),
         _ => return None,
     })
+}
+
+/// The unsigned integer type of the same width.
+pub(super) fn unsigned_of(t: ScalarTy) -> ScalarTy {
+    match t.bits() {
+        8 => ScalarTy::U8,
+        16 => ScalarTy::U16,
+        32 => ScalarTy::U32,
+        _ if t == ScalarTy::Isize || t == ScalarTy::Usize => ScalarTy::Usize,
+        _ => ScalarTy::U64,
+    }
 }

@@ -249,7 +249,7 @@ impl Translator {
         span: SynSpan,
     ) -> Result<(Place, ScalarTy)> {
         let cols = self.tile_cols[&tile];
-        let syn::Expr::Tuple(pair) = super::expr::strip_parens(index) else {
+        let syn::Expr::Tuple(pair) = super::syntax::strip_parens(index) else {
             return error(index, "a `Shared2D` tile is indexed by `(row, column)`");
         };
         let [r, c] = &pair.elems.iter().collect::<Vec<_>>()[..] else {
