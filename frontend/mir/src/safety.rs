@@ -40,9 +40,10 @@
 //! so, or `a < m` and `m <= b`, or, for `a = x + y`, from `y < m`, `m <= b` and
 //! `x <= b - m` (exact, since `m <= b`; then `x + y < x + m <= b` and nothing wraps):
 //! what the test before a versioned loop (`for k in 0..m`, reading `s[k + x]`) and the
-//! loop's bound give. For a 2-D region `_g` known to be non-empty, `r * w + c < Len(_g)`
-//! holds where `w` is its row length and `r`, `c` are `min`s with its last row and column
-//! (a clamped `Stencil2D` read; rank-2 regions are laid out in whole rows).
+//! loop's bound give. For a 2-D region `_g`, `r * w + c < Len(_g)` holds where `w` is its
+//! row length, `r < h` (its rows) is known or `r` is a `min` with its last row and the
+//! region is known non-empty, and `c < w` is known or `c` is a `min` with its last column
+//! (a tested or clamped `Stencil2D` read; rank-2 regions are laid out in whole rows).
 
 mod facts;
 mod races;

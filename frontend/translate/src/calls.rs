@@ -231,7 +231,7 @@ impl Translator {
                 let super::places::Neighbour {
                     region,
                     index,
-                    clamped_by_min,
+                    provable: clamped_by_min,
                     ..
                 } = self.stencil_neighbour(m, true)?;
                 let elem = self.body.locals[region.index()]

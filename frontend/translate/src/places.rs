@@ -159,14 +159,17 @@ impl Translator {
         }
         let mut coords = Vec::new();
         let mut inside: Option<Operand> = None;
-        let mut both_clamped = clamp;
+        let mut both_constant = true;
         // Row first (dimension 1, offset `dr`), then column (dimension 0, offset `dc`).
         for (dim, off) in [(1u8, offsets[0]), (0u8, offsets[1])] {
-            if clamp && let Operand::Const(Const::Int(d, _)) = off {
-                coords.push(self.clamped_coordinate(region, dim, d, span)?);
+            if let Operand::Const(Const::Int(d, _)) = off {
+                coords.push(match clamp {
+                    true => self.clamped_coordinate(region, dim, d, span)?,
+                    false => self.tested_coordinate(region, dim, d, &mut inside, span),
+                });
                 continue;
             }
-            both_clamped = false;
+            both_constant = false;
             let at = self.stencil_coordinate(region, dim, off, clamp, &mut inside, span)?;
             coords.push(self.cast_operand(at, ScalarTy::Isize, ScalarTy::Usize, span));
         }
@@ -186,7 +189,7 @@ impl Translator {
             region,
             index,
             inside,
-            clamped_by_min: both_clamped,
+            provable: both_constant,
         })
     }
 
@@ -371,6 +374,43 @@ impl Translator {
         self.intrinsic(Intrinsic::Min, vec![moved, last], span)
     }
 
+    /// A coordinate `d` (a constant) from the thread's along `dim`, unclamped, in unsigned
+    /// arithmetic: `here + d`, wrapping for a negative `d` past the edge to a value no
+    /// region reaches; `at < extent` joins `inside`. That test is what lets the verifier
+    /// prove the read in bounds.
+    fn tested_coordinate(
+        &mut self,
+        region: Local,
+        dim: u8,
+        d: i128,
+        inside: &mut Option<Operand>,
+        span: SynSpan,
+    ) -> Operand {
+        let here = self.coord(region, dim, span);
+        let extent = self.extent(region, dim, span);
+        let (op, by) = if d < 0 {
+            (BinOp::Sub, -d)
+        } else {
+            (BinOp::Add, d)
+        };
+        let by = Operand::Const(Const::Int(by, ScalarTy::Usize));
+        let at = self.assign_temp(ScalarTy::Usize, Rvalue::BinaryOp(op, here, by), span);
+        let ok = self.assign_temp(
+            ScalarTy::Bool,
+            Rvalue::BinaryOp(BinOp::Lt, at, extent),
+            span,
+        );
+        *inside = Some(match *inside {
+            Some(prev) => self.assign_temp(
+                ScalarTy::Bool,
+                Rvalue::BinaryOp(BinOp::BitAnd, prev, ok),
+                span,
+            ),
+            None => ok,
+        });
+        at
+    }
+
     /// `if let Some(v) = stencil.get(dr, dc)`: `v` is the neighbour's value when it is
     /// inside the region.
     fn stencil_get(
@@ -385,7 +425,7 @@ impl Translator {
             region,
             index,
             inside,
-            ..
+            provable,
         } = self.stencil_neighbour(m, false)?;
         let inside = inside.expect("unclamped reads test the edges");
         self.switch_bool(inside, then_bb, else_bb, span);
@@ -395,9 +435,13 @@ impl Translator {
             .element()
             .expect("a region has elements");
         let value = self.declare(Ty::Scalar(elem), false, Some((binding, binding.span())));
-        // Inside the region the index is in bounds; the check states it for the safety
-        // verifier (and catches a region with no rows).
-        let index = self.checked_index(region, Operand::Copy(Place::local(index)), span);
+        // Inside the region the index is in bounds. With constant offsets the test itself
+        // (`row < rows`, `col < cols`) proves it to the verifier; otherwise a check
+        // states it.
+        let index = match provable {
+            true => index,
+            false => self.checked_index(region, Operand::Copy(Place::local(index)), span),
+        };
         self.push(
             Place::local(value),
             Rvalue::Use(Operand::Copy(Place::element(region, index))),
@@ -880,12 +924,12 @@ impl Translator {
 }
 
 /// A `Stencil2D` neighbour's element: the region, the index, for an unclamped read
-/// whether it is inside, and for a clamped one whether both coordinates are `min`s with
-/// the last row and column (constant offsets), which the verifier proves in bounds of a
-/// non-empty region.
+/// whether it is inside, and whether both offsets were constants: then a clamped read's
+/// coordinates are `min`s with the last row and column, and an unclamped read's are tested
+/// below the extents, either of which the verifier proves in bounds.
 pub(super) struct Neighbour {
     pub region: Local,
     pub index: Local,
     pub inside: Option<Operand>,
-    pub clamped_by_min: bool,
+    pub provable: bool,
 }

@@ -103,10 +103,12 @@ impl Analysis<'_> {
     }
 
     /// `r * w + c < Len(_g)` for a 2-D region `_g` of `w = RegionExtent(_g, 0)` columns and
-    /// `h = RegionExtent(_g, 1)` rows, where `r = min(_, h - 1)`, `c = min(_, w - 1)` and
-    /// `0 < Len(_g)` is known: the host lays 2-D regions out in whole rows of at least one
-    /// element (`Len = h * w`, `w >= 1`), so a non-empty one has `h >= 1`, and then
-    /// `r * w + c <= (h - 1) * w + w - 1 = Len - 1` (a clamped `Stencil2D` read).
+    /// `h = RegionExtent(_g, 1)` rows, where the row is below the last (`r < h` is known,
+    /// or `r = min(_, h - 1)` and `0 < Len(_g)` is known) and so is the column (`c < w`,
+    /// or `c = min(_, w - 1)`). The host lays 2-D regions out in whole rows of at least one
+    /// element (`Len = h * w`, `w >= 1`), so `r <= h - 1` and `c <= w - 1` give
+    /// `r * w + c <= (h - 1) * w + w - 1 = Len - 1` (a `Stencil2D` read, clamped or
+    /// tested).
     fn clamped_in_region(&mut self, state: &State, x: Sym, y: Sym, b: Sym) -> bool {
         let Expr::Len(region) = *self.values.get(b) else {
             return false;
@@ -115,23 +117,26 @@ impl Analysis<'_> {
             self.body.locals.get(region.index()).map(|d| d.ty),
             Some(Ty::Region(_, s)) if s.rank() == 2
         );
-        let zero = self.values.usize(0);
-        if !two_d || !self.less_direct(state, zero, b) {
+        if !two_d {
             return false;
         }
+        let zero = self.values.usize(0);
         let one = self.values.usize(1);
         let [w, h] = [0, 1].map(|d| self.values.intern(Expr::RegionExtent(region, d)));
         let [last_col, last_row] =
             [w, h].map(|e| self.values.intern(Expr::Binary(BinOp::Sub, e, one)));
-        let at_most = |values: &super::values::Values, s: Sym, last: Sym| matches!(values.get(s), Expr::Intrinsic(Intrinsic::Min, args) if args.contains(&last));
+        let is_min_with = |values: &super::values::Values, s: Sym, last: Sym| matches!(values.get(s), Expr::Intrinsic(Intrinsic::Min, args) if args.contains(&last));
         [(x, y), (y, x)].into_iter().any(|(row_start, c)| {
             let Expr::Binary(BinOp::Mul, p, q) = *self.values.get(row_start) else {
                 return false;
             };
-            let rows = [(p, q), (q, p)]
-                .into_iter()
-                .any(|(r, width)| width == w && at_most(&self.values, r, last_row));
-            rows && at_most(&self.values, c, last_col)
+            let col = self.less_direct(state, c, w) || is_min_with(&self.values, c, last_col);
+            col && [(p, q), (q, p)].into_iter().any(|(r, width)| {
+                width == w
+                    && (self.less_direct(state, r, h)
+                        || (is_min_with(&self.values, r, last_row)
+                            && self.less_direct(state, zero, b)))
+            })
         })
     }
 
