@@ -23,6 +23,7 @@ macro_rules! for_each_case {
         $m!(zips_closures_and_small_conveniences);
         $m!(swaps_matches_and_repeated_arrays);
         $m!(arrays_of_the_thread_are_written);
+        $m!(scans_blocks_with_barriers_in_a_loop);
         $m!(integer_arithmetic_wraps_and_divides_like_rust);
         $m!(unsigned_and_narrow_integers);
         $m!(casts_follow_rust_as);
@@ -698,6 +699,45 @@ pub fn arrays_of_the_thread_are_written(o: LaunchOptions) -> CaseResult {
     } else {
         compare("register_tiles", &out, &want)
     }
+}
+
+/// An inclusive scan of each 64-element block in shared memory (Hillis and Steele: two
+/// barriers per step inside a loop). Its counter `s` is typed only by its use with
+/// `thread_rank()`, which inference once left to the literal's default.
+#[offload_kernel]
+fn block_scan64(mut y: Region<i32, Linear1D>, x: &[i32]) {
+    let mut tile = Shared::<i32, 64>::new();
+    let t = thread_rank();
+    tile.write(x.get(y.index()).copied().unwrap_or(0));
+    sync_threads();
+    let mut s = 1;
+    while s < 64 {
+        let add = if t >= s { tile[t - s] } else { 0 };
+        sync_threads();
+        tile[t] += add;
+        sync_threads();
+        s *= 2;
+    }
+    if let Some(v) = y.get_mut() {
+        *v = tile[t];
+    }
+}
+
+pub fn scans_blocks_with_barriers_in_a_loop(o: LaunchOptions) -> CaseResult {
+    let x: Vec<i32> = (0..1000).map(|k| (k * 37 % 23) - 11).collect();
+    let mut y = vec![0i32; x.len()];
+    let o = LaunchOptions {
+        thread_dim: Some([64, 1, 1]),
+        ..o
+    };
+    block_scan64(o, &mut y, &x).map_err(|e| e.to_string())?;
+    let mut want = x.clone();
+    for block in want.chunks_mut(64) {
+        for k in 1..block.len() {
+            block[k] += block[k - 1];
+        }
+    }
+    compare("block_scan64", &y, &want)
 }
 
 #[offload_kernel]

@@ -10,6 +10,18 @@ use std::collections::HashMap;
 use syn::spanned::Spanned;
 
 impl Translator {
+    /// A method call's receiver, evaluated once into a local that the method's formula
+    /// may read as often as it needs, and its type.
+    fn receiver_once(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        span: SynSpan,
+    ) -> Result<(Local, ScalarTy)> {
+        let ty = self.infer(&m.receiver);
+        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
+        Ok((self.as_local(x, t, span), t))
+    }
+
     /// The receiver and the argument of an integer method of two operands (`a.m(b)`),
     /// both of the receiver's type.
     pub(super) fn integer_operands(
@@ -58,9 +70,8 @@ impl Translator {
         name: &str,
         span: SynSpan,
     ) -> Result<Value> {
-        let ty = self.infer(&m.receiver);
-        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
-        let x = Operand::Copy(Place::local(self.as_local(x, t, span)));
+        let (x, t) = self.receiver_once(m, span)?;
+        let x = Operand::Copy(Place::local(x));
         let bool_of = |b: &mut Self, op, a, c| {
             b.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, a, c), span)
         };
@@ -223,9 +234,8 @@ impl Translator {
         name: &str,
         span: SynSpan,
     ) -> Result<Value> {
-        let ty = self.infer(&m.receiver);
-        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
-        let x = Operand::Copy(Place::local(self.as_local(x, t, span)));
+        let (x, t) = self.receiver_once(m, span)?;
+        let x = Operand::Copy(Place::local(x));
         let float = |v: f64| Operand::Const(Const::Float(v, t));
         let value = |s: &mut Self, rv| s.assign_temp(t, rv, span);
         let bool_of = |s: &mut Self, op, a, c| {
@@ -299,9 +309,7 @@ impl Translator {
         name: &str,
         span: SynSpan,
     ) -> Result<Value> {
-        let ty = self.infer(&m.receiver);
-        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
-        let x = self.as_local(x, t, span);
+        let (x, t) = self.receiver_once(m, span)?;
         if t.is_integer()
             && (name == "saturating_mul" || (name.starts_with("saturating") && t.is_signed()))
         {
