@@ -3,7 +3,7 @@
 //! of `main.rs`) and in CUDA C++ (`cuda/suite.cu`), with the same algorithm and launch
 //! geometry, timed side by side.
 //!
-//! `offload-bench suite PTX_PATH OUT_DIR [REPS]` needs a CUDA GPU and `PTX_PATH`, nvcc's
+//! `offload-bench suite PTX_PATH OUT_DIR [REPS] [FAMILIES]` needs a CUDA GPU and `PTX_PATH`, nvcc's
 //! PTX for `cuda/suite.cu` (`nvcc -O3 -arch=sm_90 -ptx cuda/suite.cu -o suite.ptx`;
 //! `run-gpu.sh` builds it). Both sides run in this one process, so that one timing
 //! method serves both: the twins are loaded from that PTX with cudarc, our kernels are
@@ -15,6 +15,9 @@
 //! GEMM 1024). For the bandwidth-bound kernels the suite also times a device-to-device
 //! copy of the same bytes, the bandwidth they could reach; for the matrix products,
 //! cuBLAS SGEMM and DGEMM as the roof, when cuBLAS loads.
+//!
+//! FAMILIES, a comma-separated list (`stencils,GEMM`), runs only the families whose names
+//! start with one of them, for a profiler run.
 //!
 //! It prints a table (`report.rs`) and writes `OUT_DIR/suite.json` (every figure),
 //! `OUT_DIR/ratio.svg` (offload / CUDA C++ per kernel and size) and
@@ -127,11 +130,14 @@ fn is_large(s: usize) -> bool {
 
 /// `offload-bench suite PTX_PATH OUT_DIR [REPS]`.
 pub(crate) fn run(mut args: impl Iterator<Item = String>) -> Result<()> {
-    let usage = "usage: offload-bench suite PTX_PATH OUT_DIR [REPS]";
+    let usage = "usage: offload-bench suite PTX_PATH OUT_DIR [REPS] [FAMILIES]";
     let ptx = PathBuf::from(args.next().context(usage)?);
     let out = PathBuf::from(args.next().context(usage)?);
     let reps: usize = args.next().map(|s| s.parse()).transpose()?.unwrap_or(50);
     anyhow::ensure!(reps >= 1, "REPS must be at least 1");
+    let only: Option<Vec<String>> = args
+        .next()
+        .map(|f| f.split(',').map(str::to_owned).collect());
     let started = std::time::Instant::now();
     let h = Harness::new(&ptx)?;
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
@@ -163,7 +169,10 @@ pub(crate) fn run(mut args: impl Iterator<Item = String>) -> Result<()> {
         ("scan, histogram, softmax", workgroup_kernels),
     ];
     let mut failures = Vec::new();
-    for (family, run) in families {
+    let chosen = |family: &str| {
+        (only.as_ref()).is_none_or(|only| only.iter().any(|o| family.starts_with(o.as_str())))
+    };
+    for (family, run) in families.into_iter().filter(|(f, _)| chosen(f)) {
         if let Err(e) = run(&h, reps, &mut add) {
             println!("FAILED ({family}): {e:#}");
             failures.push(family);
