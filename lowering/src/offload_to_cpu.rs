@@ -44,7 +44,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
             let (name, args) = kernel_abi::signature(func_ref)?;
-            let phased = !rewrite::collect(func_ref, ops::BARRIER).is_empty();
+            let barriers = rewrite::collect(func_ref, ops::BARRIER).len();
+            let phased = barriers > 0;
             let skeleton = skeleton(&name, &args, phased);
             let host = rewrite::parse_operation(context, &skeleton, NAME)?;
             let host_ref = OperationRef::from_raw(host);
@@ -114,6 +115,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             rewrite::forward_arguments(rewrite::entry_block(func), &host_args[LEADING_ARGS..]);
             let execute = rewrite::collect(host_ref, "scf.execute_region")[0];
             rewrite::move_body(func, execute);
+            if phased {
+                let phase = result(rewrite::collect(host_ref, "memref.alloca")[0]);
+                workgroup_loops::unswitch(context, loops[1], phase, barriers);
+            }
             rewrite::insert_before(func, host);
             rewrite::erase(func);
         }

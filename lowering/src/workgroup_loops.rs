@@ -7,10 +7,11 @@
 //!
 //! - each barrier ends its block: it records its number in the workgroup's `next` phase
 //!   and returns, and the code after it becomes a block of its own;
-//! - a new entry block switches on the workgroup's current phase: phase 0 runs the
+//! - a new entry block branches on the workgroup's current phase: phase 0 runs the
 //!   kernel's old entry, phase `k` the code after barrier `k`. A thread that has returned
 //!   (its `done` flag) is skipped, as a finished thread does not count at a GPU's
-//!   barrier;
+//!   barrier. The phase is tested apart from the flag, so that LLVM can unswitch the
+//!   thread loop on it;
 //! - a value defined before a barrier and used after it no longer dominates its use. If
 //!   it is made by pure arithmetic or memref views of values every phase has, it is
 //!   computed in the new entry instead; other scalars are kept per thread in memory
@@ -23,7 +24,7 @@
 use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::{
     Context,
-    ir::{BlockRef, Location, Value, r#type::TypeLike},
+    ir::{BlockLike, BlockRef, Location, RegionLike, Value, r#type::TypeLike},
 };
 use mlir_sys::*;
 use offload_dialect::ops;
@@ -161,7 +162,81 @@ pub unsafe fn split(
     }
 }
 
-/// Fills the new entry block: skip a finished thread, else branch by the phase.
+/// Gives each phase a thread loop of its own: `nest`, the host's loops over a
+/// workgroup's threads (whose body dispatches by `phase`, see [`dispatch`]), becomes an
+/// `scf.index_switch` on the workgroup's phase with one copy of the loops per phase, in
+/// which the phase is a constant. Canonicalization then folds each copy's dispatch to
+/// the code of its phase, so no thread of a phase branches on it: LLVM's own unswitching
+/// gave phase 0 a loop of its own but kept the other phases in one loop that compared
+/// the phase for every thread.
+///
+/// # Safety
+///
+/// `nest` is the live thread-loop nest of a host function whose kernel was [`split`]
+/// at `barriers` barriers; `phase` is its `memref<i32>` phase.
+pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue, barriers: usize) {
+    // SAFETY (whole function): per the contract; the copies are owned by the regions
+    // the switch takes.
+    unsafe {
+        let location = Location::from_raw(mlirOperationGetLocation(nest));
+        let b = Inserter::before(context, nest);
+        let i32_type = b.int(32);
+        let current = b.op("memref.load", &[phase], &[i32_type], &[])[0];
+        let index = b.op("arith.index_castui", &[current], &[b.index()], &[])[0];
+        // The dispatch's loads of the phase, in `loops`, become the constant `k`.
+        let fix_phase = |loops: MlirOperation, k: i64| {
+            let loops = melior::ir::OperationRef::from_raw(loops);
+            for load in rewrite::collect(loops, "memref.load") {
+                if mlirValueEqual(rewrite::operand(load, 0), phase) {
+                    let constant = Inserter::before(context, load).op(
+                        "arith.constant",
+                        &[],
+                        &[i32_type],
+                        &[("value", b.i32_attr(k))],
+                    );
+                    rewrite::replace(load, &constant);
+                }
+            }
+        };
+        let case = |loops: Option<MlirOperation>| {
+            let block = melior::ir::Block::new(&[]);
+            if let Some(loops) = loops {
+                mlirBlockAppendOwnedOperation(block.to_raw(), loops);
+            }
+            block.append_operation(melior::dialect::scf::r#yield(&[], location));
+            let region = melior::ir::Region::new();
+            region.append_block(block);
+            region
+        };
+        // Phase 0 runs in the default region, so it keeps the original loops.
+        let mut regions = vec![case(None)];
+        for k in 1..=barriers as i64 {
+            let copy = mlirOperationClone(nest);
+            fix_phase(copy, k);
+            regions.push(case(Some(copy)));
+        }
+        let cases: Vec<i64> = (1..=barriers as i64).collect();
+        let switch = melior::dialect::scf::index_switch(
+            context,
+            Value::from_raw(index),
+            &[],
+            melior::ir::attribute::DenseI64ArrayAttribute::new(context, &cases),
+            regions,
+            location,
+        );
+        let switch = switch.into_raw();
+        rewrite::insert_before(nest, switch);
+        let default = mlirRegionGetFirstBlock(mlirOperationGetRegion(switch, 0));
+        rewrite::move_before(nest, mlirBlockGetTerminator(default));
+        fix_phase(nest, 0);
+    }
+}
+
+/// Fills the new entry block: phase 0 starts the thread afresh; a later phase skips a
+/// finished thread, else branches by the phase. The phase is the workgroup's, the same
+/// for every thread of the loop that calls this, so the branch on it is kept apart from
+/// the thread's own `done` flag: LLVM can then take it out of the thread loop and give
+/// each phase a loop of its own.
 ///
 /// # Safety
 ///
@@ -177,24 +252,19 @@ unsafe fn dispatch(
 ) {
     // SAFETY: per the contract.
     unsafe {
+        let fresh = rewrite::block_after(entry);
+        let resumed = rewrite::block_after(fresh);
+        let by_phase = rewrite::block_after(resumed);
+        let block = |raw: MlirBlock| BlockRef::from_raw(raw);
         let b = Inserter::at_end(context, entry, location);
         let i32_type = b.int(32);
-        let constant = |v: i64| {
-            b.op(
-                "arith.constant",
-                &[],
-                &[i32_type],
-                &[("value", b.i32_attr(v))],
-            )[0]
-        };
         let phase = b.op("memref.load", &[phases.phase], &[i32_type], &[])[0];
-        let done = b.op(
-            "memref.load",
-            &[phases.done, phases.thread],
-            &[b.int(1)],
+        let zero = b.op(
+            "arith.constant",
             &[],
+            &[i32_type],
+            &[("value", b.i32_attr(0))],
         )[0];
-        let zero = constant(0);
         let ne = b.i64_attr(offload_dialect::predicate::CMPI_NE);
         let resuming = b.op(
             "arith.cmpi",
@@ -202,34 +272,61 @@ unsafe fn dispatch(
             &[b.int(1)],
             &[("predicate", ne)],
         )[0];
-        // Phase 0 starts every thread afresh, so its flag is cleared there.
-        let skip = b.op("arith.andi", &[done, resuming], &[b.int(1)], &[])[0];
-        b.op(
-            "memref.store",
-            &[skip, phases.done, phases.thread],
+        b.place(melior::dialect::cf::cond_br(
+            context,
+            Value::from_raw(resuming),
+            &block(resumed),
+            &block(fresh),
             &[],
             &[],
-        );
-        let past_end = constant(resumes.len() as i64 + 1);
-        let target = b.op("arith.select", &[skip, past_end, phase], &[i32_type], &[])[0];
-        let block = |raw: MlirBlock| BlockRef::from_raw(raw);
-        let (start, finished) = (block(start), block(finished));
+            location,
+        ));
+
+        // Phase 0: every thread starts, and none has returned yet.
+        let b = Inserter::at_end(context, fresh, location);
+        let no = b.op(
+            "arith.constant",
+            &[],
+            &[b.int(1)],
+            &[("value", b.bool_attr(false))],
+        )[0];
+        b.op("memref.store", &[no, phases.done, phases.thread], &[], &[]);
+        b.place(melior::dialect::cf::br(&block(start), &[], location));
+
+        let b = Inserter::at_end(context, resumed, location);
+        let done = b.op(
+            "memref.load",
+            &[phases.done, phases.thread],
+            &[b.int(1)],
+            &[],
+        )[0];
+        b.place(melior::dialect::cf::cond_br(
+            context,
+            Value::from_raw(done),
+            &block(finished),
+            &block(by_phase),
+            &[],
+            &[],
+            location,
+        ));
+
+        // Phase `k` resumes after barrier `k`; no other phase reaches here.
         let resumes: Vec<BlockRef> = resumes.iter().map(|&r| block(r)).collect();
-        let mut cases: Vec<(&melior::ir::Block, &[Value])> =
+        let cases: Vec<(&melior::ir::Block, &[Value])> =
             resumes.iter().map(|r| (&**r, &[] as &[Value])).collect();
-        cases.push((&*finished, &[]));
         let values: Vec<i64> = (1..=cases.len() as i64).collect();
+        let finished = block(finished);
         let switch = melior::dialect::cf::switch(
             context,
             &values,
-            Value::from_raw(target),
+            Value::from_raw(phase),
             i32_type,
-            (&*start, &[]),
+            (&*finished, &[]),
             &cases,
             location,
         )
         .expect("the phase switch is well formed");
-        b.place(switch);
+        Inserter::at_end(context, by_phase, location).place(switch);
     }
 }
 
