@@ -150,15 +150,27 @@ pub fn compile_ptx(body: &Linked, target: &GpuTarget) -> Result<PtxKernel, Lower
     })
 }
 
+/// The entry point [`compile_cpu_object`] defines for a kernel and target: the
+/// [`offload_mir::abi::cpu_entry_symbol`] of the kernel's
+/// [`code_key`](offload_mir::code_key) and, when the code is compiled for one
+/// ([`CpuTarget::workgroup_size`]), of the workgroup size, so that the JIT links each
+/// shape's code under its own name.
+pub fn cpu_symbol(body: &Linked, target: &CpuTarget) -> String {
+    let mut key = offload_mir::code_key(body.body());
+    if let Some([x, y, z]) = target.workgroup_size {
+        key += &format!("_{x}x{y}x{z}");
+    }
+    offload_mir::abi::cpu_entry_symbol(&key)
+}
+
 /// Compiles a kernel for the CPU backend to an object file for `target`, defining the
-/// entry point [`offload_mir::abi::cpu_entry_symbol`] of the kernel's
-/// [`code_key`](offload_mir::code_key).
+/// entry point [`cpu_symbol`].
 pub fn compile_cpu_object(body: &Linked, target: &CpuTarget) -> Result<CpuObject, LowerError> {
-    let symbol = offload_mir::abi::cpu_entry_symbol(&offload_mir::code_key(body.body()));
+    let symbol = cpu_symbol(body, target);
     let body = &body.for_target(CPU_FACTS);
     let session = Session::new()?;
     let mut module = session.offload_module(body)?;
-    session.to_cpu(&mut module)?;
+    session.to_cpu(&mut module, target.workgroup_size)?;
     dump(body, Stage::Cpu, &module);
     CpuObject::compile(&module, &body.name, symbol, target)
 }
@@ -193,7 +205,7 @@ pub fn emit(
     match last {
         Stage::Offload => {}
         Stage::Cpu => {
-            session.to_cpu(&mut module)?;
+            session.to_cpu(&mut module, target.block_size)?;
             out.push((Stage::Cpu, text(&module)));
         }
         Stage::Gpu | Stage::Llvm | Stage::Ptx => {

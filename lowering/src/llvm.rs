@@ -259,6 +259,10 @@ pub struct CpuTarget {
     pub triple: String,
     pub cpu: String,
     pub features: String,
+    /// The threads per workgroup of every launch the code will run, when compiled for
+    /// one launch shape: the thread loops then have constant trip counts, and the
+    /// thread's position is known to be below them. `None`: any shape.
+    pub workgroup_size: Option<[u32; 3]>,
 }
 
 impl CpuTarget {
@@ -270,6 +274,7 @@ impl CpuTarget {
                 triple: take_message(LLVMGetDefaultTargetTriple()),
                 cpu: take_message(LLVMGetHostCPUName()),
                 features: take_message(LLVMGetHostCPUFeatures()),
+                workgroup_size: None,
             }
         }
     }

@@ -36,7 +36,34 @@ pub const NAME: &str = "convert-offload-to-cpu";
 /// `shared`.
 pub const LEADING_ARGS: usize = offload_mir::abi::CPU_LEADING_ARGS;
 
+/// The module attribute giving the threads per workgroup (`array<i64: x, y, z>`) of
+/// every launch the code is for (`CpuTarget::workgroup_size`); without it, any.
+pub const WORKGROUP_SIZE_ATTR: &str = "offload.workgroup_size";
+
+/// The workgroup size the module attribute [`WORKGROUP_SIZE_ATTR`] gives, if any.
+///
+/// # Safety
+///
+/// `root` is the live module operation.
+unsafe fn workgroup_size(root: MlirOperation) -> Result<Option<[i64; 3]>, PassError> {
+    // SAFETY: per the contract.
+    unsafe {
+        if !rewrite::has_attribute(root, WORKGROUP_SIZE_ATTR) {
+            return Ok(None);
+        }
+        match rewrite::i64_array_attribute(root, WORKGROUP_SIZE_ATTR).as_deref() {
+            Some(&[x, y, z]) if x > 0 && y > 0 && z > 0 => Ok(Some([x, y, z])),
+            _ => Err(refuse(
+                root,
+                format!("`{WORKGROUP_SIZE_ATTR}` must be `array<i64: x, y, z>` of sizes above 0"),
+            )),
+        }
+    }
+}
+
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
+    // SAFETY: `root` is the live module operation.
+    let fixed_size = unsafe { workgroup_size(root.to_raw())? };
     for func in kernel_abi::kernels(root) {
         // SAFETY: as in `offload_to_gpu::run`: every handle comes from the live module and
         // is used before what it names is erased.
@@ -70,7 +97,17 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let host_args = rewrite::arguments(host_entry);
             let arg = |i: usize| host_args[i];
             let count = [arg(2), arg(3), arg(4)];
-            let size = [arg(5), arg(6), arg(7)];
+            let mut size = [arg(5), arg(6), arg(7)];
+            if let Some(fixed) = fixed_size {
+                // Compiled for one workgroup size: the size arguments are these
+                // constants, so the thread loops' trip counts are known.
+                let b = rewrite::Inserter::before(context, rewrite::first_operation(host_entry));
+                for (d, &s) in fixed.iter().enumerate() {
+                    let constant = b.index_constant(s);
+                    mlirValueReplaceAllUsesOfWith(size[d], constant);
+                    size[d] = constant;
+                }
+            }
             for (op_name, values) in [
                 (ops::THREAD_ID, thread),
                 (ops::WORKGROUP_ID, group),

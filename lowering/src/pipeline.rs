@@ -418,8 +418,27 @@ impl Session {
         Ok(ptx)
     }
 
-    /// `offload` → the CPU backend's host function, in the LLVM dialect.
-    pub fn to_cpu(&self, module: &mut Module<'_>) -> Result<(), LowerError> {
+    /// `offload` → the CPU backend's host function, in the LLVM dialect; for workgroups
+    /// of `workgroup_size` threads when given ([`CpuTarget::workgroup_size`](crate::CpuTarget::workgroup_size)).
+    pub fn to_cpu(
+        &self,
+        module: &mut Module<'_>,
+        workgroup_size: Option<[u32; 3]>,
+    ) -> Result<(), LowerError> {
+        if let Some([x, y, z]) = workgroup_size {
+            let size =
+                melior::ir::Attribute::parse(&self.context, &format!("array<i64: {x}, {y}, {z}>"))
+                    .expect("a dense array attribute parses");
+            let root = module.as_operation().to_raw();
+            // SAFETY: `root` is the live module operation.
+            unsafe {
+                crate::rewrite::set_attribute(
+                    root,
+                    crate::offload_to_cpu::WORKGROUP_SIZE_ATTR,
+                    size,
+                )
+            };
+        }
         self.run(
             module,
             "cpu",

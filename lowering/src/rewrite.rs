@@ -700,6 +700,24 @@ pub unsafe fn int_attribute(op: MlirOperation, name: &str) -> Option<i64> {
     }
 }
 
+/// A dense `i64` array attribute's elements, read from a live operation; `None` if it
+/// has no such attribute.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn i64_array_attribute(op: MlirOperation, name: &str) -> Option<Vec<i64>> {
+    unsafe {
+        let name = melior::StringRef::new(name);
+        let a = mlirOperationGetAttributeByName(op, name.to_raw());
+        if a.ptr.is_null() || !mlirAttributeIsADenseI64Array(a) {
+            return None;
+        }
+        let n = mlirDenseArrayGetNumElements(a);
+        Some((0..n).map(|i| mlirDenseI64ArrayGetElement(a, i)).collect())
+    }
+}
+
 /// A string attribute's value, read from a live operation.
 ///
 /// # Safety

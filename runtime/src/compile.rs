@@ -123,39 +123,55 @@ pub(crate) fn code_object(
     })
 }
 
-/// The kernel's CPU entry point: built ahead of time, else compiled now.
-pub(crate) fn cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
+/// The kernel's CPU entry point: built ahead of time (for any workgroup size), else
+/// compiled now for workgroups of `workgroup_size` threads, whose thread loops then have
+/// constant trip counts.
+pub(crate) fn cpu(
+    descriptor: &'static KernelDescriptor,
+    workgroup_size: [u32; 3],
+) -> Result<CpuEntry, Error> {
     if let Some(entry) = descriptor.aot()?.cpu() {
         return Ok(entry);
     }
     static CACHE: CompileCache<CpuEntry> = CompileCache::new();
+    let [x, y, z] = workgroup_size;
     CACHE
-        .get_or_compile(key(descriptor, "cpu"), || jit_cpu(descriptor))
+        .get_or_compile(key(descriptor, &format!("cpu {x}x{y}x{z}")), || {
+            jit_cpu(descriptor, workgroup_size)
+        })
         .map(|entry| *entry)
 }
 
 /// The CPU code compiled in this process or an earlier one ([`crate::disk_cache`]), else
 /// now, linked into the process.
 #[cfg(feature = "jit")]
-fn jit_cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
+fn jit_cpu(
+    descriptor: &'static KernelDescriptor,
+    workgroup_size: [u32; 3],
+) -> Result<CpuEntry, Error> {
     use offload_lowering::{CpuKernel, CpuObject, CpuTarget};
     let body = descriptor.body()?;
-    let target = CpuTarget::host();
-    // Everything the object depends on: the kernel as linked, the CPU, and the compiler.
+    let target = CpuTarget {
+        workgroup_size: Some(workgroup_size),
+        ..CpuTarget::host()
+    };
+    // Everything the object depends on: the kernel as linked, the CPU, the workgroup
+    // size, and the compiler.
     let key = format!(
-        "cpu\n{}\n{}\n{}\n{}\n{}\n{}",
+        "cpu\n{}\n{}\n{}\n{}\n{}\n{:?}\n{}",
         env!("CARGO_PKG_VERSION"),
         compiler_build(),
         target.triple,
         target.cpu,
         target.features,
+        target.workgroup_size,
         body.body()
     );
     let disk = crate::disk_cache::DiskCache::from_env();
-    let symbol = offload_mir::abi::cpu_entry_symbol(&offload_mir::code_key(body.body()));
     let object = match disk.as_ref().and_then(|d| d.get(&key)) {
         Some(bytes) => {
             tracing::debug!(kernel = descriptor.name, "CPU code from the disk cache");
+            let symbol = offload_lowering::cpu_symbol(body, &target);
             CpuObject { symbol, bytes }
         }
         None => {
@@ -282,7 +298,7 @@ fn jit_code_object(descriptor: &'static KernelDescriptor, chip: &str) -> Result<
 }
 
 #[cfg(not(feature = "jit"))]
-fn jit_cpu(descriptor: &'static KernelDescriptor) -> Result<CpuEntry, Error> {
+fn jit_cpu(descriptor: &'static KernelDescriptor, _size: [u32; 3]) -> Result<CpuEntry, Error> {
     Err(no_code(descriptor, "cpu"))
 }
 

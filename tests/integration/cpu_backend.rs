@@ -357,3 +357,40 @@ fn device_buffers_and_host_regions_write_back_to_their_own_places() {
     let want: Vec<f32> = vec![4.0; n];
     assert_eq!(on_device.to_vec().unwrap(), want);
 }
+
+/// Reverses each workgroup's block of `x` through shared memory: thread `t` reads what
+/// thread `n - 1 - t` wrote before the barrier (-1 past the end of `x`).
+#[offload_kernel]
+fn reverse_blocks(mut y: Region<i32, Linear1D>, x: &[i32]) {
+    let mut tile = Shared::<i32, 1024>::new();
+    let t = thread_idx(0);
+    let n = workgroup_dim(0);
+    let at = workgroup_idx(0) * n + t;
+    tile.write(x.get(at).copied().unwrap_or(-1));
+    sync_threads();
+    if let Some(v) = y.get_mut() {
+        *v = tile[n - 1 - t];
+    }
+}
+
+/// The CPU code is compiled for each launch's workgroup size (its thread loops count to
+/// a constant); two sizes in one process each get their own code, and both match the
+/// host.
+#[test]
+fn each_workgroup_size_gets_its_own_cpu_code() {
+    let len = 1000;
+    let x: Vec<i32> = (0..len as i32).map(|i| i * 3 + 1).collect();
+    for size in [64usize, 128, 64] {
+        let mut y = vec![0i32; len];
+        let options = LaunchOptions {
+            thread_dim: Some([size as u32, 1, 1]),
+            ..on_cpu()
+        };
+        reverse_blocks(options, &mut y, &x).unwrap();
+        for (i, got) in y.iter().enumerate() {
+            let mirrored = i / size * size + (size - 1 - i % size);
+            let want = x.get(mirrored).copied().unwrap_or(-1);
+            assert_eq!(*got, want, "element {i} with {size} threads per workgroup");
+        }
+    }
+}

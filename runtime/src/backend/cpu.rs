@@ -118,7 +118,7 @@ fn zeroed_words(bytes: u128) -> Option<Vec<u64>> {
 }
 
 fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
-    let entry = crate::compile::cpu(launch.descriptor)?;
+    let entry = crate::compile::cpu(launch.descriptor, launch.workgroup_size)?;
 
     // Scratch copies of writable regions, 8-byte aligned for any element type.
     let mut scratch = Scratch(Vec::new());

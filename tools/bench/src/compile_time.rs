@@ -150,7 +150,7 @@ fn measure(shape: Shape, n: usize) -> Result<Times> {
     let mut module = session.offload_module(&on_cpu)?;
     let cpu_offload = ms(t);
     let t = Instant::now();
-    session.to_cpu(&mut module)?;
+    session.to_cpu(&mut module, None)?;
     let cpu_passes = ms(t);
     drop(module);
     drop(session);

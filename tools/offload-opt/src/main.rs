@@ -45,8 +45,9 @@ struct Cli {
     /// Print only this kernel.
     #[arg(long)]
     kernel: Option<String>,
-    /// Compile the NVIDIA stages for workgroups of this many threads (`256`, `16,16`,
-    /// `8,8,4`), as a launch with that `thread_dim` does: the PTX declares it (`.maxntid`).
+    /// Compile the NVIDIA stages and the `cpu` stage for workgroups of this many threads
+    /// (`256`, `16,16`, `8,8,4`), as a launch with that `thread_dim` does: the PTX
+    /// declares it (`.maxntid`), and the CPU's thread loops count to it.
     #[arg(long, value_parser = parse_block_size)]
     block_size: Option<[u32; 3]>,
     /// Compile the NVIDIA stages for this many resident workgroups per multiprocessor,

@@ -467,3 +467,36 @@ fn panic_reports_stay_apart_unless_registers_are_budgeted() {
     assert!(budgeted.contains(".minnctapersm 8"), "{budgeted}");
     assert!(!budgeted.contains("offload panic site"), "{budgeted}");
 }
+
+/// A block-reversing kernel with a barrier, for the CPU stage's thread loops.
+const REVERSE: &str = "
+#[offload_kernel]
+fn reverse_blocks(mut y: Region<i32, Linear1D>, x: &[i32]) {
+    let mut tile = Shared::<i32, 1024>::new();
+    let t = thread_idx(0);
+    let n = workgroup_dim(0);
+    tile.write(x.get(workgroup_idx(0) * n + t).copied().unwrap_or(-1));
+    sync_threads();
+    if let Some(v) = y.get_mut() {
+        *v = tile[n - 1 - t];
+    }
+}
+";
+
+/// Compiled for one workgroup size, the CPU stage's thread loops count to constants: the
+/// host function's size arguments (`%arg5` to `%arg7`, after the workgroup range and
+/// counts) are read nowhere but the signature; compiled for any size, the loops read
+/// them.
+#[test]
+fn cpu_stage_for_one_workgroup_size_counts_to_constants() {
+    let input = Some(("reverse.rs", REVERSE));
+    let (ok, any, err) = run(&["--emit", "cpu"], input);
+    assert!(ok, "{err}");
+    assert!(any.matches("%arg5").count() > 1, "{any}");
+    let (ok, fixed, err) = run(&["--emit", "cpu", "--block-size", "128"], input);
+    assert!(ok, "{err}");
+    for size_arg in ["%arg5", "%arg6", "%arg7"] {
+        assert_eq!(fixed.matches(size_arg).count(), 1, "{size_arg} in {fixed}");
+    }
+    assert!(fixed.contains("llvm.mlir.constant(128 : index)"), "{fixed}");
+}
