@@ -131,11 +131,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             one_lane_subgroups(context, func_ref)?;
             if phased {
                 let memory = |name| rewrite::collect(host_ref, name);
-                let (scalars, per_thread) = (memory("memref.alloca"), memory("memref.alloc"));
                 let phases = workgroup_loops::Phases {
-                    phase: result(scalars[0]),
-                    next: result(scalars[1]),
-                    done: result(per_thread[0]),
+                    phase: result(memory("memref.alloca")[0]),
+                    stopped: result(memory("memref.alloc")[0]),
                     thread: linear,
                     threads: result(rewrite::collect(host_ref, "arith.muli")[2]),
                     allocate_before: rewrite::collect(host_ref, "scf.for")[0],
@@ -165,27 +163,31 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
 
 /// The host function's text with an empty kernel body (`scf.execute_region`); see the
 /// module docs. A `phased` kernel (one with barriers, see [`workgroup_loops`]) runs its
-/// threads once per phase, with the phase and the per-thread `done` flags in memory.
+/// threads once per phase, with the phase and each thread's `stopped` barrier in memory;
+/// after a phase the workgroup goes on to the barrier its threads stopped at (the
+/// largest, as every thread that stops stops at the same one), or ends if none did.
 fn skeleton(name: &str, args: &[String], phased: bool) -> String {
     let pick = |text: &'static str| if phased { text } else { "" };
     let state = pick(
         "
   %p0 = arith.constant 0 : i32
   %phase = memref.alloca() : memref<i32>
-  %next = memref.alloca() : memref<i32>
-  %done = memref.alloc(%threads) : memref<?xi1>",
+  %stopped = memref.alloc(%threads) : memref<?xi32>",
     );
     let phases_begin = pick(
         "
     memref.store %p0, %phase[] : memref<i32>
-    scf.while : () -> () {
-    memref.store %p0, %next[] : memref<i32>",
+    scf.while : () -> () {",
     );
     let phases_end = pick(
         "
-    %stopped = memref.load %next[] : memref<i32>
-    memref.store %stopped, %phase[] : memref<i32>
-    %more = arith.cmpi ne, %stopped, %p0 : i32
+    %next = scf.for %t = %c0 to %threads step %c1 iter_args(%at = %p0) -> (i32) {
+      %here = memref.load %stopped[%t] : memref<?xi32>
+      %later = arith.maxui %at, %here : i32
+      scf.yield %later : i32
+    }
+    memref.store %next, %phase[] : memref<i32>
+    %more = arith.cmpi ne, %next, %p0 : i32
     scf.condition(%more)
     } do {
       scf.yield
@@ -193,7 +195,7 @@ fn skeleton(name: &str, args: &[String], phased: bool) -> String {
     );
     let free = pick(
         "
-  memref.dealloc %done : memref<?xi1>",
+  memref.dealloc %stopped : memref<?xi32>",
     );
     // The order of the `arith.muli`s (the third is `%threads`), of the `scf.for`s and of
     // the innermost loop's `arith.addi` (the linear index) is what `run` looks up.

@@ -5,13 +5,15 @@
 //! the loop fission at barriers that POCL performs, written over the kernel's control
 //! flow graph:
 //!
-//! - each barrier ends its block: it records its number in the workgroup's `next` phase
-//!   and returns, and the code after it becomes a block of its own;
+//! - each barrier ends its block: it records its number in the thread's `stopped` slot
+//!   and returns, and the code after it becomes a block of its own; a return records 0;
 //! - a new entry block branches on the workgroup's current phase: phase 0 runs the
 //!   kernel's old entry, phase `k` the code after barrier `k`. A thread that has returned
-//!   (its `done` flag) is skipped, as a finished thread does not count at a GPU's
-//!   barrier. The phase is tested apart from the flag, so that LLVM can unswitch the
-//!   thread loop on it;
+//!   (`stopped` 0) is skipped, as a finished thread does not count at a GPU's barrier;
+//! - [`unswitch`] copies the host's thread loops once per phase, the phase a constant in
+//!   each copy, so that no thread branches on it and each phase's loop is one LLVM can
+//!   vectorise (the host finds the next phase from `stopped` after the loop, not through
+//!   a value every thread writes);
 //! - a value defined before a barrier and used after it no longer dominates its use. If
 //!   it is made by pure arithmetic or memref views of values every phase has, it is
 //!   computed in the new entry instead; other scalars are kept per thread in memory
@@ -34,12 +36,11 @@ use std::collections::HashMap;
 pub struct Phases {
     /// `memref<i32>`: the phase the workgroup runs now (0 at its start).
     pub phase: MlirValue,
-    /// `memref<i32>`: the barrier the workgroup's threads stopped at in this phase, 0
-    /// if none did.
-    pub next: MlirValue,
-    /// `memref<?xi1>`: per thread, whether it has returned.
-    pub done: MlirValue,
-    /// The thread's linear index in the workgroup: its slot in `done` and every spill.
+    /// `memref<?xi32>`: per thread, the barrier it stopped at in its last phase, or 0
+    /// once it has returned. The host takes the workgroup's next phase from these after
+    /// each phase (every thread that stopped, stopped at the same barrier).
+    pub stopped: MlirValue,
+    /// The thread's linear index in the workgroup: its slot in `stopped` and every spill.
     pub thread: MlirValue,
     /// The number of slots each per-thread memref needs.
     pub threads: MlirValue,
@@ -117,13 +118,18 @@ pub unsafe fn split(
         // A thread that returns is done for the rest of the workgroup's phases.
         for ret in rewrite::collect(func_ref, "func.return") {
             let b = Inserter::before(context, ret);
-            let yes = b.op(
+            let none = b.op(
                 "arith.constant",
                 &[],
-                &[b.int(1)],
-                &[("value", b.bool_attr(true))],
+                &[i32_type.into()],
+                &[("value", b.i32_attr(0))],
             )[0];
-            b.op("memref.store", &[yes, phases.done, phases.thread], &[], &[]);
+            b.op(
+                "memref.store",
+                &[none, phases.stopped, phases.thread],
+                &[],
+                &[],
+            );
         }
         // Each barrier records its number and ends the phase; what follows it starts a
         // block that the entry can branch to.
@@ -144,7 +150,12 @@ pub unsafe fn split(
                 &[i32_type.into()],
                 &[("value", b.i32_attr(k as i64 + 1))],
             )[0];
-            b.op("memref.store", &[number, phases.next], &[], &[]);
+            b.op(
+                "memref.store",
+                &[number, phases.stopped, phases.thread],
+                &[],
+                &[],
+            );
             b.op("func.return", &[], &[], &[]);
             rewrite::erase(barrier);
             resumes.push(after);
@@ -232,11 +243,10 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
     }
 }
 
-/// Fills the new entry block: phase 0 starts the thread afresh; a later phase skips a
-/// finished thread, else branches by the phase. The phase is the workgroup's, the same
-/// for every thread of the loop that calls this, so the branch on it is kept apart from
-/// the thread's own `done` flag: LLVM can then take it out of the thread loop and give
-/// each phase a loop of its own.
+/// Fills the new entry block: phase 0 starts every thread; a later phase skips a thread
+/// that has returned (its `stopped` slot is 0), else branches by the phase. The phase is
+/// the workgroup's, the same for every thread of the loop that calls this, and
+/// [`unswitch`] gives each phase a copy of the loop in which it is a constant.
 ///
 /// # Safety
 ///
@@ -252,19 +262,18 @@ unsafe fn dispatch(
 ) {
     // SAFETY: per the contract.
     unsafe {
-        let fresh = rewrite::block_after(entry);
-        let resumed = rewrite::block_after(fresh);
+        let resumed = rewrite::block_after(entry);
         let by_phase = rewrite::block_after(resumed);
         let block = |raw: MlirBlock| BlockRef::from_raw(raw);
         let b = Inserter::at_end(context, entry, location);
         let i32_type = b.int(32);
-        let phase = b.op("memref.load", &[phases.phase], &[i32_type], &[])[0];
         let zero = b.op(
             "arith.constant",
             &[],
             &[i32_type],
             &[("value", b.i32_attr(0))],
         )[0];
+        let phase = b.op("memref.load", &[phases.phase], &[i32_type], &[])[0];
         let ne = b.i64_attr(offload_dialect::predicate::CMPI_NE);
         let resuming = b.op(
             "arith.cmpi",
@@ -276,33 +285,29 @@ unsafe fn dispatch(
             context,
             Value::from_raw(resuming),
             &block(resumed),
-            &block(fresh),
+            &block(start),
             &[],
             &[],
             location,
         ));
 
-        // Phase 0: every thread starts, and none has returned yet.
-        let b = Inserter::at_end(context, fresh, location);
-        let no = b.op(
-            "arith.constant",
-            &[],
-            &[b.int(1)],
-            &[("value", b.bool_attr(false))],
-        )[0];
-        b.op("memref.store", &[no, phases.done, phases.thread], &[], &[]);
-        b.place(melior::dialect::cf::br(&block(start), &[], location));
-
         let b = Inserter::at_end(context, resumed, location);
-        let done = b.op(
+        let stopped = b.op(
             "memref.load",
-            &[phases.done, phases.thread],
-            &[b.int(1)],
+            &[phases.stopped, phases.thread],
+            &[i32_type],
             &[],
+        )[0];
+        let eq = b.i64_attr(offload_dialect::predicate::CMPI_EQ);
+        let returned = b.op(
+            "arith.cmpi",
+            &[stopped, zero],
+            &[b.int(1)],
+            &[("predicate", eq)],
         )[0];
         b.place(melior::dialect::cf::cond_br(
             context,
-            Value::from_raw(done),
+            Value::from_raw(returned),
             &block(finished),
             &block(by_phase),
             &[],
