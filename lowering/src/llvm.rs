@@ -300,7 +300,7 @@ impl CpuTarget {
 /// the module's function `entry` with the words its argument points at; every other
 /// function and global is internal, so objects of different kernels link side by side.
 /// The code is position-independent, as executables and shared libraries need, and
-/// optimised at `-O3`.
+/// optimised at `-O3` after LLVM's inductive range-check elimination.
 pub fn compile_object(
     module: &melior::ir::Module<'_>,
     entry: &str,
@@ -392,7 +392,17 @@ unsafe fn emit(module: Module, target: &CpuTarget) -> Result<Vec<u8>, LowerError
         LLVMDisposeTargetData(layout);
 
         let options = LLVMCreatePassBuilderOptions();
-        let passes = c_string("default<O3>");
+        // `-O3`, after range-check elimination (`irce`): it splits a thread loop whose
+        // bounds checks hold for a middle run of threads (a slice read at the thread's
+        // index) into the threads before, the run without the checks, and the threads
+        // after, in order, so each failing check still fails where it did; the run
+        // without them is one the vectoriser takes. `-O3` has no `irce` of its own, and
+        // `irce` needs the loop rotated and its exits simplified first.
+        let passes = c_string(
+            "function(instcombine<no-verify-fixpoint>,simplifycfg,loop-simplify,lcssa,\
+             loop(loop-rotate),irce),\
+             default<O3>",
+        );
         let optimized = check(
             LLVMRunPasses(module, passes.as_ptr(), machine, options),
             "LLVM's optimiser failed",

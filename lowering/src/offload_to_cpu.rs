@@ -5,15 +5,19 @@
 //! ```text
 //! func @k(%group_begin, %group_end, %groups_x, %groups_y, %groups_z, %size_x, %size_y,
 //!         %size_z, %shared: memref<?xi8>, <kernel_abi args>) {
-//!   scf.for %group = %group_begin to %group_end {
-//!     (%group_x, %group_y, %group_z) = %group split by %groups_x and %groups_y
+//!   (%group_x, %group_y, %group_z) = %group_begin split by %groups_x and %groups_y
+//!   scf.for %group = %group_begin to %group_end (carrying %group_x, %group_y, %group_z) {
 //!     scf.for %z = 0 to %size_z { scf.for %y = 0 to %size_y { scf.for %x = 0 to %size_x {
 //!       scf.execute_region { <the kernel body; each return yields> }
 //!     } } }
+//!     advance %group_x, wrapping into %group_y, then %group_z
 //! ```
 //!
 //! The innermost loop runs over x with a plain counter, which LLVM's loop passes take as
-//! they take any counted loop.
+//! they take any counted loop. The workgroup's position is carried from one workgroup to
+//! the next rather than divided out of `%group` each time: a remainder there is one the
+//! inner loops' bounds checks would be stated in, and LLVM's range-check elimination
+//! (`irce`, see `llvm::compile_object`) gives up on those.
 //! `%shared` is the workgroup's shared memory: static arrays at their offsets, dynamic
 //! shared memory after them. The runtime calls the function once per share of the
 //! launch's workgroups, with every thread. A kernel with barriers is split into phases
@@ -78,16 +82,12 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let host_ref = OperationRef::from_raw(host);
             let host_entry = rewrite::entry_block(host);
             let result = |op: MlirOperation| rewrite::result(op, 0);
-            let (rem, div) = (
-                rewrite::collect(host_ref, "arith.remui"),
-                rewrite::collect(host_ref, "arith.divui"),
-            );
-            // In the skeleton's order: x is the first remainder, y the second, z the
-            // second quotient.
-            let group = [result(rem[0]), result(rem[1]), result(div[1])];
             // The thread's (x, y, z) are the counters of the three thread loops (in
-            // pre-order: the group loop, then z, y, x).
+            // pre-order: the group loop, then z, y, x); the workgroup's, the group
+            // loop's carried values after its counter.
             let loops = rewrite::collect(host_ref, "scf.for");
+            let carried = rewrite::arguments(rewrite::entry_block(loops[0]));
+            let group = [carried[1], carried[2], carried[3]];
             let counter = |l: usize| rewrite::arguments(rewrite::entry_block(loops[l]))[0];
             let thread = [counter(3), counter(2), counter(1)];
             // The thread's linear index, `(z * size_y + y) * size_x + x`: the innermost
@@ -206,11 +206,11 @@ fn skeleton(name: &str, args: &[String], phased: bool) -> String {
   %groups_xy = arith.muli %groups_x, %groups_y : index
   %size_xy = arith.muli %size_x, %size_y : index
   %threads = arith.muli %size_xy, %size_z : index{state}
-  scf.for %group = %group_begin to %group_end step %c1 {{
-    %group_x = arith.remui %group, %groups_x : index
-    %group_yz = arith.divui %group, %groups_x : index
-    %group_y = arith.remui %group_yz, %groups_y : index
-    %group_z = arith.divui %group, %groups_xy : index{phases_begin}
+  %first_x = arith.remui %group_begin, %groups_x : index
+  %first_yz = arith.divui %group_begin, %groups_x : index
+  %first_y = arith.remui %first_yz, %groups_y : index
+  %first_z = arith.divui %group_begin, %groups_xy : index
+  %last:3 = scf.for %group = %group_begin to %group_end step %c1 iter_args(%group_x = %first_x, %group_y = %first_y, %group_z = %first_z) -> (index, index, index) {{{phases_begin}
     scf.for %z = %c0 to %size_z step %c1 {{
       %plane = arith.muli %z, %size_y : index
       scf.for %y = %c0 to %size_y step %c1 {{
@@ -224,6 +224,17 @@ fn skeleton(name: &str, args: &[String], phased: bool) -> String {
         }}
       }}
     }}{phases_end}
+    %x1 = arith.addi %group_x, %c1 : index
+    %wrap_x = arith.cmpi eq, %x1, %groups_x : index
+    %y1 = arith.addi %group_y, %c1 : index
+    %wrap_y = arith.cmpi eq, %y1, %groups_y : index
+    %z1 = arith.addi %group_z, %c1 : index
+    %next_x = arith.select %wrap_x, %c0, %x1 : index
+    %carry_y = arith.select %wrap_y, %c0, %y1 : index
+    %next_y = arith.select %wrap_x, %carry_y, %group_y : index
+    %carry_z = arith.select %wrap_y, %z1, %group_z : index
+    %next_z = arith.select %wrap_x, %carry_z, %group_z : index
+    scf.yield %next_x, %next_y, %next_z : index, index, index
   }}{free}
   return
 }}",

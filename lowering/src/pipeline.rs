@@ -443,7 +443,14 @@ impl Session {
             module,
             "cpu",
             &[PARTITION, TO_CPU],
-            "builtin.module(canonicalize, cse, convert-math-to-funcs, convert-math-to-llvm, \
+            // Bottom-up: a top-down canonicalizer (MLIR 22) that folds a branch whose
+            // condition it has just made constant can leave a loop no path reaches, fold
+            // its block argument into `%x = arith.addi %x, %c` and rewrite that forever
+            // (a CPU kernel's copy per phase has such branches: a value that came from
+            // another phase is a constant in its copy). Bottom-up it ended on that
+            // kernel (`to_cpu_unreachable_loop.mlir`) and on every fuzzed one tried.
+            "builtin.module(canonicalize{top-down=false}, cse, convert-math-to-funcs, \
+             convert-math-to-llvm, \
              convert-math-to-libm, convert-scf-to-cf, expand-strided-metadata, lower-affine, \
              convert-arith-to-llvm, finalize-memref-to-llvm, convert-cf-to-llvm, \
              convert-func-to-llvm, reconcile-unrealized-casts)",

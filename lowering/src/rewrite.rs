@@ -439,6 +439,68 @@ pub unsafe fn blocks(op: MlirOperation) -> Vec<MlirBlock> {
     }
 }
 
+/// Erases the blocks of `op`'s first region that no path from its entry reaches. MLIR's
+/// canonicalizer folds ops before it erases such blocks, and a loop among them can hold
+/// an op that uses its own result (legal where no path reaches), which its folders
+/// rewrite forever; code that makes blocks unreachable erases them itself.
+///
+/// # Safety
+///
+/// `op` must be live, its first region a control flow graph that verifies.
+pub unsafe fn erase_unreachable_blocks(op: MlirOperation) {
+    unsafe {
+        let all = blocks(op);
+        let mut reached = vec![false; all.len()];
+        let index = |b: MlirBlock| all.iter().position(|a| mlirBlockEqual(*a, b));
+        let mut stack = vec![0];
+        while let Some(i) = stack.pop() {
+            if std::mem::replace(&mut reached[i], true) {
+                continue;
+            }
+            stack.extend(successors(all[i]).into_iter().filter_map(index));
+        }
+        let dead: Vec<MlirBlock> = (all.iter().zip(&reached))
+            .filter(|(_, r)| !**r)
+            .map(|(b, _)| *b)
+            .collect();
+        // What the dead blocks define is used only in dead blocks (a definition there
+        // dominates no reachable block): drop every operand and successor in them
+        // first, so that nothing is used when it is destroyed.
+        for &block in &dead {
+            for top in operations(block) {
+                drop_operands(top);
+            }
+        }
+        for &block in &dead {
+            mlirOperationDestroy(mlirBlockGetTerminator(block));
+        }
+        for &block in &dead {
+            mlirBlockDetach(block);
+            mlirBlockDestroy(block);
+        }
+    }
+}
+
+/// Drops the operands of a live operation and of every operation nested in it.
+///
+/// # Safety
+///
+/// `op` must be live; it is left to be destroyed.
+unsafe fn drop_operands(op: MlirOperation) {
+    unsafe {
+        mlirOperationSetOperands(op, 0, std::ptr::null());
+        for r in 0..mlirOperationGetNumRegions(op) {
+            let mut block = mlirRegionGetFirstBlock(mlirOperationGetRegion(op, r));
+            while !block.ptr.is_null() {
+                for inner in operations(block) {
+                    drop_operands(inner);
+                }
+                block = mlirBlockGetNextInRegion(block);
+            }
+        }
+    }
+}
+
 /// The blocks a live block's terminator may branch to.
 ///
 /// # Safety

@@ -176,10 +176,9 @@ pub unsafe fn split(
 /// Gives each phase a thread loop of its own: `nest`, the host's loops over a
 /// workgroup's threads (whose body dispatches by `phase`, see [`dispatch`]), becomes an
 /// `scf.index_switch` on the workgroup's phase with one copy of the loops per phase, in
-/// which the phase is a constant. Canonicalization then folds each copy's dispatch to
-/// the code of its phase, so no thread of a phase branches on it: LLVM's own unswitching
-/// gave phase 0 a loop of its own but kept the other phases in one loop that compared
-/// the phase for every thread.
+/// which the dispatch goes straight to that phase's code, so no thread of a phase
+/// branches on it: LLVM's own unswitching gave phase 0 a loop of its own but kept the
+/// other phases in one loop that compared the phase for every thread.
 ///
 /// # Safety
 ///
@@ -194,20 +193,37 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
         let i32_type = b.int(32);
         let current = b.op("memref.load", &[phase], &[i32_type], &[])[0];
         let index = b.op("arith.index_castui", &[current], &[b.index()], &[])[0];
-        // The dispatch's loads of the phase, in `loops`, become the constant `k`.
-        let fix_phase = |loops: MlirOperation, k: i64| {
+        // In the copy of the loops for phase `k`, the dispatch goes straight to that
+        // phase's code, and the code no path reaches then is erased (not left to the
+        // canonicalizer: see `rewrite::erase_unreachable_blocks`).
+        let settle_phase = |loops: MlirOperation, k: usize| {
             let loops = melior::ir::OperationRef::from_raw(loops);
-            for load in rewrite::collect(loops, "memref.load") {
-                if mlirValueEqual(rewrite::operand(load, 0), phase) {
-                    let constant = Inserter::before(context, load).op(
-                        "arith.constant",
-                        &[],
-                        &[i32_type],
-                        &[("value", b.i32_attr(k))],
-                    );
-                    rewrite::replace(load, &constant);
-                }
+            let body = rewrite::collect(loops, "scf.execute_region")[0];
+            let entry = rewrite::entry_block(body);
+            // The entry branches on whether the phase is past 0: to `resumed`, else
+            // to the kernel's start.
+            let [resumed, start] = rewrite::successors(entry)[..] else {
+                unreachable!("the dispatch's entry has two successors");
+            };
+            let jump = |from: MlirBlock, to: MlirBlock| {
+                let terminator = mlirBlockGetTerminator(from);
+                Inserter::before(context, terminator).place(melior::dialect::cf::br(
+                    &BlockRef::from_raw(to),
+                    &[],
+                    location,
+                ));
+                rewrite::erase(terminator);
+            };
+            if k == 0 {
+                jump(entry, start);
+            } else {
+                jump(entry, resumed);
+                // `resumed` skips a returned thread, else goes on to the switch on the
+                // phase, whose successor `k` is phase `k`'s code.
+                let by_phase = rewrite::successors(resumed)[1];
+                jump(by_phase, rewrite::successors(by_phase)[k]);
             }
+            rewrite::erase_unreachable_blocks(body);
         };
         let case = |loops: Option<MlirOperation>| {
             let block = melior::ir::Block::new(&[]);
@@ -223,7 +239,7 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
         let mut regions = vec![case(None)];
         for k in 1..=barriers as i64 {
             let copy = mlirOperationClone(nest);
-            fix_phase(copy, k);
+            settle_phase(copy, k as usize);
             regions.push(case(Some(copy)));
         }
         let cases: Vec<i64> = (1..=barriers as i64).collect();
@@ -239,7 +255,7 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
         rewrite::insert_before(nest, switch);
         let default = mlirRegionGetFirstBlock(mlirOperationGetRegion(switch, 0));
         rewrite::move_before(nest, mlirBlockGetTerminator(default));
-        fix_phase(nest, 0);
+        settle_phase(nest, 0);
     }
 }
 
