@@ -268,7 +268,9 @@ impl Drop for Scratch {
 ///
 /// As `std::ptr::copy_nonoverlapping`.
 unsafe fn parallel_copy(from: *const u8, to: *mut u8, bytes: usize) {
-    const PER_THREAD: usize = 4 << 20;
+    // One core copies a few GB/s; a share of 256 KiB takes tens of microseconds, far
+    // more than handing it to a pool thread.
+    const PER_THREAD: usize = 256 << 10;
     let threads = (bytes / PER_THREAD).clamp(1, crate::device::host_threads());
     if threads == 1 {
         // SAFETY: the caller's.
