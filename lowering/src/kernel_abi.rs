@@ -370,25 +370,11 @@ pub fn kernels(root: OperationRef<'_, '_>) -> Vec<MlirOperation> {
         .collect()
 }
 
-/// A kernel function's name and its (converted) arguments as `%aN: type` declarations,
-/// for the skeleton the target conversions parse and move its body into: the types of
-/// its entry block's arguments, which the conversion has just set.
-pub fn signature(func: OperationRef<'_, '_>) -> Result<(String, Vec<String>), String> {
+/// A kernel function's symbol name.
+pub fn name(func: OperationRef<'_, '_>) -> Result<String, String> {
     use melior::ir::operation::OperationLike;
-    let name = func
-        .attribute("sym_name")
-        .map_err(|e| e.to_string())?
-        .to_string();
-    // SAFETY: `func` is a live kernel function with its body.
-    let types = unsafe { rewrite::arguments(rewrite::entry_block(func.to_raw())) }
-        .into_iter()
-        // SAFETY: the arguments were just read from the live function.
-        .map(|a| unsafe { rewrite::value_type(a) }.to_string());
-    let args = types
-        .enumerate()
-        .map(|(i, t)| format!("%a{i}: {t}"))
-        .collect();
-    Ok((name.trim_matches('"').to_string(), args))
+    let name = func.attribute("sym_name").map_err(|e| e.to_string())?;
+    Ok(name.to_string().trim_matches('"').to_string())
 }
 
 /// What an `offload.alloc_shared` op declares.

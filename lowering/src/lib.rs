@@ -13,6 +13,7 @@
 //! named after the pass.
 
 mod cpu;
+mod cpu_host;
 mod kernel_abi;
 pub mod libdevice;
 mod llvm;

@@ -17,7 +17,14 @@
 
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
-use melior::{Context, ir::OperationRef};
+use melior::Context;
+use melior::ir::attribute::{StringAttribute, TypeAttribute};
+use melior::ir::operation::OperationBuilder;
+use melior::ir::r#type::FunctionType;
+use melior::ir::{
+    Attribute, Block, BlockLike, Identifier, Location, Operation, OperationRef, Region, RegionLike,
+    Type,
+};
 use mlir_sys::*;
 use offload_dialect::ops;
 
@@ -117,20 +124,15 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 rewrite::replace(ret, &[]);
             }
 
-            let (name, args) = kernel_abi::signature(func_ref)?;
-            let skeleton = format!(
-                "gpu.module @{name}_module {{\n{}  gpu.func @{name}({}) kernel {{\n    gpu.return\n  }}\n}}",
-                globals.concat(),
-                args.join(", ")
-            );
-            let module = rewrite::parse_operation(context, &skeleton, NAME)?;
-            let gpu_func = rewrite::collect(OperationRef::from_raw(module), "gpu.func")[0];
+            let name = kernel_abi::name(func_ref)?;
+            let location = Location::from_raw(mlirOperationGetLocation(func));
+            let (module, gpu_func) = gpu_module(context, location, &name, func, globals);
             rewrite::move_body(func, gpu_func);
             rewrite::insert_before(func, module);
             rewrite::erase(func);
         }
     }
-    let unit = melior::ir::Attribute::unit(context);
+    let unit = Attribute::unit(context);
     // SAFETY: `root` is the live module operation.
     unsafe { rewrite::set_attribute(root.to_raw(), "gpu.container_module", unit) };
     Ok(())
@@ -152,18 +154,75 @@ pub const VENDOR_ATTR: &str = "offload.vendor";
 pub const WHOLE_GRID_ATTR: &str = "offload.whole_grid";
 
 /// Replaces each `offload.alloc_shared` with a view of workgroup memory; returns the
+/// The kernel's `gpu.module`, holding the workgroup arrays' `globals` and a `gpu.func`
+/// kernel of `func`'s name and argument types, whose body is left empty; returns the
+/// module and that function.
+///
+/// # Safety
+///
+/// `func` is a live function.
+unsafe fn gpu_module<'c>(
+    context: &'c Context,
+    location: Location<'c>,
+    name: &str,
+    func: MlirOperation,
+    globals: Vec<Operation<'c>>,
+) -> (MlirOperation, MlirOperation) {
+    // SAFETY: per the contract.
+    let inputs: Vec<Type> = unsafe { rewrite::arguments(rewrite::entry_block(func)) }
+        .into_iter()
+        // SAFETY: the arguments were just read from the live function.
+        .map(|a| unsafe { rewrite::value_type(a) })
+        .collect();
+    let named = |symbol: &str| {
+        (
+            Identifier::new(context, "sym_name"),
+            StringAttribute::new(context, symbol).into(),
+        )
+    };
+    let function_type = FunctionType::new(context, &inputs, &[]);
+    let kernel = OperationBuilder::new("gpu.func", location)
+        .add_attributes(&[
+            named(name),
+            (
+                Identifier::new(context, "function_type"),
+                TypeAttribute::new(function_type.into()).into(),
+            ),
+            (
+                Identifier::new(context, "gpu.kernel"),
+                Attribute::unit(context),
+            ),
+        ])
+        .add_regions([Region::new()])
+        .build()
+        .expect("a `gpu.func` of a name, a type and a region is valid");
+    let body = Block::new(&[]);
+    for global in globals {
+        body.append_operation(global);
+    }
+    let kernel = body.append_operation(kernel).to_raw();
+    let contents = Region::new();
+    contents.append_block(body);
+    let module = OperationBuilder::new("gpu.module", location)
+        .add_attributes(&[named(&format!("{name}_module"))])
+        .add_regions([contents])
+        .build()
+        .expect("a `gpu.module` of a name and a region is valid");
+    (module.into_raw(), kernel)
+}
+
 /// `memref.global` declarations the kernel's `gpu.module` needs.
 ///
 /// # Safety
 ///
 /// `func` is a live kernel; `dynamic_bytes` its dynamic-shared-memory-size argument.
-unsafe fn workgroup_memory(
-    context: &Context,
+unsafe fn workgroup_memory<'c>(
+    context: &'c Context,
     func: OperationRef<'_, '_>,
     dynamic_bytes: MlirValue,
-) -> Result<Vec<String>, PassError> {
+) -> Result<Vec<Operation<'c>>, PassError> {
     let space = "#gpu.address_space<workgroup>";
-    let (kernel, _) = kernel_abi::signature(func)?;
+    let kernel = kernel_abi::name(func)?;
     let mut globals = Vec::new();
     for (k, op) in rewrite::collect(func, ops::ALLOC_SHARED)
         .into_iter()
@@ -180,10 +239,21 @@ unsafe fn workgroup_memory(
                     // Named by kernel, so the kernels of one file can share a module.
                     let symbol = format!("__offload_shared_{kernel}_{k}");
                     let ty = format!("memref<{len}x{elem}, {space}>");
-                    globals.push(format!(
-                        "  memref.global \"private\" @{symbol} : {ty} {{alignment = {} : i64}}\n",
-                        offload_mir::SHARED_ALIGN
-                    ));
+                    // A declaration (no `initial_value`): the target gives it storage.
+                    let attribute =
+                        |name: &str, value: Attribute<'c>| (Identifier::new(context, name), value);
+                    let text = |t: &str| StringAttribute::new(context, t).into();
+                    let align = offload_mir::SHARED_ALIGN as i64;
+                    let global = OperationBuilder::new("memref.global", b.location)
+                        .add_attributes(&[
+                            attribute("sym_name", text(&symbol)),
+                            attribute("sym_visibility", text("private")),
+                            attribute("type", TypeAttribute::new(b.ty(&ty)).into()),
+                            attribute("alignment", b.i64_attr(align)),
+                        ])
+                        .build()
+                        .expect("a workgroup array's global is valid");
+                    globals.push(global);
                     let global = b.op(
                         "memref.get_global",
                         &[],

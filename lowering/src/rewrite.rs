@@ -80,6 +80,13 @@ impl<'c> Inserter<'c> {
         }
     }
 
+    /// Inserts `op` at the rewriter's position and returns it.
+    pub fn place_op(&self, op: Operation<'c>) -> MlirOperation {
+        let raw = op.into_raw();
+        self.insert(raw);
+        raw
+    }
+
     /// Inserts `op` at the rewriter's position and returns its results.
     pub fn place(&self, op: Operation<'c>) -> Vec<MlirValue> {
         let raw = op.into_raw();
@@ -872,24 +879,4 @@ pub fn refuse(op: MlirOperation, message: impl Into<String>) -> PassError {
         at: Some(at),
         message: message.into(),
     }
-}
-
-/// Parses one operation from `text` (a skeleton a conversion builds), unattached.
-pub fn parse_operation(
-    context: &Context,
-    text: &str,
-    origin: &str,
-) -> Result<MlirOperation, String> {
-    let source = melior::StringRef::new(text);
-    let origin_name = melior::StringRef::new(origin);
-    // SAFETY: the context is live; a parse failure is reported as a null operation.
-    let op = unsafe {
-        mlirOperationCreateParse(context.to_raw(), source.to_raw(), origin_name.to_raw())
-    };
-    if op.ptr.is_null() {
-        return Err(format!(
-            "internal: {origin}'s skeleton does not parse:\n{text}"
-        ));
-    }
-    Ok(op)
 }
