@@ -10,10 +10,16 @@ use crate::workgroup_loops::Phases;
 use melior::Context;
 use melior::dialect::arith::{self, CmpiPredicate};
 use melior::dialect::{func, memref, scf};
-use melior::ir::attribute::{IntegerAttribute, StringAttribute, TypeAttribute};
+use melior::ir::attribute::{
+    ArrayAttribute, DenseI64ArrayAttribute, DictionaryAttribute, IntegerAttribute, StringAttribute,
+    TypeAttribute,
+};
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{FunctionType, IntegerType, MemRefType};
-use melior::ir::{Block, Location, Operation, Region, RegionLike, Type, Value, ValueLike};
+use melior::ir::{
+    Attribute, Block, Identifier, Location, Operation, Region, RegionLike, Type, Value, ValueLike,
+    r#type::ShapedTypeLike,
+};
 use mlir_sys::{MlirOperation, MlirValue, mlirShapedTypeGetDynamicSize};
 
 /// The host function of one kernel, and what [`crate::offload_to_cpu`] connects the
@@ -66,14 +72,15 @@ struct Build<'c> {
 }
 
 impl Host {
-    /// Builds the host function `name` for a kernel taking `kernel_args` (see the docs
-    /// of [`crate::offload_to_cpu`]). A `phased` kernel (one with barriers, see
+    /// Builds the host function `name` for a kernel taking `kernel_args`, each with
+    /// whether its memory is reached through no other argument (`llvm.noalias`; see the
+    /// docs of [`crate::offload_to_cpu`]). A `phased` kernel (one with barriers, see
     /// [`crate::workgroup_loops`]) runs its threads once per phase.
     pub fn build<'c>(
         context: &'c Context,
         location: Location<'c>,
         name: &str,
-        kernel_args: &[Type<'c>],
+        kernel_args: &[(Type<'c>, bool)],
         phased: bool,
         fixed_size: Option<[i64; 3]>,
     ) -> Host {
@@ -85,7 +92,11 @@ impl Host {
         let bytes = MemRefType::new(IntegerType::new(context, 8).into(), &[dynamic], None, None);
         let mut inputs = vec![index; offload_mir::abi::CPU_LEADING_ARGS - 1];
         inputs.push(bytes.into());
-        inputs.extend_from_slice(kernel_args);
+        inputs.extend(kernel_args.iter().map(|&(t, _)| t));
+        // The workgroup's shared memory is its own too.
+        let mut noalias = vec![false; offload_mir::abi::CPU_LEADING_ARGS - 1];
+        noalias.push(true);
+        noalias.extend(kernel_args.iter().map(|&(_, n)| n));
         let (entry, b) = m.block(&inputs);
         let args = arguments(&entry);
         let arg = |i: usize| args[i];
@@ -141,7 +152,10 @@ impl Host {
             StringAttribute::new(context, name),
             TypeAttribute::new(function_type.into()),
             region(entry),
-            &[],
+            &[(
+                Identifier::new(context, NOALIAS_ATTR),
+                noalias_parameters(context, &inputs, &noalias),
+            )],
             location,
         );
         Host {
@@ -321,6 +335,73 @@ impl<'c> Build<'c> {
         // SAFETY: every value handled here belongs to an operation or block built for
         // the host function, alive as long as it is.
         unsafe { Value::from_raw(raw) }
+    }
+}
+
+/// The host function's attribute listing the LLVM parameters (after each memref is
+/// expanded into its descriptor's fields) that are `noalias`: MLIR's conversion to the
+/// LLVM dialect drops `llvm.noalias` from a memref argument, which becomes several
+/// parameters, so the host function carries the list through it and [`mark_noalias`]
+/// applies it after.
+pub const NOALIAS_ATTR: &str = "offload.noalias_parameters";
+
+/// The LLVM parameters of the `noalias` arguments among `inputs`: each memref's aligned
+/// pointer (through which its elements are read and written), the second of its
+/// descriptor's `3 + 2 * rank` fields (two pointers, offset, sizes, strides); other
+/// types are one parameter.
+fn noalias_parameters<'c>(
+    context: &'c Context,
+    inputs: &[Type<'c>],
+    noalias: &[bool],
+) -> Attribute<'c> {
+    let mut parameters = Vec::new();
+    let mut at = 0;
+    for (&ty, &unshared) in inputs.iter().zip(noalias) {
+        let width = match MemRefType::try_from(ty) {
+            Ok(memref) => {
+                if unshared {
+                    parameters.push(at + 1);
+                }
+                3 + 2 * memref.rank() as i64
+            }
+            Err(_) => 1,
+        };
+        at += width;
+    }
+    DenseI64ArrayAttribute::new(context, &parameters).into()
+}
+
+/// Gives the parameters each LLVM function lists in [`NOALIAS_ATTR`] the `llvm.noalias`
+/// attribute, and drops the list.
+///
+/// # Safety
+///
+/// `root` is a live module in the LLVM dialect.
+pub unsafe fn mark_noalias(context: &Context, root: melior::ir::OperationRef<'_, '_>) {
+    let mark = [(
+        Identifier::new(context, "llvm.noalias"),
+        Attribute::unit(context),
+    )];
+    for func in rewrite::collect(root, "llvm.func") {
+        // SAFETY: the functions were just collected from the live module.
+        unsafe {
+            let Some(parameters) = rewrite::i64_array_attribute(func, NOALIAS_ATTR) else {
+                continue;
+            };
+            let count = rewrite::arguments(rewrite::entry_block(func)).len() as i64;
+            let each: Vec<Attribute> = (0..count)
+                .map(|p| {
+                    let marked: &[_] = if parameters.contains(&p) { &mark } else { &[] };
+                    DictionaryAttribute::new(context, marked).into()
+                })
+                .collect();
+            rewrite::set_attribute(
+                func,
+                "arg_attrs",
+                ArrayAttribute::new(context, &each).into(),
+            );
+            rewrite::remove_attribute(func, NOALIAS_ATTR);
+        }
     }
 }
 

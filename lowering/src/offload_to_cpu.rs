@@ -33,7 +33,7 @@ use crate::{kernel_abi, rewrite, workgroup_loops};
 use melior::Context;
 use melior::ir::{Location, OperationRef, Type};
 use mlir_sys::*;
-use offload_dialect::ops;
+use offload_dialect::{ContainerType, ops};
 
 pub const NAME: &str = "convert-offload-to-cpu";
 
@@ -75,12 +75,29 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
         // SAFETY: as in `offload_to_gpu::run`: every handle comes from the live module and
         // is used before what it names is erased.
         unsafe {
+            // Regions and slices reach memory no other argument does (Rust's borrows:
+            // a region is borrowed exclusively, a slice is only read), so their
+            // memrefs are `noalias`: LLVM can then vectorise a thread loop that reads
+            // a slice or shared memory and writes a region without checking overlap.
+            let unshared: Vec<MlirValue> = rewrite::arguments(rewrite::entry_block(func))
+                .into_iter()
+                .filter(|&a| {
+                    let ty = rewrite::value_type(a).to_string();
+                    matches!(
+                        offload_dialect::parse_container_type(&ty),
+                        Some(ContainerType::Region { .. } | ContainerType::Slice { .. })
+                    )
+                })
+                .collect();
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
             let name = kernel_abi::name(func_ref)?;
-            let kernel_args: Vec<Type> = rewrite::arguments(rewrite::entry_block(func))
+            let kernel_args: Vec<(Type, bool)> = rewrite::arguments(rewrite::entry_block(func))
                 .into_iter()
-                .map(|a| rewrite::value_type(a))
+                .map(|a| {
+                    let noalias = unshared.iter().any(|&u| mlirValueEqual(u, a));
+                    (rewrite::value_type(a), noalias)
+                })
                 .collect();
             let barriers = rewrite::collect(func_ref, ops::BARRIER).len();
             let location = Location::from_raw(mlirOperationGetLocation(func));

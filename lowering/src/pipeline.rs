@@ -454,7 +454,10 @@ impl Session {
              convert-math-to-libm, convert-scf-to-cf, expand-strided-metadata, lower-affine, \
              convert-arith-to-llvm, finalize-memref-to-llvm, convert-cf-to-llvm, \
              convert-func-to-llvm, reconcile-unrealized-casts)",
-        )
+        )?;
+        // SAFETY: the module is live and now in the LLVM dialect.
+        unsafe { crate::cpu_host::mark_noalias(&self.context, module.as_operation()) };
+        Ok(())
     }
 
     /// Parses the MLIR file at `path` and verifies it; diagnostics name its lines.

@@ -753,6 +753,17 @@ pub unsafe fn set_function_type(context: &Context, func: MlirOperation, entry: M
     }
 }
 
+/// Removes an attribute from a live operation, if it has it.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn remove_attribute(op: MlirOperation, name: &str) {
+    unsafe {
+        mlirOperationRemoveAttributeByName(op, melior::StringRef::new(name).to_raw());
+    }
+}
+
 /// An integer attribute's value, read from a live operation.
 ///
 /// # Safety

@@ -6,7 +6,8 @@
 //! flow graph:
 //!
 //! - each barrier ends its block: it records its number in the thread's `stopped` slot
-//!   and returns, and the code after it becomes a block of its own; a return records 0;
+//!   (which the thread cleared when it started to run) and returns, and the code after
+//!   it becomes a block of its own;
 //! - a new entry block branches on the workgroup's current phase: phase 0 runs the
 //!   kernel's old entry, phase `k` the code after barrier `k`. A thread that has returned
 //!   (`stopped` 0) is skipped, as a finished thread does not count at a GPU's barrier;
@@ -115,22 +116,6 @@ pub unsafe fn split(
         let i32_type = melior::ir::r#type::IntegerType::new(context, 32);
         // Taken before the barriers are erased.
         let location = Location::from_raw(mlirOperationGetLocation(barriers[0]));
-        // A thread that returns is done for the rest of the workgroup's phases.
-        for ret in rewrite::collect(func_ref, "func.return") {
-            let b = Inserter::before(context, ret);
-            let none = b.op(
-                "arith.constant",
-                &[],
-                &[i32_type.into()],
-                &[("value", b.i32_attr(0))],
-            )[0];
-            b.op(
-                "memref.store",
-                &[none, phases.stopped, phases.thread],
-                &[],
-                &[],
-            );
-        }
         // Each barrier records its number and ends the phase; what follows it starts a
         // block that the entry can branch to.
         let mut resumes = Vec::new();
@@ -260,7 +245,8 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
 }
 
 /// Fills the new entry block: phase 0 starts every thread; a later phase skips a thread
-/// that has returned (its `stopped` slot is 0), else branches by the phase. The phase is
+/// that has returned (its `stopped` slot is 0), else branches by the phase. Either way a
+/// thread that runs clears its slot first. The phase is
 /// the workgroup's, the same for every thread of the loop that calls this, and
 /// [`unswitch`] gives each phase a copy of the loop in which it is a constant.
 ///
@@ -347,6 +333,21 @@ unsafe fn dispatch(
             location,
         )
         .expect("the phase switch is well formed");
+        // A thread's slot is cleared when it runs and set by the barrier it stops at, so
+        // one that returns leaves 0 with no store on its way out. (A store of 0 at each
+        // return would end that path as a barrier's path ends, and LLVM would merge the
+        // two paths' last stores into one through a choice of addresses, which its
+        // vectoriser cannot follow.)
+        let clear = |b: Inserter<'_>| {
+            b.op(
+                "memref.store",
+                &[zero, phases.stopped, phases.thread],
+                &[],
+                &[],
+            );
+        };
+        clear(Inserter::before(context, rewrite::first_operation(start)));
+        clear(Inserter::at_end(context, by_phase, location));
         Inserter::at_end(context, by_phase, location).place(switch);
     }
 }
