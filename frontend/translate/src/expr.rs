@@ -142,35 +142,8 @@ impl Translator {
                 let c = self.path_constant(&p.path).expect("checked by the guard");
                 Ok(Some((Operand::Const(c), c.ty())))
             }
-            // An integer `const` item outside the kernel, with the value rustc gives it
-            // (`kernel_consts`): typed by its use, as a literal is.
             syn::Expr::Path(p) if self.outer_const(&p.path).is_some() => {
-                use super::ConstValue;
-                let value = self.outer_const(&p.path).expect("checked by the guard");
-                let float = expected.filter(|t| t.is_float());
-                let value = match (value, float) {
-                    (ConstValue::Int(v), Some(t)) => {
-                        return Ok(Some((Operand::Const(Const::Float(v as f64, t)), t)));
-                    }
-                    (ConstValue::Float(v), t) => {
-                        let t = t.unwrap_or(ScalarTy::F64);
-                        return Ok(Some((Operand::Const(Const::Float(v, t)), t)));
-                    }
-                    (ConstValue::Int(v), None) => v,
-                };
-                if expected == Some(ScalarTy::Bool) {
-                    return error(
-                        e,
-                        "a `bool` `const` item outside the kernel cannot be used in it; declare this constant inside the kernel",
-                    );
-                }
-                let lit = syn::LitInt::new(&value.unsigned_abs().to_string(), span);
-                if value < 0 {
-                    // `-(magnitude)`, typed as the negation of a literal is.
-                    let negated: syn::Expr = syn::parse_quote_spanned!(span=> -#lit);
-                    return self.expr(&negated, expected);
-                }
-                Ok(Some(self.literal(&syn::Lit::Int(lit), expected)?))
+                self.outer_const_value(e, &p.path, expected)
             }
             syn::Expr::Path(_) | syn::Expr::Index(_) => {
                 let (place, ty) = self.place(e)?;
@@ -179,34 +152,8 @@ impl Translator {
             syn::Expr::Unary(u) => self.unary(e, u, expected),
             syn::Expr::Binary(b) => self.binary(b, expected),
             syn::Expr::Cast(c) => self.cast(e, c),
-            // `(a, b) = (x, y)`: both values first, then each place.
             syn::Expr::Assign(a) if matches!(strip_parens(&a.left), syn::Expr::Tuple(_)) => {
-                let (syn::Expr::Tuple(places), syn::Expr::Tuple(values)) =
-                    (strip_parens(&a.left), strip_parens(&a.right))
-                else {
-                    return error(
-                        &a.right,
-                        "a tuple of places takes a tuple of values: `(a, b) = (b, a)`",
-                    );
-                };
-                if places.elems.len() != values.elems.len() {
-                    return error(
-                        &a.right,
-                        "the tuples on either side of `=` differ in length",
-                    );
-                }
-                self.element_loops += 1;
-                let n = self.element_loops;
-                let temps: Vec<syn::Ident> = (0..places.elems.len())
-                    .map(|k| syn::Ident::new(&format!("__offload_value_{n}_{k}"), span))
-                    .collect();
-                let values = values.elems.iter();
-                let places = places.elems.iter();
-                let desugared: syn::Expr = syn::parse_quote_spanned!(span=> {
-                    #(let #temps = #values;)*
-                    #(#places = #temps;)*
-                });
-                self.expr(&desugared, None)
+                self.tuple_assign(a)
             }
             syn::Expr::Assign(a) => {
                 let (place, ty) = self.assignable_place(&a.left)?;
@@ -270,6 +217,74 @@ impl Translator {
             ),
             _ => error(e, "this expression is not supported in kernels"),
         }
+    }
+
+    /// An integer `const` item outside the kernel, with the value rustc gives it
+    /// (`kernel_consts`): typed by its use, as a literal is.
+    fn outer_const_value(
+        &mut self,
+        e: &syn::Expr,
+        path: &syn::Path,
+        expected: Option<ScalarTy>,
+    ) -> Result<Value> {
+        use super::ConstValue;
+        let span = e.span();
+        let value = self.outer_const(path).expect("the caller checked");
+        let float = expected.filter(|t| t.is_float());
+        let value = match (value, float) {
+            (ConstValue::Int(v), Some(t)) => {
+                return Ok(Some((Operand::Const(Const::Float(v as f64, t)), t)));
+            }
+            (ConstValue::Float(v), t) => {
+                let t = t.unwrap_or(ScalarTy::F64);
+                return Ok(Some((Operand::Const(Const::Float(v, t)), t)));
+            }
+            (ConstValue::Int(v), None) => v,
+        };
+        if expected == Some(ScalarTy::Bool) {
+            return error(
+                e,
+                "a `bool` `const` item outside the kernel cannot be used in it; declare this constant inside the kernel",
+            );
+        }
+        let lit = syn::LitInt::new(&value.unsigned_abs().to_string(), span);
+        if value < 0 {
+            // `-(magnitude)`, typed as the negation of a literal is.
+            let negated: syn::Expr = syn::parse_quote_spanned!(span=> -#lit);
+            return self.expr(&negated, expected);
+        }
+        Ok(Some(self.literal(&syn::Lit::Int(lit), expected)?))
+    }
+
+    /// `(a, b) = (x, y)`: both values first, then each place.
+    fn tuple_assign(&mut self, a: &syn::ExprAssign) -> Result<Value> {
+        let span = a.span();
+        let (syn::Expr::Tuple(places), syn::Expr::Tuple(values)) =
+            (strip_parens(&a.left), strip_parens(&a.right))
+        else {
+            return error(
+                &a.right,
+                "a tuple of places takes a tuple of values: `(a, b) = (b, a)`",
+            );
+        };
+        if places.elems.len() != values.elems.len() {
+            return error(
+                &a.right,
+                "the tuples on either side of `=` differ in length",
+            );
+        }
+        self.element_loops += 1;
+        let n = self.element_loops;
+        let temps: Vec<syn::Ident> = (0..places.elems.len())
+            .map(|k| syn::Ident::new(&format!("__offload_value_{n}_{k}"), span))
+            .collect();
+        let values = values.elems.iter();
+        let places = places.elems.iter();
+        let desugared: syn::Expr = syn::parse_quote_spanned!(span=> {
+            #(let #temps = #values;)*
+            #(#places = #temps;)*
+        });
+        self.expr(&desugared, None)
     }
 
     /// `*v`, `-x` and `!x`; a negated literal is a constant.

@@ -58,30 +58,8 @@ impl Translator {
                 let [init, f] = &m.args.iter().collect::<Vec<_>>()[..] else {
                     return error(m, "`fold` takes an initial value and a closure");
                 };
-                // A function of two arguments (`f32::max`) stands for the closure that
-                // calls it.
-                let called: syn::Expr;
-                let c = match f {
-                    syn::Expr::Closure(c) => c,
-                    syn::Expr::Path(path) => {
-                        let (a, v) = (
-                            syn::Ident::new(&format!("__offload_a_{n}"), span),
-                            syn::Ident::new(&format!("__offload_v_{n}"), span),
-                        );
-                        called = syn::parse_quote_spanned!(span=> |#a, #v| #path(#a, #v));
-                        let syn::Expr::Closure(c) = &called else {
-                            unreachable!("a closure parses as one")
-                        };
-                        c
-                    }
-                    _ => {
-                        return error(
-                            f,
-                            "`fold` takes a closure `|acc, v| ...` or a function (`f32::max`) here",
-                        );
-                    }
-                };
-                let f = closure(c, 2)?;
+                let c = fold_closure(f, n, span)?;
+                let f = closure(&c, 2)?;
                 let (a, v, body) = (&f.params[0], untyped(&f.params[1]), &f.body);
                 // Positioned at the initial value: an untyped one (`0.0`) is typed by its
                 // uses, keyed by where its `let` is, which must not be the loop's place.
@@ -106,24 +84,7 @@ impl Translator {
                 })
             }
             _ => {
-                if !m.args.is_empty() {
-                    return error(m, format!("`{name}` takes no arguments"));
-                }
-                let ty = match &m.turbofish {
-                    Some(t) => super::syntax::turbofish_type(t)?,
-                    None => match expected.or_else(|| self.element_type(of)) {
-                        Some(t) => t,
-                        None => {
-                            return error(
-                                m,
-                                format!("say which type `{name}` makes: `{name}::<f32>()`"),
-                            );
-                        }
-                    },
-                };
-                if !(ty.is_integer() || ty.is_float()) {
-                    return error(m, format!("`{name}` adds up numbers, not `{ty}`"));
-                }
+                let ty = self.reduced_type(m, &name, of, expected)?;
                 let (start, op) = if name == "sum" {
                     (0, quote::quote!(+=))
                 } else {
@@ -141,6 +102,36 @@ impl Translator {
             }
         };
         self.expr(&desugared, expected).map(Some)
+    }
+
+    /// The type `sum` or `product` (`name`) makes over the elements of `of`: the
+    /// turbofish's, else the one expected, else the elements'.
+    fn reduced_type(
+        &self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        of: &syn::Expr,
+        expected: Option<ScalarTy>,
+    ) -> Result<ScalarTy> {
+        if !m.args.is_empty() {
+            return error(m, format!("`{name}` takes no arguments"));
+        }
+        let ty = match &m.turbofish {
+            Some(t) => super::syntax::turbofish_type(t)?,
+            None => match expected.or_else(|| self.element_type(of)) {
+                Some(t) => t,
+                None => {
+                    return error(
+                        m,
+                        format!("say which type `{name}` makes: `{name}::<f32>()`"),
+                    );
+                }
+            },
+        };
+        if !(ty.is_integer() || ty.is_float()) {
+            return error(m, format!("`{name}` adds up numbers, not `{ty}`"));
+        }
+        Ok(ty)
     }
 
     /// `x.get(i).copied().unwrap_or(d)` (or `.cloned()`): `x[i]` when `i` is in bounds,
@@ -257,5 +248,24 @@ struct Returns(bool);
 impl<'a> syn::visit::Visit<'a> for Returns {
     fn visit_expr_return(&mut self, _: &'a syn::ExprReturn) {
         self.0 = true;
+    }
+}
+
+/// `fold`'s closure: the closure itself, or the one a function of two arguments
+/// (`f32::max`) stands for, which calls it.
+fn fold_closure(f: &syn::Expr, n: usize, span: proc_macro2::Span) -> Result<syn::ExprClosure> {
+    match f {
+        syn::Expr::Closure(c) => Ok(c.clone()),
+        syn::Expr::Path(path) => {
+            let (a, v) = (
+                syn::Ident::new(&format!("__offload_a_{n}"), span),
+                syn::Ident::new(&format!("__offload_v_{n}"), span),
+            );
+            Ok(syn::parse_quote_spanned!(span=> |#a, #v| #path(#a, #v)))
+        }
+        _ => error(
+            f,
+            "`fold` takes a closure `|acc, v| ...` or a function (`f32::max`) here",
+        ),
     }
 }
