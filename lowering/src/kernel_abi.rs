@@ -28,8 +28,8 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
     unsafe {
         let entry = rewrite::entry_block(func);
         let collapsed = retype_arguments(context, func, entry)?;
-        let panic_ty =
-            melior::ir::Type::parse(context, "memref<?xi64>").expect("a builtin type parses");
+        let b = Inserter::before(context, rewrite::first_operation(entry));
+        let panic_ty = b.memref(b.int(64), 1, None);
         let panic_buffer = rewrite::add_argument(entry, panic_ty, func);
         rewrite::set_function_type(context, func, entry);
 
@@ -106,9 +106,10 @@ unsafe fn retype_arguments(
                 Some(ContainerType::Shared { .. }) | None => continue,
             };
             let rank = strategy.map_or(1, |s| s.rank() as usize);
-            let memref =
-                melior::ir::Type::parse(context, &format!("memref<{}{elem}>", "?x".repeat(rank)))
-                    .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
+            let b = Inserter::before(context, first_op);
+            let element = element_type(context, &elem)
+                .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
+            let memref = b.memref(element, rank, None);
             rewrite::set_argument_type(arg, memref);
             let Some(strategy) = strategy else {
                 continue;
@@ -122,18 +123,23 @@ unsafe fn retype_arguments(
             };
             if rank > 1 {
                 let b = Inserter::before(context, first_op);
-                let all: Vec<usize> = (0..rank).collect();
+                // One group of every dimension: `[[0, 1, ...]]`.
+                use melior::ir::attribute::ArrayAttribute;
+                let all: Vec<_> = (0..rank as i64).map(|d| b.i64_attr(d)).collect();
+                let groups = [ArrayAttribute::new(context, &all).into()];
                 region.flat = b.op(
                     "memref.collapse_shape",
                     &[arg],
-                    &[b.ty(&format!("memref<?x{elem}>"))],
-                    &[("reassociation", b.attr(&format!("[{all:?}]")))],
+                    &[b.memref(element, 1, None)],
+                    &[(
+                        "reassociation",
+                        ArrayAttribute::new(context, &groups).into(),
+                    )],
                 )[0];
                 region.margin = Some(rewrite::insert_argument(entry, pos, index, func));
                 pos += 1;
             } else if strategy == offload_mir::Strategy::Indexed {
-                let indices = melior::ir::Type::parse(context, "memref<?xi64>")
-                    .expect("a builtin type parses");
+                let indices = b.memref(b.int(64), 1, None);
                 region.indices = Some(rewrite::insert_argument(entry, pos, indices, func));
                 pos += 1;
             }
@@ -377,10 +383,25 @@ pub fn name(func: OperationRef<'_, '_>) -> Result<String, String> {
     Ok(name.to_string().trim_matches('"').to_string())
 }
 
+/// The scalar type an offload type names as its element (`f32`, `i64`, ...): IRDL types
+/// give their parameters only as text.
+pub fn element_type<'c>(context: &'c Context, name: &str) -> Option<melior::ir::Type<'c>> {
+    use melior::ir::r#type::IntegerType;
+    Some(match name {
+        "f32" => melior::ir::Type::float32(context),
+        "f64" => melior::ir::Type::float64(context),
+        "index" => melior::ir::Type::index(context),
+        _ => {
+            let bits = name.strip_prefix('i')?.parse().ok()?;
+            IntegerType::new(context, bits).into()
+        }
+    })
+}
+
 /// What an `offload.alloc_shared` op declares.
-pub struct SharedArray {
-    /// The MLIR element type, e.g. `f32`.
-    pub elem: String,
+pub struct SharedArray<'c> {
+    /// The element type, e.g. `f32`.
+    pub elem: melior::ir::Type<'c>,
     pub element_bytes: usize,
     /// Elements of a static array; `None` for dynamic shared memory.
     pub len: Option<u64>,
@@ -389,11 +410,14 @@ pub struct SharedArray {
     pub offset: u64,
 }
 
-impl SharedArray {
+impl<'c> SharedArray<'c> {
     /// # Safety
     ///
     /// `op` must be a live `offload.alloc_shared`.
-    pub unsafe fn of(op: MlirOperation) -> Result<SharedArray, PassError> {
+    pub unsafe fn of(
+        context: &'c Context,
+        op: MlirOperation,
+    ) -> Result<SharedArray<'c>, PassError> {
         unsafe {
             let ty = rewrite::result_type(op).to_string();
             let Some(ContainerType::Shared { elem }) = parse_container_type(&ty) else {
@@ -414,7 +438,7 @@ impl SharedArray {
             let offset = rewrite::int_attribute(op, "offset")
                 .ok_or_else(|| refuse(op, "`offload.alloc_shared` needs an `offset`"))?;
             Ok(SharedArray {
-                elem,
+                elem: element_type(context, &elem).expect("a shared element is a scalar"),
                 element_bytes,
                 len: u64::try_from(len).ok(),
                 offset: u64::try_from(offset).map_err(|_| "a shared offset is negative")?,

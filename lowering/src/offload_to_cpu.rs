@@ -167,8 +167,7 @@ unsafe fn workgroup_memory(
     for op in rewrite::collect(func, ops::ALLOC_SHARED) {
         // SAFETY: `op` was just collected from the live kernel and is replaced once.
         unsafe {
-            let array = kernel_abi::SharedArray::of(op)?;
-            let elem = &array.elem;
+            let array = kernel_abi::SharedArray::of(context, op)?;
             let b = rewrite::Inserter::before(context, op);
             let index = b.index();
             let start = b.index_constant(array.offset as i64);
@@ -188,7 +187,7 @@ unsafe fn workgroup_memory(
             let view = b.op(
                 "memref.view",
                 &[shared, start, len],
-                &[b.ty(&format!("memref<?x{elem}>"))],
+                &[b.memref(array.elem, 1, None)],
                 &[],
             );
             rewrite::replace(op, &view);

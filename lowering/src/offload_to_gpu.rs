@@ -20,7 +20,7 @@ use crate::{kernel_abi, rewrite};
 use melior::Context;
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::operation::OperationBuilder;
-use melior::ir::r#type::FunctionType;
+use melior::ir::r#type::{FunctionType, MemRefType};
 use melior::ir::{
     Attribute, Block, BlockLike, Identifier, Location, Operation, OperationRef, Region, RegionLike,
     Type,
@@ -221,7 +221,9 @@ unsafe fn workgroup_memory<'c>(
     func: OperationRef<'_, '_>,
     dynamic_bytes: MlirValue,
 ) -> Result<Vec<Operation<'c>>, PassError> {
-    let space = "#gpu.address_space<workgroup>";
+    // A dialect attribute without a C constructor, so given by its text.
+    let space = Attribute::parse(context, "#gpu.address_space<workgroup>")
+        .expect("the gpu dialect is loaded");
     let kernel = kernel_abi::name(func)?;
     let mut globals = Vec::new();
     for (k, op) in rewrite::collect(func, ops::ALLOC_SHARED)
@@ -230,15 +232,15 @@ unsafe fn workgroup_memory<'c>(
     {
         // SAFETY: `op` was just collected from the live kernel and is replaced once.
         unsafe {
-            let shared = kernel_abi::SharedArray::of(op)?;
-            let elem = &shared.elem;
+            let shared = kernel_abi::SharedArray::of(context, op)?;
             let b = rewrite::Inserter::before(context, op);
-            let view_ty = b.ty(&format!("memref<?x{elem}, {space}>"));
+            let view_ty = b.memref(shared.elem, 1, Some(space));
             let view = match shared.len {
                 Some(len) => {
                     // Named by kernel, so the kernels of one file can share a module.
                     let symbol = format!("__offload_shared_{kernel}_{k}");
-                    let ty = format!("memref<{len}x{elem}, {space}>");
+                    let ty: Type =
+                        MemRefType::new(shared.elem, &[len as i64], None, Some(space)).into();
                     // A declaration (no `initial_value`): the target gives it storage.
                     let attribute =
                         |name: &str, value: Attribute<'c>| (Identifier::new(context, name), value);
@@ -248,7 +250,7 @@ unsafe fn workgroup_memory<'c>(
                         .add_attributes(&[
                             attribute("sym_name", text(&symbol)),
                             attribute("sym_visibility", text("private")),
-                            attribute("type", TypeAttribute::new(b.ty(&ty)).into()),
+                            attribute("type", TypeAttribute::new(ty).into()),
                             attribute("alignment", b.i64_attr(align)),
                         ])
                         .build()
@@ -257,14 +259,14 @@ unsafe fn workgroup_memory<'c>(
                     let global = b.op(
                         "memref.get_global",
                         &[],
-                        &[b.ty(&ty)],
+                        &[ty],
                         &[("name", b.symbol(&symbol))],
                     )[0];
                     b.op("memref.cast", &[global], &[view_ty], &[])[0]
                 }
                 None => {
                     // The driver places dynamic shared memory after the static arrays.
-                    let bytes = b.ty(&format!("memref<?xi8, {space}>"));
+                    let bytes = b.memref(b.int(8), 1, Some(space));
                     let raw = b.op("gpu.dynamic_shared_memory", &[], &[bytes], &[])[0];
                     let size = b.index_constant(shared.element_bytes as i64);
                     let len = b.op("arith.divui", &[dynamic_bytes, size], &[b.index()], &[])[0];
@@ -415,10 +417,11 @@ unsafe fn mark_panic_sites(context: &Context, func: OperationRef<'_, '_>) -> Res
                 &[
                     (
                         "asm_string",
-                        b.attr(&format!("\"{PANIC_SITE_MARKER} {site}\"")),
+                        StringAttribute::new(context, &format!("{PANIC_SITE_MARKER} {site}"))
+                            .into(),
                     ),
-                    ("constraints", b.attr("\"\"")),
-                    ("has_side_effects", b.attr("unit")),
+                    ("constraints", StringAttribute::new(context, "").into()),
+                    ("has_side_effects", Attribute::unit(context)),
                 ],
             );
         }

@@ -250,9 +250,11 @@ impl Session {
     /// `gpu` → LLVM/NVVM dialects for `target`.
     pub fn to_nvvm(&self, module: &mut Module<'_>, target: &GpuTarget) -> Result<(), LowerError> {
         if let Some([x, y, z]) = target.block_size {
-            let size =
-                melior::ir::Attribute::parse(&self.context, &format!("array<i32: {x}, {y}, {z}>"))
-                    .expect("a dense array attribute parses");
+            let size: melior::ir::Attribute = melior::ir::attribute::DenseI32ArrayAttribute::new(
+                &self.context,
+                &[x as i32, y as i32, z as i32],
+            )
+            .into();
             for func in crate::rewrite::collect(module.as_operation(), "gpu.func") {
                 // SAFETY: `func` was just collected from the live module.
                 unsafe { crate::rewrite::set_attribute(func, "known_block_size", size) };
@@ -275,7 +277,7 @@ impl Session {
         if let Some(n) = target.resident_workgroups {
             // PTX `.minnctapersm`: ptxas keeps registers few enough for `n` workgroups.
             let n = melior::ir::attribute::IntegerAttribute::new(
-                melior::ir::Type::parse(&self.context, "i32").expect("a builtin type parses"),
+                melior::ir::r#type::IntegerType::new(&self.context, 32).into(),
                 n as i64,
             );
             for func in crate::rewrite::collect(module.as_operation(), "llvm.func") {
@@ -300,7 +302,7 @@ impl Session {
     ) -> Result<(), LowerError> {
         use crate::offload_to_gpu::{SUBGROUP_SIZE_ATTR, VENDOR_ATTR};
         let width = melior::ir::attribute::IntegerAttribute::new(
-            melior::ir::Type::parse(&self.context, "i64").expect("a builtin type parses"),
+            melior::ir::r#type::IntegerType::new(&self.context, 64).into(),
             target.wavefront() as i64,
         );
         let vendor = melior::ir::attribute::StringAttribute::new(&self.context, "amd");
@@ -426,9 +428,11 @@ impl Session {
         workgroup_size: Option<[u32; 3]>,
     ) -> Result<(), LowerError> {
         if let Some([x, y, z]) = workgroup_size {
-            let size =
-                melior::ir::Attribute::parse(&self.context, &format!("array<i64: {x}, {y}, {z}>"))
-                    .expect("a dense array attribute parses");
+            let size: melior::ir::Attribute = melior::ir::attribute::DenseI64ArrayAttribute::new(
+                &self.context,
+                &[x as i64, y as i64, z as i64],
+            )
+            .into();
             let root = module.as_operation().to_raw();
             // SAFETY: `root` is the live module operation.
             unsafe {

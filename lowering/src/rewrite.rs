@@ -129,15 +129,15 @@ impl<'c> Inserter<'c> {
         melior::ir::attribute::FlatSymbolRefAttribute::new(self.context, name).into()
     }
 
-    /// A type given by its text: memrefs of an element named in text, and dialect
-    /// types without a C constructor.
-    pub fn ty(&self, text: &str) -> Type<'c> {
-        Type::parse(self.context, text)
-            .unwrap_or_else(|| panic!("internal type `{text}` does not parse"))
+    /// `memref<?x…xelem>` of `rank` dynamic dimensions, in memory space `space` if given.
+    pub fn memref(&self, elem: Type<'c>, rank: usize, space: Option<Attribute<'c>>) -> Type<'c> {
+        // SAFETY: a constant of the C API.
+        let dynamic = unsafe { mlirShapedTypeGetDynamicSize() };
+        melior::ir::r#type::MemRefType::new(elem, &vec![dynamic; rank], None, space).into()
     }
 
     /// An attribute given by its text: the dialects' enum attributes (`#gpu<dim x>`),
-    /// which have no C constructor, and array literals.
+    /// which have no C constructor. Builtin types and attributes are built, not parsed.
     pub fn attr(&self, text: &str) -> Attribute<'c> {
         Attribute::parse(self.context, text)
             .unwrap_or_else(|| panic!("internal attribute `{text}` does not parse"))
@@ -184,14 +184,14 @@ impl<'c> Inserter<'c> {
         use melior::ir::r#type::TypeLike;
         use offload_dialect::predicate::{CMPF_OEQ, CMPI_EQ};
         let (predicate, eq) = if ty.is_float() {
-            ("arith.cmpf", self.attr(&format!("{CMPF_OEQ} : i64")))
+            ("arith.cmpf", self.i64_attr(CMPF_OEQ))
         } else {
-            ("arith.cmpi", self.attr(&format!("{CMPI_EQ} : i64")))
+            ("arith.cmpi", self.i64_attr(CMPI_EQ))
         };
         let same = block.append_operation(
             OperationBuilder::new(predicate, self.location)
                 .add_operands(&[previous.into(), unsafe { Value::from_raw(current) }])
-                .add_results(&[self.ty("i1")])
+                .add_results(&[self.int(1)])
                 .add_attributes(&[(Identifier::new(self.context, "predicate"), eq)])
                 .build()
                 .expect("a comparison is well formed"),

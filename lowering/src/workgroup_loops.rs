@@ -27,7 +27,10 @@
 use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::{
     Context,
-    ir::{BlockLike, BlockRef, Location, RegionLike, Value, r#type::TypeLike},
+    ir::{
+        BlockLike, BlockRef, Location, RegionLike, Value,
+        r#type::{MemRefType, TypeLike},
+    },
 };
 use mlir_sys::*;
 use offload_dialect::ops;
@@ -485,13 +488,16 @@ unsafe fn spill(
             ));
         }
         let b = Inserter::before(context, phases.allocate_before);
-        let memory = b.ty(&format!("memref<?x{ty}>"));
-        let slots = b.op(
-            "memref.alloc",
-            &[phases.threads],
-            &[memory],
-            &[("operandSegmentSizes", b.attr("array<i32: 1, 0>"))],
-        )[0];
+        let memory = MemRefType::try_from(b.memref(ty, 1, None)).expect("a memref type");
+        let threads = [Value::from_raw(phases.threads)];
+        let slots = b.place(melior::dialect::memref::alloc(
+            context,
+            memory,
+            &threads,
+            &[],
+            None,
+            b.location,
+        ))[0];
         Inserter::before(context, phases.free_before).op("memref.dealloc", &[slots], &[], &[]);
         let store_at = match rewrite::defining_op(value) {
             Some(op) => rewrite::next_operation(op),
