@@ -377,10 +377,10 @@ pub fn kernels(root: OperationRef<'_, '_>) -> Vec<MlirOperation> {
 }
 
 /// A kernel function's symbol name.
-pub fn name(func: OperationRef<'_, '_>) -> Result<String, String> {
-    use melior::ir::operation::OperationLike;
-    let name = func.attribute("sym_name").map_err(|e| e.to_string())?;
-    Ok(name.to_string().trim_matches('"').to_string())
+pub fn name(func: OperationRef<'_, '_>) -> Result<String, PassError> {
+    // SAFETY: `func` is a live operation.
+    unsafe { rewrite::string_attribute(func.to_raw(), "sym_name") }
+        .ok_or_else(|| refuse(func.to_raw(), "a kernel function needs a `sym_name`"))
 }
 
 /// The scalar type an offload type names as its element (`f32`, `i64`, ...): IRDL types
