@@ -127,7 +127,7 @@ pub const AMD_CHIPS: [&str; 47] = [
 ];
 
 impl AmdTarget {
-    /// The target for `chip`, one of [`AMD_CHIPS`].
+    /// The target for `chip`, one of those `AMD_CHIPS` lists.
     pub fn new(chip: &str) -> Result<AmdTarget, LowerError> {
         if !AMD_CHIPS.contains(&chip) {
             return Err(LowerError::Target(format!(
