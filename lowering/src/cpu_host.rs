@@ -20,7 +20,7 @@ use melior::ir::{
     Attribute, Block, Identifier, Location, Operation, Region, RegionLike, Type, Value, ValueLike,
     r#type::ShapedTypeLike,
 };
-use mlir_sys::{MlirOperation, MlirValue, mlirShapedTypeGetDynamicSize};
+use mlir_sys::{MlirOperation, MlirValue};
 
 /// The host function of one kernel, and what [`crate::offload_to_cpu`] connects the
 /// kernel to.
@@ -87,9 +87,7 @@ impl Host {
         let m = Build { context, location };
         let index = Type::index(context);
         let i32_type: Type = IntegerType::new(context, 32).into();
-        // SAFETY: a constant of the C API.
-        let dynamic = unsafe { mlirShapedTypeGetDynamicSize() };
-        let bytes = MemRefType::new(IntegerType::new(context, 8).into(), &[dynamic], None, None);
+        let bytes = rewrite::dynamic_memref(IntegerType::new(context, 8).into(), 1, None);
         let mut inputs = vec![index; offload_mir::abi::CPU_LEADING_ARGS - 1];
         inputs.push(bytes.into());
         inputs.extend(kernel_args.iter().map(|&(t, _)| t));
@@ -115,7 +113,7 @@ impl Host {
             let zero = b.place(arith::constant(context, zero, location))[0];
             let scalar = MemRefType::new(i32_type, &[], None, None);
             let phase = b.place(memref::alloca(context, scalar, &[], &[], None, location))[0];
-            let slots = MemRefType::new(i32_type, &[dynamic], None, None);
+            let slots = rewrite::dynamic_memref(i32_type, 1, None);
             let count = [m.value(threads)];
             let stopped = b.place(memref::alloc(context, slots, &count, &[], None, location));
             PhaseState {

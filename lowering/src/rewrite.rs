@@ -31,6 +31,17 @@ pub fn collect(root: OperationRef<'_, '_>, name: &str) -> Vec<MlirOperation> {
     found
 }
 
+/// `memref<?x…xelem>` of `rank` dynamic dimensions, in memory space `space` if given.
+pub fn dynamic_memref<'c>(
+    elem: Type<'c>,
+    rank: usize,
+    space: Option<Attribute<'c>>,
+) -> melior::ir::r#type::MemRefType<'c> {
+    // SAFETY: a constant of the C API.
+    let dynamic = unsafe { mlirShapedTypeGetDynamicSize() };
+    melior::ir::r#type::MemRefType::new(elem, &vec![dynamic; rank], None, space)
+}
+
 /// A rewriter positioned before one anchor operation, or at the end of a block.
 pub struct Inserter<'c> {
     pub context: &'c Context,
@@ -131,9 +142,7 @@ impl<'c> Inserter<'c> {
 
     /// `memref<?x…xelem>` of `rank` dynamic dimensions, in memory space `space` if given.
     pub fn memref(&self, elem: Type<'c>, rank: usize, space: Option<Attribute<'c>>) -> Type<'c> {
-        // SAFETY: a constant of the C API.
-        let dynamic = unsafe { mlirShapedTypeGetDynamicSize() };
-        melior::ir::r#type::MemRefType::new(elem, &vec![dynamic; rank], None, space).into()
+        dynamic_memref(elem, rank, space).into()
     }
 
     /// An attribute given by its text: the dialects' enum attributes (`#gpu<dim x>`),

@@ -27,10 +27,7 @@
 use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::{
     Context,
-    ir::{
-        BlockLike, BlockRef, Location, RegionLike, Value,
-        r#type::{MemRefType, TypeLike},
-    },
+    ir::{BlockLike, BlockRef, Location, RegionLike, Value, r#type::TypeLike},
 };
 use mlir_sys::*;
 use offload_dialect::ops;
@@ -488,7 +485,7 @@ unsafe fn spill(
             ));
         }
         let b = Inserter::before(context, phases.allocate_before);
-        let memory = MemRefType::try_from(b.memref(ty, 1, None)).expect("a memref type");
+        let memory = rewrite::dynamic_memref(ty, 1, None);
         let threads = [Value::from_raw(phases.threads)];
         let slots = b.place(melior::dialect::memref::alloc(
             context,

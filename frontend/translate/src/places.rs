@@ -325,14 +325,7 @@ impl Translator {
             Rvalue::BinaryOp(BinOp::BitAnd, nonneg, below),
             span,
         );
-        *inside = Some(match *inside {
-            Some(prev) => self.assign_temp(
-                ScalarTy::Bool,
-                Rvalue::BinaryOp(BinOp::BitAnd, prev, ok),
-                span,
-            ),
-            None => ok,
-        });
+        self.and_into(inside, ok, span);
         Ok(at)
     }
 
@@ -400,6 +393,12 @@ impl Translator {
             Rvalue::BinaryOp(BinOp::Lt, at, extent),
             span,
         );
+        self.and_into(inside, ok, span);
+        at
+    }
+
+    /// `inside &= ok`, where `inside` starts out as no condition at all.
+    fn and_into(&mut self, inside: &mut Option<Operand>, ok: Operand, span: SynSpan) {
         *inside = Some(match *inside {
             Some(prev) => self.assign_temp(
                 ScalarTy::Bool,
@@ -408,7 +407,6 @@ impl Translator {
             ),
             None => ok,
         });
-        at
     }
 
     /// `if let Some(v) = stencil.get(dr, dc)`: `v` is the neighbour's value when it is
