@@ -39,6 +39,7 @@ use melior::{
     ir::{Module, Type, operation::OperationLike},
     utility::load_irdl_dialects,
 };
+use offload_mir::Strategy;
 
 /// The dialect's IRDL definition.
 pub const IRDL: &str = include_str!("offload.irdl.mlir");
@@ -153,69 +154,84 @@ pub enum DialectError {
     Refused,
 }
 
-/// A region or slice type, read back from its printed form.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ContainerType {
-    Region { elem: String, strategy: String },
-    Slice { elem: String },
-    Atomic { elem: String },
-    Shared { elem: String },
+/// One of the dialect's types, with its parameters typed: an element type and, for a
+/// region, its partitioning strategy.
+///
+/// IRDL types have no C constructor and no C API for their parameters, but their printed
+/// form is canonical: [`OffloadType::to_type`] and [`OffloadType::of`] are the one place
+/// that text is written and read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OffloadType<'c> {
+    Region { elem: Type<'c>, strategy: Strategy },
+    Slice { elem: Type<'c> },
+    Atomic { elem: Type<'c> },
+    Shared { elem: Type<'c> },
 }
 
-impl ContainerType {
-    /// The type's spelling, which [`parse_container_type`] reads back.
-    pub fn spelling(&self) -> String {
+/// A region type whose strategy is none of [`Strategy`]'s.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown partitioning strategy `{0}`")]
+pub struct UnknownStrategy(pub String);
+
+impl<'c> OffloadType<'c> {
+    /// The element type.
+    pub fn elem(self) -> Type<'c> {
         match self {
-            ContainerType::Region { elem, strategy } => {
-                format!("!offload.region<{elem}, \"{strategy}\">")
-            }
-            ContainerType::Slice { elem } => format!("!offload.slice<{elem}>"),
-            ContainerType::Atomic { elem } => format!("!offload.atomic<{elem}>"),
-            ContainerType::Shared { elem } => format!("!offload.shared<{elem}>"),
+            OffloadType::Region { elem, .. }
+            | OffloadType::Slice { elem }
+            | OffloadType::Atomic { elem }
+            | OffloadType::Shared { elem } => elem,
         }
     }
 
-    /// The type in `context`, which must have the dialect loaded. IRDL types have no C
-    /// constructor, so this is the one place that makes them, from their spelling.
-    pub fn to_type<'c>(&self, context: &'c Context) -> Type<'c> {
-        Type::parse(context, &self.spelling())
+    /// The type in `context`, which must have the dialect loaded.
+    pub fn to_type(self, context: &'c Context) -> Type<'c> {
+        let spelling = match self {
+            OffloadType::Region { elem, strategy } => {
+                format!("!offload.region<{elem}, \"{strategy}\">")
+            }
+            OffloadType::Slice { elem } => format!("!offload.slice<{elem}>"),
+            OffloadType::Atomic { elem } => format!("!offload.atomic<{elem}>"),
+            OffloadType::Shared { elem } => format!("!offload.shared<{elem}>"),
+        };
+        Type::parse(context, &spelling)
             .expect("the offload dialect is loaded and spells its own types")
     }
-}
 
-/// Reads `!offload.region<T, "S">` or `!offload.slice<T>` from a type's text. IRDL types
-/// have no C API for their parameters, and their printed form is canonical, so the text
-/// is the reliable way in.
-pub fn parse_container_type(text: &str) -> Option<ContainerType> {
-    if let Some(inner) = text
-        .strip_prefix("!offload.region<")
-        .and_then(|t| t.strip_suffix('>'))
-    {
-        let (elem, strategy) = inner.split_once(',')?;
-        let strategy = strategy.trim().strip_prefix('"')?.strip_suffix('"')?;
-        return Some(ContainerType::Region {
-            elem: elem.trim().to_string(),
-            strategy: strategy.to_string(),
-        });
+    /// `ty` as one of the dialect's types; `None` for any other type.
+    pub fn of(
+        context: &'c Context,
+        ty: Type<'c>,
+    ) -> Result<Option<OffloadType<'c>>, UnknownStrategy> {
+        let text = ty.to_string();
+        let Some((name, params)) = text
+            .strip_prefix("!offload.")
+            .and_then(|t| t.strip_suffix('>'))
+            .and_then(|t| t.split_once('<'))
+        else {
+            return Ok(None);
+        };
+        let elem_of = |text: &str| Type::parse(context, text.trim());
+        Ok(match name {
+            "region" => {
+                let Some((elem, strategy)) = params.rsplit_once(',') else {
+                    return Ok(None);
+                };
+                let Some(strategy) = strategy
+                    .trim()
+                    .strip_prefix('"')
+                    .and_then(|s| s.strip_suffix('"'))
+                else {
+                    return Ok(None);
+                };
+                let strategy = Strategy::from_name(strategy)
+                    .ok_or_else(|| UnknownStrategy(strategy.to_string()))?;
+                elem_of(elem).map(|elem| OffloadType::Region { elem, strategy })
+            }
+            "slice" => elem_of(params).map(|elem| OffloadType::Slice { elem }),
+            "atomic" => elem_of(params).map(|elem| OffloadType::Atomic { elem }),
+            "shared" => elem_of(params).map(|elem| OffloadType::Shared { elem }),
+            _ => None,
+        })
     }
-    if let Some(elem) = text
-        .strip_prefix("!offload.atomic<")
-        .and_then(|t| t.strip_suffix('>'))
-    {
-        return Some(ContainerType::Atomic {
-            elem: elem.trim().to_string(),
-        });
-    }
-    if let Some(elem) = text
-        .strip_prefix("!offload.shared<")
-        .and_then(|t| t.strip_suffix('>'))
-    {
-        return Some(ContainerType::Shared {
-            elem: elem.trim().to_string(),
-        });
-    }
-    let elem = text.strip_prefix("!offload.slice<")?.strip_suffix('>')?;
-    Some(ContainerType::Slice {
-        elem: elem.trim().to_string(),
-    })
 }

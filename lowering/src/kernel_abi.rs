@@ -11,9 +11,12 @@
 //! words, so the first report is never overwritten and no thread branches on it.
 
 use crate::rewrite::{self, Inserter, PassError, refuse};
-use melior::{Context, ir::OperationRef};
+use melior::{
+    Context,
+    ir::{OperationRef, r#type::TypeLike},
+};
 use mlir_sys::*;
-use offload_dialect::{AtomicKind, ContainerType, ops, parse_container_type, predicate};
+use offload_dialect::{AtomicKind, OffloadType, ops, predicate};
 use std::collections::HashMap;
 
 pub use offload_mir::abi::PANIC_BUFFER_WORDS;
@@ -92,24 +95,19 @@ unsafe fn retype_arguments(
         let mut pos = 0;
         for arg in rewrite::arguments(entry) {
             pos += 1;
-            let text = rewrite::value_type(arg).to_string();
-            let (elem, strategy) = match parse_container_type(&text) {
-                Some(ContainerType::Region { elem, strategy }) => {
-                    let s = offload_mir::Strategy::from_name(&strategy).ok_or_else(|| {
-                        refuse(func, format!("unknown partitioning strategy `{strategy}`"))
-                    })?;
-                    (elem, Some(s))
-                }
-                Some(ContainerType::Slice { elem } | ContainerType::Atomic { elem }) => {
-                    (elem, None)
-                }
-                Some(ContainerType::Shared { .. }) | None => continue,
+            let ty = OffloadType::of(context, rewrite::value_type(arg))
+                .map_err(|e| refuse(func, e.to_string()))?;
+            let (elem, strategy) = match ty {
+                Some(OffloadType::Region { elem, strategy }) => (elem, Some(strategy)),
+                Some(OffloadType::Slice { elem } | OffloadType::Atomic { elem }) => (elem, None),
+                Some(OffloadType::Shared { .. }) | None => continue,
             };
             let rank = strategy.map_or(1, |s| s.rank() as usize);
             let b = Inserter::before(context, first_op);
-            let element = element_type(context, &elem)
-                .ok_or_else(|| refuse(func, format!("cannot form a memref of `{elem}`")))?;
-            let memref = b.memref(element, rank, None);
+            if !(elem.is_integer() || elem.is_f32() || elem.is_f64() || elem.is_index()) {
+                return Err(refuse(func, format!("cannot form a memref of `{elem}`")));
+            }
+            let memref = b.memref(elem, rank, None);
             rewrite::set_argument_type(arg, memref);
             let Some(strategy) = strategy else {
                 continue;
@@ -130,7 +128,7 @@ unsafe fn retype_arguments(
                 region.flat = b.op(
                     "memref.collapse_shape",
                     &[arg],
-                    &[b.memref(element, 1, None)],
+                    &[b.memref(elem, 1, None)],
                     &[(
                         "reassociation",
                         ArrayAttribute::new(context, &groups).into(),
@@ -383,21 +381,6 @@ pub fn name(func: OperationRef<'_, '_>) -> Result<String, PassError> {
         .ok_or_else(|| refuse(func.to_raw(), "a kernel function needs a `sym_name`"))
 }
 
-/// The scalar type an offload type names as its element (`f32`, `i64`, ...): IRDL types
-/// give their parameters only as text.
-pub fn element_type<'c>(context: &'c Context, name: &str) -> Option<melior::ir::Type<'c>> {
-    use melior::ir::r#type::IntegerType;
-    Some(match name {
-        "f32" => melior::ir::Type::float32(context),
-        "f64" => melior::ir::Type::float64(context),
-        "index" => melior::ir::Type::index(context),
-        _ => {
-            let bits = name.strip_prefix('i')?.parse().ok()?;
-            IntegerType::new(context, bits).into()
-        }
-    })
-}
-
 /// What an `offload.alloc_shared` op declares.
 pub struct SharedArray<'c> {
     /// The element type, e.g. `f32`.
@@ -419,26 +402,29 @@ impl<'c> SharedArray<'c> {
         op: MlirOperation,
     ) -> Result<SharedArray<'c>, PassError> {
         unsafe {
-            let ty = rewrite::result_type(op).to_string();
-            let Some(ContainerType::Shared { elem }) = parse_container_type(&ty) else {
+            let ty = rewrite::result_type(op);
+            let Ok(Some(OffloadType::Shared { elem })) = OffloadType::of(context, ty) else {
                 return Err(refuse(
                     op,
                     format!("`offload.alloc_shared` must yield `!offload.shared<T>`, not `{ty}`"),
                 ));
             };
-            let element_bytes = match elem.as_str() {
-                "i8" => 1,
-                "i16" => 2,
-                "i32" | "f32" => 4,
-                "i64" | "f64" => 8,
-                other => return Err(refuse(op, format!("shared memory cannot hold `{other}`"))),
+            let bits = match melior::ir::r#type::IntegerType::try_from(elem) {
+                Ok(int) => Some(int.width()),
+                Err(_) if elem.is_f32() => Some(32),
+                Err(_) if elem.is_f64() => Some(64),
+                Err(_) => None,
+            };
+            let element_bytes = match bits {
+                Some(bits @ (8 | 16 | 32 | 64)) => bits as usize / 8,
+                _ => return Err(refuse(op, format!("shared memory cannot hold `{elem}`"))),
             };
             let len = rewrite::int_attribute(op, "len")
                 .ok_or_else(|| refuse(op, "`offload.alloc_shared` needs a `len`"))?;
             let offset = rewrite::int_attribute(op, "offset")
                 .ok_or_else(|| refuse(op, "`offload.alloc_shared` needs an `offset`"))?;
             Ok(SharedArray {
-                elem: element_type(context, &elem).expect("a shared element is a scalar"),
+                elem,
                 element_bytes,
                 len: u64::try_from(len).ok(),
                 offset: u64::try_from(offset).map_err(|_| "a shared offset is negative")?,

@@ -56,8 +56,8 @@ pub enum LowerError {
     #[error("{diagnostics}")]
     Input { diagnostics: String },
     /// AMD GPU code without the ROCm device libraries or LLVM's linker.
-    #[error("{0}")]
-    Rocm(String),
+    #[error(transparent)]
+    Rocm(#[from] rocm::ToolkitError),
     /// A target that does not name a chip.
     #[error("{0}")]
     Target(String),

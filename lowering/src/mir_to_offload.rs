@@ -25,7 +25,7 @@ use melior::{
         r#type::{FunctionType, IntegerType},
     },
 };
-use offload_dialect::{ContainerType, ops};
+use offload_dialect::{OffloadType, ops};
 use offload_mir::*;
 
 mod rvalue;
@@ -55,17 +55,17 @@ fn scalar_type(context: &Context, t: ScalarTy) -> Type<'_> {
 
 /// The offload type of a region, slice, atomic or shared local, or a scalar's type.
 fn local_type(context: &Context, t: Ty) -> Type<'_> {
-    let elem = |e: ScalarTy| mlir_scalar(e).to_string();
+    let elem = |e: ScalarTy| scalar_type(context, e);
     let container = match t {
         Ty::Unit => return Type::none(context),
         Ty::Scalar(s) => return scalar_type(context, s),
-        Ty::Region(e, s) => ContainerType::Region {
+        Ty::Region(e, strategy) => OffloadType::Region {
             elem: elem(e),
-            strategy: s.to_string(),
+            strategy,
         },
-        Ty::Slice(e) => ContainerType::Slice { elem: elem(e) },
-        Ty::Atomic(e) => ContainerType::Atomic { elem: elem(e) },
-        Ty::Shared(e, _) => ContainerType::Shared { elem: elem(e) },
+        Ty::Slice(e) => OffloadType::Slice { elem: elem(e) },
+        Ty::Atomic(e) => OffloadType::Atomic { elem: elem(e) },
+        Ty::Shared(e, _) => OffloadType::Shared { elem: elem(e) },
     };
     container.to_type(context)
 }

@@ -33,7 +33,7 @@ use crate::{kernel_abi, rewrite, workgroup_loops};
 use melior::Context;
 use melior::ir::{Location, OperationRef, Type};
 use mlir_sys::*;
-use offload_dialect::{ContainerType, ops};
+use offload_dialect::{OffloadType, ops};
 
 pub const NAME: &str = "convert-offload-to-cpu";
 
@@ -82,10 +82,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let unshared: Vec<MlirValue> = rewrite::arguments(rewrite::entry_block(func))
                 .into_iter()
                 .filter(|&a| {
-                    let ty = rewrite::value_type(a).to_string();
                     matches!(
-                        offload_dialect::parse_container_type(&ty),
-                        Some(ContainerType::Region { .. } | ContainerType::Slice { .. })
+                        OffloadType::of(context, rewrite::value_type(a)),
+                        Ok(Some(OffloadType::Region { .. } | OffloadType::Slice { .. }))
                     )
                 })
                 .collect();

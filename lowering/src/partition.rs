@@ -19,7 +19,7 @@
 use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::{Context, ir::OperationRef};
 use mlir_sys::MlirValue;
-use offload_dialect::{ContainerType, ops, parse_container_type};
+use offload_dialect::{OffloadType, ops};
 use offload_mir::Strategy;
 
 pub const NAME: &str = "offload-partition";
@@ -30,16 +30,15 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             // SAFETY: `op` was just collected from the live module and is rewritten once.
             unsafe {
                 let region = rewrite::operand(op, 0);
-                let ty = rewrite::value_type(region).to_string();
-                let Some(ContainerType::Region { strategy, .. }) = parse_container_type(&ty) else {
+                let ty = rewrite::value_type(region);
+                let Some(OffloadType::Region { strategy, .. }) =
+                    OffloadType::of(context, ty).map_err(|e| refuse(op, e.to_string()))?
+                else {
                     return Err(refuse(
                         op,
                         format!("`{name}` needs a region operand, found `{ty}`"),
                     ));
                 };
-                let strategy = Strategy::from_name(&strategy).ok_or_else(|| {
-                    refuse(op, format!("unknown partitioning strategy `{strategy}`"))
-                })?;
                 let b = Inserter::before(context, op);
                 let value = if name == ops::REGION_INDEX {
                     element_index(&b, region, strategy)

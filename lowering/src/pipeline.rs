@@ -369,7 +369,7 @@ impl Session {
         module: &mut Module<'_>,
         assembly: bool,
     ) -> Result<Vec<u8>, LowerError> {
-        let toolkit = crate::rocm::toolkit().map_err(LowerError::Rocm)?;
+        let toolkit = crate::rocm::toolkit()?;
         let format = if assembly { "isa" } else { "bin" };
         let pipeline = format!(
             "builtin.module(gpu-module-to-binary{{format={format} toolkit={}}})",

@@ -40,9 +40,35 @@ fn linker() -> Option<PathBuf> {
         .find(|p| p.is_file())
 }
 
+/// Why there is no folder of ROCm's tools to build AMD GPU code with.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolkitError {
+    /// No device libraries in any of the folders searched.
+    #[error(
+        "AMD GPU code needs the ROCm device libraries (`ocml.bc`, `ockl.bc`, ...); none were found in {} (on Debian: `apt install rocm-device-libs`; or set OFFLOAD_ROCM_DEVICE_LIBS to their folder)",
+        shown(searched)
+    )]
+    NoDeviceLibraries { searched: Vec<PathBuf> },
+    #[error(
+        "AMD GPU code objects are linked with LLVM's `ld.lld`, which was not found beside LLVM 22 or on PATH"
+    )]
+    NoLinker,
+    /// The folder of links in ROCm's layout could not be made.
+    #[error("cannot lay out ROCm's folders in {}: {source}", root.display())]
+    Layout {
+        root: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn shown(paths: &[PathBuf]) -> String {
+    let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+    shown.join(", ")
+}
+
 /// A folder in ROCm's layout holding the device libraries and the linker, made (as
 /// links, under the temporary folder) when none exists; or why there is none.
-pub fn toolkit() -> Result<PathBuf, String> {
+pub fn toolkit() -> Result<PathBuf, ToolkitError> {
     let candidates = bitcode_candidates();
     let searched = if std::env::var_os("OFFLOAD_ROCM_DEVICE_LIBS").is_some() {
         &candidates[..1]
@@ -50,15 +76,11 @@ pub fn toolkit() -> Result<PathBuf, String> {
         &candidates[..]
     };
     let Some(bitcode) = searched.iter().find(|d| d.join("ocml.bc").is_file()) else {
-        let looked: Vec<String> = searched.iter().map(|p| p.display().to_string()).collect();
-        return Err(format!(
-            "AMD GPU code needs the ROCm device libraries (`ocml.bc`, `ockl.bc`, ...); none were found in {} (on Debian: `apt install rocm-device-libs`; or set OFFLOAD_ROCM_DEVICE_LIBS to their folder)",
-            looked.join(", ")
-        ));
+        return Err(ToolkitError::NoDeviceLibraries {
+            searched: searched.to_vec(),
+        });
     };
-    let Some(lld) = linker() else {
-        return Err("AMD GPU code objects are linked with LLVM's `ld.lld`, which was not found beside LLVM 22 or on PATH".into());
-    };
+    let lld = linker().ok_or(ToolkitError::NoLinker)?;
     // A ROCm install already in the layout MLIR expects.
     if let Some(root) = bitcode.parent().and_then(Path::parent)
         && root.join("llvm/bin/ld.lld").is_file()
@@ -66,14 +88,17 @@ pub fn toolkit() -> Result<PathBuf, String> {
         return Ok(root.to_path_buf());
     }
     let root = std::env::temp_dir().join(format!("offload-rocm-{}", user_id()));
-    let link = |target: &Path, at: &Path| -> Result<(), String> {
+    let link = |target: &Path, at: &Path| -> Result<(), ToolkitError> {
         if std::fs::read_link(at).is_ok_and(|t| t == target) {
             return Ok(());
         }
         let _ = std::fs::remove_file(at);
         std::fs::create_dir_all(at.parent().expect("a link inside the folder"))
             .and_then(|()| std::os::unix::fs::symlink(target, at))
-            .map_err(|e| format!("cannot lay out ROCm's folders in {}: {e}", root.display()))
+            .map_err(|source| ToolkitError::Layout {
+                root: root.clone(),
+                source,
+            })
     };
     link(bitcode, &root.join("amdgcn/bitcode"))?;
     link(&lld, &root.join("llvm/bin/ld.lld"))?;

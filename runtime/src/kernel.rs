@@ -17,7 +17,7 @@ pub struct KernelDescriptor {
     /// with `unsafe` blocks, whose descriptor the macro makes with
     /// [`new_unsafe`](Self::new_unsafe).
     allows_raw: bool,
-    body: OnceLock<Result<Linked, String>>,
+    body: OnceLock<Result<Linked, LinkError>>,
     /// The code built ahead of time for the linked body, looked up once: registration
     /// happens before `main`, so the answer does not change.
     aot: OnceLock<AotCode>,
@@ -101,15 +101,14 @@ impl KernelDescriptor {
     /// ([`offload_mir::link`]), once.
     pub fn body(&self) -> Result<&Linked, Error> {
         let linked = self.body.get_or_init(|| self.link());
-        linked.as_ref().map_err(|message| Error::Compile {
+        linked.as_ref().map_err(|e| Error::Compile {
             kernel: self.name.to_string(),
-            message: message.clone(),
+            message: e.to_string(),
         })
     }
 
-    fn link(&self) -> Result<Linked, String> {
-        let kernel = offload_mir::parse(self.mir)
-            .map_err(|e| format!("embedded MIR does not parse: {e}"))?;
+    fn link(&self) -> Result<Linked, LinkError> {
+        let kernel = offload_mir::parse(self.mir).map_err(LinkError::KernelMir)?;
         // Raw operations escape parts of the safety verifier: they are taken only from a
         // kernel whose author wrote `unsafe` (see `new_unsafe`), never from device
         // functions, which have no raw operations to write.
@@ -119,9 +118,7 @@ impl KernelDescriptor {
                 .any(|bb| bb.statements.iter().any(|s| s.raw))
         };
         if has_raw(&kernel) && !self.allows_raw {
-            return Err(
-                "the kernel's MIR has raw (`unsafe`) operations, but its descriptor was not made for a kernel with `unsafe` blocks".into(),
-            );
+            return Err(LinkError::UndeclaredRaw);
         }
         // Every device function reachable from the kernel, each once.
         let mut reachable: Vec<&'static DeviceFn> = Vec::new();
@@ -135,18 +132,41 @@ impl KernelDescriptor {
         let mut bodies: Vec<Body> = Vec::new();
         for f in &reachable {
             for mir in f.instances {
-                let body = offload_mir::parse(mir)
-                    .map_err(|e| format!("MIR of `{}` does not parse: {e}", f.name))?;
+                let body = offload_mir::parse(mir).map_err(|error| LinkError::DeviceMir {
+                    function: f.name,
+                    error,
+                })?;
                 if has_raw(&body) {
-                    return Err(format!(
-                        "the MIR of device function `{}` has raw (`unsafe`) operations, which device functions cannot have",
-                        f.name
-                    ));
+                    return Err(LinkError::RawInDeviceFunction(f.name));
                 }
                 bodies.push(body);
             }
         }
         let device: Vec<&Body> = bodies.iter().collect();
-        offload_mir::link(&kernel, &device).map_err(|e| e.to_string())
+        Ok(offload_mir::link(&kernel, &device)?)
     }
+}
+
+/// Why a kernel's descriptor does not give a linked, verified body.
+#[derive(Debug, Clone, thiserror::Error)]
+enum LinkError {
+    #[error("embedded MIR does not parse: {0}")]
+    KernelMir(offload_mir::ParseError),
+    #[error("MIR of `{function}` does not parse: {error}")]
+    DeviceMir {
+        function: &'static str,
+        error: offload_mir::ParseError,
+    },
+    /// Raw operations in a kernel whose descriptor says it has no `unsafe` blocks.
+    #[error(
+        "the kernel's MIR has raw (`unsafe`) operations, but its descriptor was not made for a kernel with `unsafe` blocks"
+    )]
+    UndeclaredRaw,
+    #[error(
+        "the MIR of device function `{0}` has raw (`unsafe`) operations, which device functions cannot have"
+    )]
+    RawInDeviceFunction(&'static str),
+    /// Linking or the safety verifier refused the body.
+    #[error(transparent)]
+    Link(#[from] offload_mir::LinkError),
 }

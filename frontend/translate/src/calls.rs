@@ -227,44 +227,7 @@ impl Translator {
             "row" | "col" | "x" | "y" | "z" | "width" | "height" | "depth" if m.args.is_empty() => {
                 self.region_geometry_call(m, &name, span)
             }
-            "get_clamped" if m.args.len() == 2 => {
-                let super::places::Neighbour {
-                    region,
-                    index,
-                    provable: clamped_by_min,
-                    ..
-                } = self.stencil_neighbour(m, true)?;
-                let elem = self.body.locals[region.index()]
-                    .ty
-                    .element()
-                    .expect("a region has elements");
-                if !clamped_by_min {
-                    let index =
-                        self.checked_index(region, Operand::Copy(Place::local(index)), span);
-                    return Ok(Some((Operand::Copy(Place::element(region, index)), elem)));
-                }
-                // Clamped coordinates are in bounds unless the region is empty: checking
-                // that it is not says so to the verifier, panics with the message an
-                // out-of-bounds index would, and is one test for all of a kernel's reads.
-                let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
-                let zero = Operand::Const(Const::Int(0, ScalarTy::Usize));
-                let filled =
-                    self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, zero, len), span);
-                let next = self.new_block();
-                self.terminate(
-                    TerminatorKind::Assert {
-                        cond: filled,
-                        msg: AssertMessage::BoundsCheck {
-                            len,
-                            index: Operand::Copy(Place::local(index)),
-                        },
-                        target: next,
-                    },
-                    span,
-                );
-                self.current = Some(next);
-                Ok(Some((Operand::Copy(Place::element(region, index)), elem)))
-            }
+            "get_clamped" if m.args.len() == 2 => self.get_clamped_call(m, span),
             "wrapping_add" | "wrapping_sub" | "wrapping_mul" if m.args.len() == 1 => {
                 self.wrapping_call(m, &name, span)
             }
@@ -294,6 +257,45 @@ impl Translator {
             "pow" if m.args.len() == 1 => self.pow_call(m, span),
             _ => self.intrinsic_call(m, &name, span),
         }
+    }
+
+    /// `stencil.get_clamped(dr, dc)`: the neighbour at the offsets, its coordinates
+    /// clamped into the region.
+    fn get_clamped_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
+        let super::places::Neighbour {
+            region,
+            index,
+            provable: clamped_by_min,
+            ..
+        } = self.stencil_neighbour(m, true)?;
+        let elem = self.body.locals[region.index()]
+            .ty
+            .element()
+            .expect("a region has elements");
+        if !clamped_by_min {
+            let index = self.checked_index(region, Operand::Copy(Place::local(index)), span);
+            return Ok(Some((Operand::Copy(Place::element(region, index)), elem)));
+        }
+        // Clamped coordinates are in bounds unless the region is empty: checking
+        // that it is not says so to the verifier, panics with the message an
+        // out-of-bounds index would, and is one test for all of a kernel's reads.
+        let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
+        let zero = Operand::Const(Const::Int(0, ScalarTy::Usize));
+        let filled = self.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, zero, len), span);
+        let next = self.new_block();
+        self.terminate(
+            TerminatorKind::Assert {
+                cond: filled,
+                msg: AssertMessage::BoundsCheck {
+                    len,
+                    index: Operand::Copy(Place::local(index)),
+                },
+                target: next,
+            },
+            span,
+        );
+        self.current = Some(next);
+        Ok(Some((Operand::Copy(Place::element(region, index)), elem)))
     }
 
     /// `x.len()` of a `Chunked<N>` chunk, a read-only array or a slice parameter.

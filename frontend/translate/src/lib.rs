@@ -34,6 +34,7 @@ mod calls;
 mod closures;
 mod control;
 mod expr;
+mod inference;
 mod methods;
 mod places;
 mod reductions;
@@ -582,33 +583,70 @@ fn translate_body(
         BodyKind::Kernel => instance_name(&sig.ident.to_string(), subst),
         BodyKind::Device => sig.ident.to_string(),
     };
-    // Rust infers an unannotated `let x = 0;` from later uses; a single forward pass
-    // cannot. So translate, learn which such locals met another integer or float type,
-    // and translate again with those types, until nothing new is learned.
-    let mut hints = HashMap::new();
-    for _ in 0..4 {
-        let mut b = Translator::new(name.clone(), file.to_string());
-        b.body.kind = kind;
-        b.body.locals[0].ty = ret;
-        b.function = sig.ident.to_string();
-        b.subst = subst.to_vec();
-        b.consts = consts.to_vec();
+    // Inference runs first, over the syntax, so translation reads the body once. Where
+    // a binding meets a use the inference pass does not model (it models what the
+    // conformance kernels use; see its tests), the translator records the type the use
+    // asked for and the body is translated again with it.
+    let instance = Instance {
+        name,
+        file,
+        kind,
+        ret,
+        subst,
+        consts,
+    };
+    let mut hints = inference::infer(item, subst, consts, ret.scalar());
+    for _ in 0..MOST_TRANSLATIONS {
+        let (result, missed) = instance.translate(item, &hints);
+        if missed.is_empty() {
+            return result;
+        }
+        hints.extend(missed);
+    }
+    error(
+        &sig.ident,
+        "the types of this kernel's variables could not be inferred; annotate its `let`s",
+    )
+}
+
+/// How many times a body is translated at most: once with the inferred types, and again
+/// for each round of types its uses taught.
+const MOST_TRANSLATIONS: usize = 4;
+
+/// What a body is translated as: its instance name, file, kind, result type, type
+/// arguments and the values of the `const` items it names.
+struct Instance<'a> {
+    name: String,
+    file: &'a str,
+    kind: BodyKind,
+    ret: Ty,
+    subst: &'a Substitution,
+    consts: &'a ConstValues,
+}
+
+impl Instance<'_> {
+    /// Translates `item` with `hints` for its literal-typed bindings: the body, and the
+    /// bindings whose uses asked for another type than the hint's.
+    fn translate(
+        &self,
+        item: &syn::ItemFn,
+        hints: &inference::Hints,
+    ) -> (Result<Body>, inference::Hints) {
+        let mut b = Translator::new(self.name.clone(), self.file.to_string());
+        b.body.kind = self.kind;
+        b.body.locals[0].ty = self.ret;
+        b.function = item.sig.ident.to_string();
+        b.subst = self.subst.to_vec();
+        b.consts = self.consts.to_vec();
         b.hints = hints.clone();
         let result = b.kernel(item);
-        let learned: HashMap<_, _> = b
+        let missed = b
             .learned
             .into_iter()
             .filter(|(k, t)| hints.get(k) != Some(t))
             .collect();
-        if learned.is_empty() {
-            return result;
-        }
-        hints.extend(learned);
+        (result, missed)
     }
-    error(
-        &sig.ident,
-        "internal error: the types of this kernel's variables did not settle; annotate its `let`s",
-    )
 }
 
 impl Translator {
@@ -990,5 +1028,78 @@ impl Translator {
             span,
         );
         self.current = Some(next);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The conformance suite's kernels and device functions, with the values of its
+    /// `const` items.
+    fn conformance() -> (Vec<syn::ItemFn>, Vec<(String, ConstValue)>) {
+        let file: syn::File = syn::parse_str(include_str!("../../../tests/conformance/cases.rs"))
+            .expect("the conformance cases parse");
+        let mut functions = Vec::new();
+        let mut consts = Vec::new();
+        for item in file.items {
+            match item {
+                syn::Item::Fn(f)
+                    if f.attrs.iter().any(|a| {
+                        a.path().is_ident("offload_kernel") || a.path().is_ident("offload_device")
+                    }) =>
+                {
+                    functions.push(f)
+                }
+                syn::Item::Const(c) => {
+                    if let Some(v) = const_value(&c.expr) {
+                        consts.push((c.ident.to_string(), v));
+                    }
+                }
+                _ => {}
+            }
+        }
+        (functions, consts)
+    }
+
+    /// The inference pass models every use the conformance kernels make of their
+    /// literal-typed bindings: each is translated once, with no type learned afterwards.
+    #[test]
+    fn conformance_kernels_are_translated_once() {
+        let (functions, consts) = conformance();
+        assert!(functions.len() > 70, "found {} functions", functions.len());
+        for item in &functions {
+            let device = item
+                .attrs
+                .iter()
+                .any(|a| a.path().is_ident("offload_device"));
+            for subst in instances(&item.sig).expect("instances") {
+                let (kind, ret) = match (&item.sig.output, device) {
+                    (syn::ReturnType::Type(_, t), true) => (
+                        BodyKind::Device,
+                        Ty::Scalar(types::scalar_type(t, &subst).expect("a scalar result")),
+                    ),
+                    _ => (BodyKind::Kernel, Ty::Unit),
+                };
+                let instance = Instance {
+                    name: item.sig.ident.to_string(),
+                    file: "cases.rs",
+                    kind,
+                    ret,
+                    subst: &subst,
+                    consts: &consts,
+                };
+                let hints = inference::infer(item, &subst, &consts, ret.scalar());
+                let (result, missed) = instance.translate(item, &hints);
+                if let Err(e) = result {
+                    panic!("`{}` does not translate: {}", item.sig.ident, e.message);
+                }
+                assert!(
+                    missed.is_empty(),
+                    "`{}`: translation learned {missed:?} after inference",
+                    item.sig.ident
+                );
+            }
+        }
     }
 }

@@ -57,39 +57,7 @@ impl Translator {
         let strategy = self.strategy_of(region);
         let index = self.temp(ScalarTy::Usize);
         self.push(Place::local(index), Rvalue::RegionIndex(region), span);
-        let lt = |b: &mut Self, a: Operand, c: Operand| {
-            b.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, a, c), span)
-        };
-        let owned = match strategy {
-            Strategy::Linear1D | Strategy::Chunked(_) | Strategy::Indexed => {
-                let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
-                lt(self, Operand::Copy(Place::local(index)), len)
-            }
-            Strategy::Linear2D | Strategy::Linear3D => {
-                // Every coordinate below the end of those the region's threads own.
-                let mut owned = None;
-                for d in 0..strategy.rank() {
-                    let coord = self.coord(region, d, span);
-                    let end = self.assign_temp(ScalarTy::Usize, Rvalue::RegionEnd(region, d), span);
-                    let inside = lt(self, coord, end);
-                    owned = Some(match owned {
-                        None => inside,
-                        Some(so_far) => self.assign_temp(
-                            ScalarTy::Bool,
-                            Rvalue::BinaryOp(BinOp::BitAnd, so_far, inside),
-                            span,
-                        ),
-                    });
-                }
-                owned.expect("a multi-dimensional region has coordinates")
-            }
-            Strategy::Stencil2D(_) => {
-                return error(
-                    &m.method,
-                    "a `Stencil2D` region is read-only: read it with `get(dr, dc)` or `get_clamped(dr, dc)`",
-                );
-            }
-        };
+        let owned = self.owns_element(m, region, strategy, index, span)?;
         self.switch_bool(owned, then_bb, else_bb, span);
         if let Strategy::Chunked(n) = strategy {
             // The chunk is `min(N, len - start)` long; this branch has `start < len`.
@@ -119,6 +87,51 @@ impl Translator {
         }
         self.bind(binding, Binding::RegionElement { region, index });
         Ok(then_bb)
+    }
+
+    /// Whether this thread owns an element of `region` (its element index `index`):
+    /// the index below the length, or every coordinate below its end.
+    fn owns_element(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        region: Local,
+        strategy: Strategy,
+        index: Local,
+        span: proc_macro2::Span,
+    ) -> Result<Operand> {
+        let lt = |b: &mut Self, a: Operand, c: Operand| {
+            b.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(BinOp::Lt, a, c), span)
+        };
+        Ok(match strategy {
+            Strategy::Linear1D | Strategy::Chunked(_) | Strategy::Indexed => {
+                let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(region), span);
+                lt(self, Operand::Copy(Place::local(index)), len)
+            }
+            Strategy::Linear2D | Strategy::Linear3D => {
+                // Every coordinate below the end of those the region's threads own.
+                let mut owned = None;
+                for d in 0..strategy.rank() {
+                    let coord = self.coord(region, d, span);
+                    let end = self.assign_temp(ScalarTy::Usize, Rvalue::RegionEnd(region, d), span);
+                    let inside = lt(self, coord, end);
+                    owned = Some(match owned {
+                        None => inside,
+                        Some(so_far) => self.assign_temp(
+                            ScalarTy::Bool,
+                            Rvalue::BinaryOp(BinOp::BitAnd, so_far, inside),
+                            span,
+                        ),
+                    });
+                }
+                owned.expect("a multi-dimensional region has coordinates")
+            }
+            Strategy::Stencil2D(_) => {
+                return error(
+                    &m.method,
+                    "a `Stencil2D` region is read-only: read it with `get(dr, dc)` or `get_clamped(dr, dc)`",
+                );
+            }
+        })
     }
 
     pub(super) fn strategy_of(&self, region: Local) -> Strategy {

@@ -82,26 +82,49 @@ struct Hip {
 }
 
 /// The HIP runtime, loaded and initialised once; or why it is not there.
-fn hip() -> Result<&'static Hip, String> {
-    static HIP: OnceLock<Result<Hip, String>> = OnceLock::new();
+fn hip() -> Result<&'static Hip, HipUnavailable> {
+    static HIP: OnceLock<Result<Hip, HipUnavailable>> = OnceLock::new();
     HIP.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 
-fn load() -> Result<Hip, String> {
+/// Why the HIP runtime cannot be used.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum HipUnavailable {
+    /// No library at any of the paths tried.
+    #[error(
+        "the HIP runtime was not found (tried {}); install ROCm or set ROCM_PATH",
+        tried.join(", ")
+    )]
+    NotFound { tried: Vec<String> },
+    /// A library was found but lacks a function this backend calls.
+    #[error("the HIP runtime lacks `{function}`: {message}")]
+    MissingFunction {
+        function: &'static str,
+        message: String,
+    },
+    /// `hipInit` failed.
+    #[error("the HIP runtime did not start: {0}")]
+    DidNotStart(String),
+}
+
+fn load() -> Result<Hip, HipUnavailable> {
     let tried = library_candidates();
     // SAFETY: loading the HIP runtime runs its initialisers, which are sound to run in
     // any process.
     let library = tried
         .iter()
         .find_map(|path| unsafe { libloading::Library::new(path) }.ok())
-        .ok_or_else(|| not_found(&tried))?;
+        .ok_or(HipUnavailable::NotFound { tried })?;
     // SAFETY: each symbol is looked up by its HIP name and given HIP's C signature.
     unsafe {
         macro_rules! function {
             ($name:literal) => {
-                *library
-                    .get(concat!($name, "\0").as_bytes())
-                    .map_err(|e| format!("the HIP runtime lacks `{}`: {e}", $name))?
+                *library.get(concat!($name, "\0").as_bytes()).map_err(|e| {
+                    HipUnavailable::MissingFunction {
+                        function: $name,
+                        message: e.to_string(),
+                    }
+                })?
             };
         }
         let init: unsafe extern "C" fn(c_uint) -> HipResult = function!("hipInit");
@@ -123,17 +146,9 @@ fn load() -> Result<Hip, String> {
         };
         match init(0) {
             HIP_SUCCESS => Ok(hip),
-            e => Err(format!("the HIP runtime did not start: {}", hip.message(e))),
+            e => Err(HipUnavailable::DidNotStart(hip.message(e))),
         }
     }
-}
-
-/// Why HIP is absent: no library at any of the paths `tried`.
-fn not_found(tried: &[String]) -> String {
-    format!(
-        "the HIP runtime was not found (tried {}); install ROCm or set ROCM_PATH",
-        tried.join(", ")
-    )
 }
 
 impl Hip {
@@ -171,7 +186,7 @@ impl Hip {
 
 /// Why there is no HIP device, when the runtime is not there.
 pub(crate) fn why_absent() -> Option<String> {
-    hip().err()
+    hip().err().map(|e| e.to_string())
 }
 
 pub(crate) fn devices() -> Vec<Device> {
@@ -311,10 +326,10 @@ impl Memory for DeviceMemory {
     }
 }
 
-fn unavailable(why: String) -> Error {
+fn unavailable(why: HipUnavailable) -> Error {
     Error::Hip {
         during: "loading the HIP runtime",
-        message: why,
+        message: why.to_string(),
     }
 }
 
@@ -555,12 +570,12 @@ mod tests {
 
     #[test]
     fn without_the_runtime_the_error_names_the_paths_tried() {
-        let tried = [
+        let tried = vec![
             "libamdhip64.so".to_string(),
             "/opt/rocm/lib/libamdhip64.so".to_string(),
         ];
         assert_eq!(
-            not_found(&tried),
+            HipUnavailable::NotFound { tried }.to_string(),
             "the HIP runtime was not found (tried libamdhip64.so, /opt/rocm/lib/libamdhip64.so); install ROCm or set ROCM_PATH"
         );
         assert!(library_candidates().contains(&"/opt/rocm/lib/libamdhip64.so".to_string()));

@@ -677,14 +677,26 @@ fn conformance() -> Result<()> {
 /// `offload-bench cpu [N]`: saxpy on the CPU backend next to the same loop with rayon,
 /// median of 20 runs each, and a launch on 256 elements for the fixed cost of a launch.
 fn cpu(n: usize) -> Result<()> {
-    use rayon::prelude::*;
     let cpu = offload::devices().len() - 1;
     let x: Vec<f32> = (0..n).map(|i| (i % 1000) as f32).collect();
+    let saxpy = cpu_saxpy(n, cpu, &x)?;
+    cpu_block_scan(n, cpu, &x)?;
+    println!("{saxpy}");
+    Ok(())
+}
+
+/// The middle of some timings.
+fn median(mut t: Vec<f64>) -> f64 {
+    t.sort_by(f64::total_cmp);
+    t[t.len() / 2]
+}
+
+/// `cpu`'s saxpy: on host data, on device buffers, with rayon, and a small launch; the
+/// line that reports them.
+fn cpu_saxpy(n: usize, cpu: usize, x: &[f32]) -> Result<String> {
+    use rayon::prelude::*;
+    let x = x.to_vec();
     let mut y = vec![1.0f32; n];
-    let median = |mut t: Vec<f64>| {
-        t.sort_by(f64::total_cmp);
-        t[t.len() / 2]
-    };
     try_offload! { kernel = saxpy, args = (&mut y, &x, 0.5f32), device = cpu }?;
     let mut offload_ms = Vec::new();
     for _ in 0..20 {
@@ -715,7 +727,22 @@ fn cpu(n: usize) -> Result<()> {
         try_offload! { kernel = saxpy, args = (&mut small_y, &small_x, 0.5f32), device = cpu }?;
         small_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    // A kernel with barriers, next to the same blocked scan with rayon.
+    let (o, d, r) = (median(offload_ms), median(in_place_ms), median(rayon_ms));
+    Ok(format!(
+        "cpu saxpy n={n} on {} threads: rayon {r:.3} ms; offload on host data {o:.3} ms ({:.2}x), \
+         on device buffers {d:.3} ms ({:.2}x); a launch on 256 elements: {:.3} ms",
+        rayon::current_num_threads(),
+        o / r,
+        d / r,
+        median(small_ms)
+    ))
+}
+
+/// `cpu`'s block scan (a kernel with barriers) next to the same blocked scan with rayon,
+/// both as a running sum and with the kernel's own doubling steps.
+fn cpu_block_scan(n: usize, cpu: usize, x: &[f32]) -> Result<()> {
+    use rayon::prelude::*;
+    let x = x.to_vec();
     let mut scanned = vec![0.0f32; n];
     try_offload! { kernel = block_scan, args = (&mut scanned, &x), device = cpu }?;
     let mut want = x.clone();
@@ -777,15 +804,6 @@ fn cpu(n: usize) -> Result<()> {
          the same doubling steps {rh:.3} ms ({:.1}x); rayon, a running sum {rs:.3} ms ({:.1}x)",
         s / rh,
         s / rs
-    );
-    let (o, d, r) = (median(offload_ms), median(in_place_ms), median(rayon_ms));
-    println!(
-        "cpu saxpy n={n} on {} threads: rayon {r:.3} ms; offload on host data {o:.3} ms ({:.2}x), \
-         on device buffers {d:.3} ms ({:.2}x); a launch on 256 elements: {:.3} ms",
-        rayon::current_num_threads(),
-        o / r,
-        d / r,
-        median(small_ms)
     );
     Ok(())
 }
