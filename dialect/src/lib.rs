@@ -41,6 +41,8 @@ use melior::{
 };
 use offload_mir::Strategy;
 
+pub mod build;
+
 /// The dialect's IRDL definition.
 pub const IRDL: &str = include_str!("offload.irdl.mlir");
 

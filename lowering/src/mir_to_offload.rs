@@ -25,7 +25,7 @@ use melior::{
         r#type::{FunctionType, IntegerType},
     },
 };
-use offload_dialect::{OffloadType, ops};
+use offload_dialect::{OffloadType, build};
 use offload_mir::*;
 
 mod rvalue;
@@ -381,10 +381,6 @@ impl<'c, 'a> Emitter<'c, 'a> {
         Type::index(self.context)
     }
 
-    fn i64_attr(&self, v: i64) -> Attribute<'c> {
-        IntegerAttribute::new(IntegerType::new(self.context, 64).into(), v).into()
-    }
-
     /// The `arith.constant` of `c`.
     fn const_op(&self, c: Const, span: Span) -> Operation<'c> {
         let ty = self.scalar(c.ty());
@@ -539,18 +535,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 .iter()
                 .find(|(l, _)| l.index() == i)
                 .map_or(layout.dynamic_offset, |(_, o)| *o);
-            let len = len.map_or(-1, i64::from);
-            let array = self.op(
-                ops::ALLOC_SHARED,
-                &[],
-                Some(local_type(self.context, decl.ty)),
-                &[
-                    ("len", self.i64_attr(len)),
-                    ("offset", self.i64_attr(offset as i64)),
-                ],
-                span,
-            );
-            self.containers[i] = array;
+            let shared = local_type(self.context, decl.ty);
+            let array = build::alloc_shared(self.context, shared, len, offset, self.location(span));
+            self.containers[i] = Some(self.result(array));
         }
         let (to, values) = self.successor(BasicBlock(0));
         self.append(cf::br(to, &values, self.location(entry_span)));
@@ -597,7 +584,13 @@ impl<'c, 'a> Emitter<'c, 'a> {
                     Some(index) => {
                         let i = self.index_value(index, span);
                         let container = self.container(p.local);
-                        self.value(ops::LOAD, &[container, i], self.scalar(ty), span)
+                        self.result(build::load(
+                            self.context,
+                            container,
+                            i,
+                            self.scalar(ty),
+                            self.location(span),
+                        ))
                     }
                 };
                 (v, ty)
@@ -622,7 +615,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
             Some(index) => {
                 let i = self.index_value(index, span);
                 let container = self.container(s.place.local);
-                self.op(ops::STORE, &[value, container, i], None, &[], span);
+                let location = self.location(span);
+                self.append(build::store(self.context, value, container, i, location));
             }
         }
     }
@@ -636,7 +630,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 self.append(cf::br(to, &values, location));
             }
             TerminatorKind::Barrier { target } => {
-                self.op(ops::BARRIER, &[], None, &[], span);
+                self.append(build::barrier(self.context, self.location(span)));
                 let (to, values) = self.successor(*target);
                 self.append(cf::br(to, &values, location));
             }
@@ -710,13 +704,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 ));
                 let here = self.block;
                 self.block = panic;
-                self.op(
-                    ops::PANIC,
-                    &values,
-                    None,
-                    &[("site", self.i64_attr(site as i64))],
-                    span,
-                );
+                self.append(build::panic(self.context, &values, site, location));
                 self.append(func::r#return(&[], location));
                 self.block = here;
             }

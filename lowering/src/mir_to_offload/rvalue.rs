@@ -3,21 +3,17 @@
 
 use super::*;
 use melior::dialect::arith::{CmpfPredicate, CmpiPredicate, cmpf, cmpi};
+use offload_dialect::build::{Combine, ShuffleMode};
 
 impl<'c, 'a> Emitter<'c, 'a> {
     pub(super) fn rvalue(&mut self, rv: &Rvalue, span: Span) -> (Value<'c, 'a>, ScalarTy) {
+        let location = self.location(span);
         match rv {
             Rvalue::Use(op) => self.operand(op, span),
             Rvalue::AtomicRmw(op, place, value) => self.atomic_rmw(*op, *place, value, span),
             Rvalue::AtomicCas(place, current, new) => self.atomic_cas(*place, current, new, span),
             Rvalue::Position(p, d) => {
-                let op = match p {
-                    Position::Thread => ops::THREAD_ID,
-                    Position::Workgroup => ops::WORKGROUP_ID,
-                    Position::WorkgroupSize => ops::WORKGROUP_DIM,
-                    Position::WorkgroupCount => ops::WORKGROUP_COUNT,
-                };
-                self.index_query(op, &[], &[("dim", self.i64_attr(*d as i64))], span)
+                self.index_query(build::position(self.context, *p, *d, location), span)
             }
             Rvalue::Intrinsic(i, args) => {
                 let args: Vec<(Value<'c, 'a>, ScalarTy)> =
@@ -59,27 +55,26 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 let (a, from) = self.operand(a, span);
                 (self.cast(a, from, *to, span), *to)
             }
-            Rvalue::Len(l) => self.index_query(ops::LEN, &[self.container(*l)], &[], span),
-            Rvalue::RegionCoord(l, d) | Rvalue::RegionExtent(l, d) => {
-                let op = if matches!(rv, Rvalue::RegionCoord(..)) {
-                    ops::REGION_COORD
-                } else {
-                    ops::EXTENT
-                };
-                self.index_query(
-                    op,
-                    &[self.container(*l)],
-                    &[("dim", self.i64_attr(*d as i64))],
-                    span,
-                )
+            Rvalue::Len(l) => {
+                let len = build::len(self.context, self.container(*l), location);
+                self.index_query(len, span)
+            }
+            Rvalue::RegionCoord(l, d) => {
+                let coord = build::region_coord(self.context, self.container(*l), *d, location);
+                self.index_query(coord, span)
+            }
+            Rvalue::RegionExtent(l, d) => {
+                let extent = build::extent(self.context, self.container(*l), *d, location);
+                self.index_query(extent, span)
             }
             Rvalue::RegionEnd(l, d) => {
                 // The extent less the margin: an interior's threads stop that far from the
                 // far edge, as they start that far from the near one.
                 let region = self.container(*l);
-                let dim = [("dim", self.i64_attr(*d as i64))];
-                let (extent, _) = self.index_query(ops::EXTENT, &[region], &dim, span);
-                let (margin, _) = self.index_query(ops::MARGIN, &[region], &[], span);
+                let extent = build::extent(self.context, region, *d, location);
+                let (extent, _) = self.index_query(extent, span);
+                let (margin, _) =
+                    self.index_query(build::margin(self.context, region, location), span);
                 let t = self.scalar(ScalarTy::I64);
                 (
                     self.value("arith.subi", &[extent, margin], t, span),
@@ -87,7 +82,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 )
             }
             Rvalue::RegionIndex(l) => {
-                self.index_query(ops::REGION_INDEX, &[self.container(*l)], &[], span)
+                let index = build::region_index(self.context, self.container(*l), location);
+                self.index_query(index, span)
             }
         }
     }
@@ -120,14 +116,16 @@ impl<'c, 'a> Emitter<'c, 'a> {
             span,
         );
         let atomic = self.container(place.local);
-        let v = self.op(
-            ops::ATOMIC_RMW,
-            &[atomic, index, value],
-            Some(self.scalar(ty)),
-            &[("kind", self.i64_attr(kind.code()))],
-            span,
+        let rmw = build::atomic_rmw(
+            self.context,
+            atomic,
+            index,
+            value,
+            kind,
+            self.scalar(ty),
+            self.location(span),
         );
-        (v.expect("a result was asked for"), ty)
+        (self.result(rmw), ty)
     }
 
     /// An atomic compare-and-swap of `place`'s element.
@@ -145,13 +143,13 @@ impl<'c, 'a> Emitter<'c, 'a> {
             span,
         );
         let atomic = self.container(place.local);
-        let v = self.value(
-            ops::ATOMIC_CAS,
-            &[atomic, index, current, new],
+        let cas = build::atomic_cas(
+            self.context,
+            [atomic, index, current, new],
             self.scalar(ty),
-            span,
+            self.location(span),
         );
-        (v, ty)
+        (self.result(cas), ty)
     }
 
     /// An `arith.cmpi`.
@@ -177,7 +175,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// Appends `operation`, which has one result, and returns that result.
-    fn result(&self, operation: Operation<'c>) -> Value<'c, 'a> {
+    pub(super) fn result(&self, operation: Operation<'c>) -> Value<'c, 'a> {
         self.append(operation)
             .result(0)
             .expect("the operation has one result")
@@ -191,8 +189,14 @@ impl<'c, 'a> Emitter<'c, 'a> {
         span: Span,
     ) -> (Value<'c, 'a>, ScalarTy) {
         match op {
-            SubgroupOp::Size => self.index_query(ops::SUBGROUP_SIZE, &[], &[], span),
-            SubgroupOp::Lane => self.index_query(ops::SUBGROUP_LANE, &[], &[], span),
+            SubgroupOp::Size => {
+                let size = build::subgroup_size(self.context, self.location(span));
+                self.index_query(size, span)
+            }
+            SubgroupOp::Lane => {
+                let lane = build::subgroup_lane(self.context, self.location(span));
+                self.index_query(lane, span)
+            }
             SubgroupOp::Shuffle | SubgroupOp::ShuffleXor => {
                 let (value, ty) = args[0];
                 // Lanes are `i32` on every target; a lane past `u32::MAX` saturates,
@@ -203,43 +207,36 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 let clamped = self.value("arith.minui", &[lane, max], i64_type, span);
                 let i32_type = self.scalar(ScalarTy::I32);
                 let lane32 = self.value("arith.trunci", &[clamped], i32_type, span);
-                let mode = (op == SubgroupOp::ShuffleXor) as i64;
-                let v = self.op(
-                    ops::SHUFFLE,
-                    &[value, lane32],
-                    Some(self.scalar(ty)),
-                    &[("mode", self.i64_attr(mode))],
-                    span,
-                );
-                (v.expect("a result was asked for"), ty)
+                let mode = if op == SubgroupOp::ShuffleXor {
+                    ShuffleMode::Xor
+                } else {
+                    ShuffleMode::Lane
+                };
+                let location = self.location(span);
+                let shuffle =
+                    build::shuffle(self.context, value, lane32, mode, self.scalar(ty), location);
+                (self.result(shuffle), ty)
             }
             SubgroupOp::Sum | SubgroupOp::Min | SubgroupOp::Max => {
                 let (value, ty) = args[0];
                 let combine = match (op, ty.is_float(), ty.is_signed()) {
-                    (SubgroupOp::Sum, true, _) => "arith.addf",
-                    (SubgroupOp::Sum, false, _) => "arith.addi",
-                    (SubgroupOp::Min, true, _) => "arith.minnumf",
-                    (SubgroupOp::Min, false, true) => "arith.minsi",
-                    (SubgroupOp::Min, false, false) => "arith.minui",
-                    (_, true, _) => "arith.maxnumf",
-                    (_, false, true) => "arith.maxsi",
-                    (_, false, false) => "arith.maxui",
+                    (SubgroupOp::Sum, true, _) => Combine::AddF,
+                    (SubgroupOp::Sum, false, _) => Combine::AddI,
+                    (SubgroupOp::Min, true, _) => Combine::MinNumF,
+                    (SubgroupOp::Min, false, true) => Combine::MinSI,
+                    (SubgroupOp::Min, false, false) => Combine::MinUI,
+                    (_, true, _) => Combine::MaxNumF,
+                    (_, false, true) => Combine::MaxSI,
+                    (_, false, false) => Combine::MaxUI,
                 };
-                let v = self.op(
-                    ops::SUBGROUP_REDUCE,
-                    &[value],
-                    Some(self.scalar(ty)),
-                    &[(
-                        "combine",
-                        StringAttribute::new(self.context, combine).into(),
-                    )],
-                    span,
-                );
-                (v.expect("a result was asked for"), ty)
+                let location = self.location(span);
+                let reduce =
+                    build::subgroup_reduce(self.context, value, combine, self.scalar(ty), location);
+                (self.result(reduce), ty)
             }
             SubgroupOp::Ballot => {
-                let v = self.value(ops::BALLOT, &[args[0].0], self.scalar(ScalarTy::U64), span);
-                (v, ScalarTy::U64)
+                let ballot = build::ballot(self.context, args[0].0, self.location(span));
+                (self.result(ballot), ScalarTy::U64)
             }
             SubgroupOp::Any | SubgroupOp::All => {
                 // any(b) = ballot(b) != 0; all(b) = ballot(!b) == 0.
@@ -249,7 +246,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                     let t = self.constant(Const::Bool(true), span);
                     p = self.value("arith.xori", &[p, t], self.scalar(ScalarTy::Bool), span);
                 }
-                let mask = self.value(ops::BALLOT, &[p], self.scalar(ScalarTy::U64), span);
+                let mask = self.result(build::ballot(self.context, p, self.location(span)));
                 let zero = self.constant(Const::Int(0, ScalarTy::U64), span);
                 let predicate = if all {
                     CmpiPredicate::Eq
@@ -265,16 +262,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// An op `name` yielding an `index`, as a `usize`.
-    fn index_query(
-        &mut self,
-        name: &str,
-        operands: &[Value<'c, 'a>],
-        attributes: &[(&str, Attribute<'c>)],
-        span: Span,
-    ) -> (Value<'c, 'a>, ScalarTy) {
-        let i = self
-            .op(name, operands, Some(self.index()), attributes, span)
-            .expect("a result was asked for");
+    /// The `index` that `query` (an offload op) yields, as the `usize` it is in MIR.
+    fn index_query(&mut self, query: Operation<'c>, span: Span) -> (Value<'c, 'a>, ScalarTy) {
+        let i = self.result(query);
         let v = self.value("arith.index_cast", &[i], self.scalar(ScalarTy::I64), span);
         (v, ScalarTy::Usize)
     }
