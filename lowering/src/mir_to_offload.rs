@@ -572,7 +572,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// Loads an index local and converts it to MLIR's `index` type.
     fn index_value(&mut self, index: Local, span: Span) -> Value<'c, 'a> {
         let raw = self.read(index);
-        self.value("arith.index_cast", &[raw], self.index(), span)
+        self.convert(melior::dialect::arith::index_cast, raw, self.index(), span)
     }
 
     fn operand(&mut self, op: &Operand, span: Span) -> (Value<'c, 'a>, ScalarTy) {

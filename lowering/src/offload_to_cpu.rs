@@ -31,7 +31,7 @@ use crate::cpu_host::Host;
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite, workgroup_loops};
 use melior::Context;
-use melior::ir::{Location, OperationRef, Type};
+use melior::ir::{OperationRef, Type};
 use mlir_sys::*;
 use offload_dialect::{OffloadType, ops};
 
@@ -94,12 +94,12 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let kernel_args: Vec<(Type, bool)> = rewrite::arguments(rewrite::entry_block(func))
                 .into_iter()
                 .map(|a| {
-                    let noalias = unshared.iter().any(|&u| mlirValueEqual(u, a));
+                    let noalias = unshared.iter().any(|&u| rewrite::same_value(u, a));
                     (rewrite::value_type(a), noalias)
                 })
                 .collect();
             let barriers = rewrite::collect(func_ref, ops::BARRIER).len();
-            let location = Location::from_raw(mlirOperationGetLocation(func));
+            let location = rewrite::location(func);
             let host = Host::build(
                 context,
                 location,

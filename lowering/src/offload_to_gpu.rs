@@ -125,7 +125,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             }
 
             let name = kernel_abi::name(func_ref)?;
-            let location = Location::from_raw(mlirOperationGetLocation(func));
+            let location = rewrite::location(func);
             let (module, gpu_func) = gpu_module(context, location, &name, func, globals);
             rewrite::move_body(func, gpu_func);
             rewrite::insert_before(func, module);
@@ -408,7 +408,7 @@ unsafe fn mark_panic_sites(context: &Context, func: OperationRef<'_, '_>) -> Res
         unsafe {
             let site = rewrite::int_attribute(op, "site")
                 .ok_or_else(|| refuse(op, "`offload.panic` needs an integer `site`"))?;
-            let next = mlirOperationGetNextInBlock(op);
+            let next = rewrite::next_operation(op);
             let b = rewrite::Inserter::before(context, next);
             b.op(
                 "llvm.inline_asm",

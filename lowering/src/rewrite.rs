@@ -597,6 +597,87 @@ pub unsafe fn next_operation(op: MlirOperation) -> MlirOperation {
     unsafe { mlirOperationGetNextInBlock(op) }
 }
 
+/// The operation a live operation is nested in.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn parent_operation(op: MlirOperation) -> MlirOperation {
+    unsafe { mlirOperationGetParentOperation(op) }
+}
+
+/// The operation that holds a live block.
+///
+/// # Safety
+///
+/// `block` must be live.
+pub unsafe fn block_owner(block: MlirBlock) -> MlirOperation {
+    unsafe { mlirBlockGetParentOperation(block) }
+}
+
+/// A live operation's location.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn location<'c>(op: MlirOperation) -> Location<'c> {
+    unsafe { Location::from_raw(mlirOperationGetLocation(op)) }
+}
+
+/// The terminator of a live block.
+///
+/// # Safety
+///
+/// `block` must be live and terminated.
+pub unsafe fn terminator(block: MlirBlock) -> MlirOperation {
+    unsafe { mlirBlockGetTerminator(block) }
+}
+
+/// Appends `op`, which no block owns yet, to the end of `block`, which takes it over.
+///
+/// # Safety
+///
+/// `block` must be live and `op` a live operation outside any block.
+pub unsafe fn append_owned(block: MlirBlock, op: MlirOperation) {
+    unsafe { mlirBlockAppendOwnedOperation(block, op) }
+}
+
+/// A copy of a live operation and everything nested in it, in no block.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn clone(op: MlirOperation) -> MlirOperation {
+    unsafe { mlirOperationClone(op) }
+}
+
+/// How many results a live operation has.
+///
+/// # Safety
+///
+/// `op` must be live.
+pub unsafe fn result_count(op: MlirOperation) -> isize {
+    unsafe { mlirOperationGetNumResults(op) }
+}
+
+/// Whether two handles name the same operation.
+pub fn same_operation(a: MlirOperation, b: MlirOperation) -> bool {
+    // SAFETY: comparing handles reads no IR.
+    unsafe { mlirOperationEqual(a, b) }
+}
+
+/// Whether two handles name the same block.
+pub fn same_block(a: MlirBlock, b: MlirBlock) -> bool {
+    // SAFETY: comparing handles reads no IR.
+    unsafe { mlirBlockEqual(a, b) }
+}
+
+/// Whether two handles name the same value.
+pub fn same_value(a: MlirValue, b: MlirValue) -> bool {
+    // SAFETY: comparing handles reads no IR.
+    unsafe { mlirValueEqual(a, b) }
+}
+
 /// The block a live operation is in.
 ///
 /// # Safety

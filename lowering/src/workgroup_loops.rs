@@ -106,7 +106,7 @@ pub unsafe fn split(
             return Ok(false);
         }
         for &barrier in &barriers {
-            if !mlirOperationEqual(mlirOperationGetParentOperation(barrier), func) {
+            if !rewrite::same_operation(rewrite::parent_operation(barrier), func) {
                 return Err(refuse(
                     barrier,
                     "the CPU backend needs barriers outside nested regions",
@@ -115,7 +115,7 @@ pub unsafe fn split(
         }
         let i32_type = melior::ir::r#type::IntegerType::new(context, 32);
         // Taken before the barriers are erased.
-        let location = Location::from_raw(mlirOperationGetLocation(barriers[0]));
+        let location = rewrite::location(barriers[0]);
         // Each barrier records its number and ends the phase; what follows it starts a
         // block that the entry can branch to.
         let mut resumes = Vec::new();
@@ -173,7 +173,7 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
     // SAFETY (whole function): per the contract; the copies are owned by the regions
     // the switch takes.
     unsafe {
-        let location = Location::from_raw(mlirOperationGetLocation(nest));
+        let location = rewrite::location(nest);
         let b = Inserter::before(context, nest);
         let i32_type = b.int(32);
         let current = b.op("memref.load", &[phase], &[i32_type], &[])[0];
@@ -191,7 +191,7 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
                 unreachable!("the dispatch's entry has two successors");
             };
             let jump = |from: MlirBlock, to: MlirBlock| {
-                let terminator = mlirBlockGetTerminator(from);
+                let terminator = rewrite::terminator(from);
                 Inserter::before(context, terminator).place(melior::dialect::cf::br(
                     &BlockRef::from_raw(to),
                     &[],
@@ -213,7 +213,7 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
         let case = |loops: Option<MlirOperation>| {
             let block = melior::ir::Block::new(&[]);
             if let Some(loops) = loops {
-                mlirBlockAppendOwnedOperation(block.to_raw(), loops);
+                rewrite::append_owned(block.to_raw(), loops);
             }
             block.append_operation(melior::dialect::scf::r#yield(&[], location));
             let region = melior::ir::Region::new();
@@ -223,7 +223,7 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
         // Phase 0 runs in the default region, so it keeps the original loops.
         let mut regions = vec![case(None)];
         for k in 1..=barriers as i64 {
-            let copy = mlirOperationClone(nest);
+            let copy = rewrite::clone(nest);
             settle_phase(copy, k as usize);
             regions.push(case(Some(copy)));
         }
@@ -238,8 +238,8 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
         );
         let switch = switch.into_raw();
         rewrite::insert_before(nest, switch);
-        let default = mlirRegionGetFirstBlock(mlirOperationGetRegion(switch, 0));
-        rewrite::move_before(nest, mlirBlockGetTerminator(default));
+        let default = rewrite::entry_block(switch);
+        rewrite::move_before(nest, rewrite::terminator(default));
         settle_phase(nest, 0);
     }
 }
@@ -372,10 +372,10 @@ unsafe fn keep_values_across_phases(
         for &block in &blocks {
             values.extend(rewrite::arguments(block));
             for op in rewrite::operations(block) {
-                values.extend((0..mlirOperationGetNumResults(op)).map(|i| rewrite::result(op, i)));
+                values.extend((0..rewrite::result_count(op)).map(|i| rewrite::result(op, i)));
             }
         }
-        let entry_end = mlirBlockGetTerminator(entry);
+        let entry_end = rewrite::terminator(entry);
         for value in values {
             let defined = rewrite::defining_block(value);
             let stranded: Vec<(MlirOperation, u32, MlirOperation)> = rewrite::uses(value)
@@ -421,7 +421,7 @@ unsafe fn recomputable(op: MlirOperation, func: MlirOperation, entry: MlirBlock)
         }
         rewrite::operands(op).into_iter().all(|v| {
             let block = rewrite::defining_block(v);
-            if mlirBlockEqual(block, entry) {
+            if rewrite::same_block(block, entry) {
                 return true;
             }
             match rewrite::defining_op(v) {
@@ -431,8 +431,8 @@ unsafe fn recomputable(op: MlirOperation, func: MlirOperation, entry: MlirBlock)
                 },
                 // Arguments of the kernel's other blocks change from path to path.
                 None => {
-                    rewrite::ancestor_in(mlirBlockGetParentOperation(block), func).is_none()
-                        && !mlirOperationEqual(mlirBlockGetParentOperation(block), func)
+                    rewrite::ancestor_in(rewrite::block_owner(block), func).is_none()
+                        && !rewrite::same_operation(rewrite::block_owner(block), func)
                 }
             }
         })
@@ -448,7 +448,7 @@ unsafe fn recomputable(op: MlirOperation, func: MlirOperation, entry: MlirBlock)
 unsafe fn hoist(op: MlirOperation, func: MlirOperation, entry: MlirBlock, end: MlirOperation) {
     // SAFETY: per the contract.
     unsafe {
-        if mlirBlockEqual(rewrite::block_of(op), entry) {
+        if rewrite::same_block(rewrite::block_of(op), entry) {
             return;
         }
         for v in rewrite::operands(op) {
@@ -498,7 +498,7 @@ unsafe fn spill(
         Inserter::before(context, phases.free_before).op("memref.dealloc", &[slots], &[], &[]);
         let store_at = match rewrite::defining_op(value) {
             Some(op) => rewrite::next_operation(op),
-            None => rewrite::first_operation(mlirBlockArgumentGetOwner(value)),
+            None => rewrite::first_operation(rewrite::defining_block(value)),
         };
         Inserter::before(context, store_at).op(
             "memref.store",

@@ -2,7 +2,7 @@
 //! subgroup operations, each computed value an SSA value.
 
 use super::*;
-use melior::dialect::arith::{CmpfPredicate, CmpiPredicate, cmpf, cmpi};
+use melior::dialect::arith::{self, CmpfPredicate, CmpiPredicate, cmpf, cmpi};
 use offload_dialect::build::{Combine, ShuffleMode};
 
 impl<'c, 'a> Emitter<'c, 'a> {
@@ -32,12 +32,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
             }
             Rvalue::UnaryOp(op, a) => {
                 let (a, ty) = self.operand(a, span);
-                let t = self.scalar(ty);
                 let v = match (op, ty.is_float()) {
-                    (UnOp::Neg, true) => self.value("arith.negf", &[a], t, span),
+                    (UnOp::Neg, true) => self.result(arith::negf(a, self.location(span))),
                     (UnOp::Neg, false) => {
                         let zero = self.constant(Const::Int(0, ty), span);
-                        self.value("arith.subi", &[zero, a], t, span)
+                        self.arith(arith::subi, zero, a, span)
                     }
                     (UnOp::Not, _) => {
                         let ones = if ty == ScalarTy::Bool {
@@ -46,7 +45,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                             Const::Int(-1, ty)
                         };
                         let ones = self.constant(ones, span);
-                        self.value("arith.xori", &[a, ones], t, span)
+                        self.arith(arith::xori, a, ones, span)
                     }
                 };
                 (v, ty)
@@ -75,9 +74,8 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 let (extent, _) = self.index_query(extent, span);
                 let (margin, _) =
                     self.index_query(build::margin(self.context, region, location), span);
-                let t = self.scalar(ScalarTy::I64);
                 (
-                    self.value("arith.subi", &[extent, margin], t, span),
+                    self.arith(arith::subi, extent, margin, span),
                     ScalarTy::Usize,
                 )
             }
@@ -175,6 +173,44 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// Appends `operation`, which has one result, and returns that result.
+    /// A binary `arith` operation `build` of `a` and `b`, of their type.
+    pub(super) fn arith(
+        &self,
+        build: Binary<'c>,
+        a: Value<'c, 'a>,
+        b: Value<'c, 'a>,
+        span: Span,
+    ) -> Value<'c, 'a> {
+        self.result(build(a, b, self.location(span)))
+    }
+
+    /// `a` converted to `to` by the `arith` conversion `build`.
+    pub(super) fn convert(
+        &self,
+        build: Conversion<'c>,
+        a: Value<'c, 'a>,
+        to: Type<'c>,
+        span: Span,
+    ) -> Value<'c, 'a> {
+        self.result(build(a, to, self.location(span)))
+    }
+
+    /// `arith.select`: `if_true` where `condition` holds, else `if_false`.
+    fn select(
+        &self,
+        condition: Value<'c, 'a>,
+        if_true: Value<'c, 'a>,
+        if_false: Value<'c, 'a>,
+        span: Span,
+    ) -> Value<'c, 'a> {
+        self.result(arith::select(
+            condition,
+            if_true,
+            if_false,
+            self.location(span),
+        ))
+    }
+
     pub(super) fn result(&self, operation: Operation<'c>) -> Value<'c, 'a> {
         self.append(operation)
             .result(0)
@@ -203,10 +239,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 // which is past the subgroup either way.
                 let (lane, _) = args[1];
                 let max = self.constant(Const::Int(i32::MAX as i128, ScalarTy::I64), span);
-                let i64_type = self.scalar(ScalarTy::I64);
-                let clamped = self.value("arith.minui", &[lane, max], i64_type, span);
+                let clamped = self.arith(arith::minui, lane, max, span);
                 let i32_type = self.scalar(ScalarTy::I32);
-                let lane32 = self.value("arith.trunci", &[clamped], i32_type, span);
+                let lane32 = self.convert(arith::trunci, clamped, i32_type, span);
                 let mode = if op == SubgroupOp::ShuffleXor {
                     ShuffleMode::Xor
                 } else {
@@ -244,7 +279,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 let mut p = args[0].0;
                 if all {
                     let t = self.constant(Const::Bool(true), span);
-                    p = self.value("arith.xori", &[p, t], self.scalar(ScalarTy::Bool), span);
+                    p = self.arith(arith::xori, p, t, span);
                 }
                 let mask = self.result(build::ballot(self.context, p, self.location(span)));
                 let zero = self.constant(Const::Int(0, ScalarTy::U64), span);
@@ -265,7 +300,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     /// The `index` that `query` (an offload op) yields, as the `usize` it is in MIR.
     fn index_query(&mut self, query: Operation<'c>, span: Span) -> (Value<'c, 'a>, ScalarTy) {
         let i = self.result(query);
-        let v = self.value("arith.index_cast", &[i], self.scalar(ScalarTy::I64), span);
+        let v = self.convert(arith::index_cast, i, self.scalar(ScalarTy::I64), span);
         (v, ScalarTy::Usize)
     }
 
@@ -312,19 +347,20 @@ impl<'c, 'a> Emitter<'c, 'a> {
         match i {
             Intrinsic::ToBits | Intrinsic::FromBits => {
                 let to = i.result_type(&[ty]).expect("validated");
-                (self.value("arith.bitcast", &[a], self.scalar(to), span), to)
+                (self.convert(arith::bitcast, a, self.scalar(to), span), to)
             }
             Intrinsic::Min | Intrinsic::Max => {
                 // Rust's float `min`/`max` return the non-NaN operand: `minnumf`/`maxnumf`.
-                let op = match (i == Intrinsic::Min, ty.is_float(), ty.is_signed()) {
-                    (true, true, _) => "arith.minnumf",
-                    (false, true, _) => "arith.maxnumf",
-                    (true, false, true) => "arith.minsi",
-                    (false, false, true) => "arith.maxsi",
-                    (true, false, false) => "arith.minui",
-                    (false, false, false) => "arith.maxui",
+                let op = |build: Binary<'c>| self.arith(build, values[0], values[1], span);
+                let v = match (i == Intrinsic::Min, ty.is_float(), ty.is_signed()) {
+                    (true, true, _) => op(minnumf),
+                    (false, true, _) => op(arith::maxnumf),
+                    (true, false, true) => op(arith::minsi),
+                    (false, false, true) => op(arith::maxsi),
+                    (true, false, false) => op(arith::minui),
+                    (false, false, false) => op(arith::maxui),
                 };
-                (self.value(op, &values, t, span), ty)
+                (v, ty)
             }
             Intrinsic::Powf => (self.value("math.powf", &values, t, span), ty),
             Intrinsic::Atan2 => (self.value("math.atan2", &values, t, span), ty),
@@ -352,7 +388,6 @@ impl<'c, 'a> Emitter<'c, 'a> {
         bty: ScalarTy,
         span: Span,
     ) -> (Value<'c, 'a>, ScalarTy) {
-        let t = self.scalar(ty);
         let float = ty.is_float();
         let signed = ty.is_signed();
         if op.is_comparison() {
@@ -391,33 +426,35 @@ impl<'c, 'a> Emitter<'c, 'a> {
             // shift is never out of range.
             let amount = self.cast(b, bty, ty_unsigned_of(ty), span);
             let mask = self.constant(Const::Int(ty.bits() as i128 - 1, ty_unsigned_of(ty)), span);
-            let masked = self.value("arith.andi", &[amount, mask], t, span);
-            let name = match (op, signed) {
-                (BinOp::Shl, _) => "arith.shli",
-                (_, true) => "arith.shrsi",
-                (_, false) => "arith.shrui",
+            let masked = self.arith(arith::andi, amount, mask, span);
+            let shift = |build: Binary<'c>| self.arith(build, a, masked, span);
+            let v = match (op, signed) {
+                (BinOp::Shl, _) => shift(arith::shli),
+                (_, true) => shift(arith::shrsi),
+                (_, false) => shift(arith::shrui),
             };
-            return (self.value(name, &[a, masked], t, span), ty);
+            return (v, ty);
         }
-        let name = match (op, float, signed) {
-            (BinOp::Add, true, _) => "arith.addf",
-            (BinOp::Sub, true, _) => "arith.subf",
-            (BinOp::Mul, true, _) => "arith.mulf",
-            (BinOp::Div, true, _) => "arith.divf",
-            (BinOp::Rem, true, _) => "arith.remf",
-            (BinOp::Add, false, _) => "arith.addi",
-            (BinOp::Sub, false, _) => "arith.subi",
-            (BinOp::Mul, false, _) => "arith.muli",
-            (BinOp::Div, false, true) => "arith.divsi",
-            (BinOp::Div, false, false) => "arith.divui",
-            (BinOp::Rem, false, true) => "arith.remsi",
-            (BinOp::Rem, false, false) => "arith.remui",
-            (BinOp::BitAnd, false, _) => "arith.andi",
-            (BinOp::BitOr, false, _) => "arith.ori",
-            (BinOp::BitXor, false, _) => "arith.xori",
+        let build = |f: Binary<'c>| self.arith(f, a, b, span);
+        let v = match (op, float, signed) {
+            (BinOp::Add, true, _) => build(arith::addf),
+            (BinOp::Sub, true, _) => build(arith::subf),
+            (BinOp::Mul, true, _) => build(arith::mulf),
+            (BinOp::Div, true, _) => build(arith::divf),
+            (BinOp::Rem, true, _) => build(arith::remf),
+            (BinOp::Add, false, _) => build(arith::addi),
+            (BinOp::Sub, false, _) => build(arith::subi),
+            (BinOp::Mul, false, _) => build(arith::muli),
+            (BinOp::Div, false, true) => build(arith::divsi),
+            (BinOp::Div, false, false) => build(arith::divui),
+            (BinOp::Rem, false, true) => build(arith::remsi),
+            (BinOp::Rem, false, false) => build(arith::remui),
+            (BinOp::BitAnd, false, _) => build(arith::andi),
+            (BinOp::BitOr, false, _) => build(arith::ori),
+            (BinOp::BitXor, false, _) => build(arith::xori),
             _ => unreachable!("validated: bitwise operators are not applied to floats"),
         };
-        (self.value(name, &[a, b], t, span), ty)
+        (v, ty)
     }
 
     /// Rust's `as`: integers truncate or extend by the source's signedness, floats to
@@ -432,17 +469,18 @@ impl<'c, 'a> Emitter<'c, 'a> {
         if mlir_scalar(from) == mlir_scalar(to) && from.is_float() == to.is_float() {
             return a;
         }
-        let op = match (from.is_float(), to.is_float()) {
-            (false, false) if from.bits() > to.bits() => "arith.trunci",
-            (false, false) if from.is_signed() => "arith.extsi",
-            (false, false) => "arith.extui",
-            (false, true) if from.is_signed() => "arith.sitofp",
-            (false, true) => "arith.uitofp",
-            (true, true) if from.bits() > to.bits() => "arith.truncf",
-            (true, true) => "arith.extf",
-            (true, false) => return self.saturating_float_to_int(a, from, to, span),
-        };
-        self.value(op, &[a], self.scalar(to), span)
+        let to_type = self.scalar(to);
+        let convert = |build: Conversion<'c>| self.convert(build, a, to_type, span);
+        match (from.is_float(), to.is_float()) {
+            (false, false) if from.bits() > to.bits() => convert(arith::trunci),
+            (false, false) if from.is_signed() => convert(arith::extsi),
+            (false, false) => convert(arith::extui),
+            (false, true) if from.is_signed() => convert(arith::sitofp),
+            (false, true) => convert(arith::uitofp),
+            (true, true) if from.bits() > to.bits() => convert(arith::truncf),
+            (true, true) => convert(arith::extf),
+            (true, false) => self.saturating_float_to_int(a, from, to, span),
+        }
     }
 
     fn saturating_float_to_int(
@@ -452,7 +490,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
         to: ScalarTy,
         span: Span,
     ) -> Value<'c, 'a> {
-        let (ft, tt) = (self.scalar(from), self.scalar(to));
+        let tt = self.scalar(to);
         let (min, max): (i128, i128) = if to.is_signed() {
             (-(1i128 << (to.bits() - 1)), (1i128 << (to.bits() - 1)) - 1)
         } else {
@@ -462,22 +500,39 @@ impl<'c, 'a> Emitter<'c, 'a> {
         // ends exactly (the float bounds may round past them) and map NaN to zero.
         let lo = self.constant(Const::Float(min as f64, from), span);
         let hi = self.constant(Const::Float(max as f64, from), span);
-        let clamped_lo = self.value("arith.maxnumf", &[a, lo], ft, span);
-        let clamped = self.value("arith.minnumf", &[clamped_lo, hi], ft, span);
+        let clamped_lo = self.arith(arith::maxnumf, a, lo, span);
+        let clamped = self.arith(minnumf, clamped_lo, hi, span);
         // `max` may not be representable: a value that rounds up to 2^bits converts out
         // of range, so treat anything at or above `hi` as `max` exactly.
         let below_hi = self.compare_floats(CmpfPredicate::Olt, clamped, hi, span);
-        let safe = self.value("arith.select", &[below_hi, clamped, lo], ft, span);
-        let op = if to.is_signed() {
-            "arith.fptosi"
+        let safe = self.select(below_hi, clamped, lo, span);
+        let conv = if to.is_signed() {
+            self.convert(arith::fptosi, safe, tt, span)
         } else {
-            "arith.fptoui"
+            self.convert(arith::fptoui, safe, tt, span)
         };
-        let conv = self.value(op, &[safe], tt, span);
         let max_c = self.constant(Const::Int(max, to), span);
-        let sat = self.value("arith.select", &[below_hi, conv, max_c], tt, span);
+        let sat = self.select(below_hi, conv, max_c, span);
         let is_nan = self.compare_floats(CmpfPredicate::Uno, a, a, span);
         let zero = self.constant(Const::Int(0, to), span);
-        self.value("arith.select", &[is_nan, zero, sat], tt, span)
+        self.select(is_nan, zero, sat, span)
     }
+}
+
+/// melior's builder of a binary `arith` operation (`arith::addi`, ...).
+pub(super) type Binary<'c> =
+    for<'x, 'y> fn(Value<'c, 'x>, Value<'c, 'y>, Location<'c>) -> Operation<'c>;
+
+/// melior's builder of an `arith` conversion to a given type (`arith::extsi`, ...).
+pub(super) type Conversion<'c> = for<'x> fn(Value<'c, 'x>, Type<'c>, Location<'c>) -> Operation<'c>;
+
+/// `arith.minnumf`, which melior's `arith` module lacks (it has `maxnumf`): the same
+/// shape as its binary builders, the result of the operands' type.
+fn minnumf<'c>(lhs: Value<'c, '_>, rhs: Value<'c, '_>, location: Location<'c>) -> Operation<'c> {
+    use melior::ir::ValueLike;
+    OperationBuilder::new("arith.minnumf", location)
+        .add_operands(&[lhs, rhs])
+        .add_results(&[lhs.r#type()])
+        .build()
+        .expect("an arith.minnumf of two floats of one type builds")
 }
