@@ -218,6 +218,7 @@ fn instance_descriptor(
         format!("{name_str}::<{}>", types.join(", "))
     };
     let calls = device_calls(&item.block);
+    let signatures = signature_checks(&item.block, &body);
     // A kernel with raw operations came from `unsafe` blocks in its body, so its
     // crate already admits `unsafe` code.
     let raw = body
@@ -235,6 +236,7 @@ fn instance_descriptor(
     let descriptor = quote! {
         #[allow(non_upper_case_globals)]
         static #ident: ::offload::KernelDescriptor = #descriptor;
+        #(#signatures)*
     };
     let variants = subst
         .iter()
@@ -356,6 +358,7 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
     let file = item.sig.ident.span().file();
     let name = &item.sig.ident;
     let mut bodies = Vec::new();
+    let mut checks = Vec::new();
     for subst in instances(&item.sig).map_err(to_syn)? {
         let body = translate_device(item, &file, &subst).map_err(to_syn)?;
         offload_mir::validate(&body).map_err(|e| {
@@ -364,6 +367,7 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
                 format!("internal error: the function's MIR is invalid: {e}"),
             )
         })?;
+        checks.extend(signature_checks(&item.block, &body));
         bodies.push(body.to_string());
     }
     let calls = device_calls(&item.block);
@@ -371,6 +375,8 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
     let name_str = name.to_string();
     Ok(quote! {
         #item
+
+        #(#checks)*
 
         #[doc(hidden)]
         #[allow(non_snake_case)]
@@ -380,6 +386,54 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
             pub static DEVICE: ::offload::DeviceFn = ::offload::DeviceFn::new(#name_str, &[#(#bodies),*], &[#(#calls),*]);
         }
     })
+}
+
+/// For each device function `body` calls, a `fn` pointer of the argument and result types
+/// the MIR gives the call, bound to the function: rustc then checks them against the
+/// function's own signature (inferring a generic one's type arguments), so a call the
+/// translator typed otherwise (`my_tid(0)` as a `usize` where `my_tid` takes a `u32`) is
+/// a compile error at the call, not a failure to link at launch.
+fn signature_checks(block: &syn::Block, body: &offload_mir::Body) -> Vec<TokenStream2> {
+    use offload_mir::{Operand, TerminatorKind};
+    let paths = offload_frontend::device_call_paths(block);
+    let mut seen = std::collections::HashSet::new();
+    let mut checks = Vec::new();
+    for bb in &body.blocks {
+        let TerminatorKind::Call {
+            func, args, dest, ..
+        } = &bb.terminator.kind
+        else {
+            continue;
+        };
+        let Some(path) = paths
+            .iter()
+            .find(|p| p.segments.last().is_some_and(|s| s.ident == func))
+        else {
+            continue;
+        };
+        let scalar = |ty: Option<offload_mir::ScalarTy>| ty.map(|t| format_ident!("{}", t.name()));
+        let types: Option<Vec<syn::Ident>> = args
+            .iter()
+            .map(|a| match a {
+                Operand::Const(c) => scalar(Some(c.ty())),
+                Operand::Copy(p) | Operand::Move(p) => {
+                    scalar(body.locals[p.local.index()].ty.scalar())
+                }
+            })
+            .collect();
+        let (Some(types), Some(ret)) = (types, scalar(body.locals[dest.index()].ty.scalar()))
+        else {
+            continue;
+        };
+        if seen.insert((func.clone(), types.clone(), ret.clone())) {
+            checks.push(quote_spanned! {path.span()=>
+                const _: () = {
+                    let _: fn(#(#types),*) -> #ret = #path;
+                };
+            });
+        }
+    }
+    checks
 }
 
 /// References to the `DeviceFn` of every function a body calls, resolved where the call

@@ -32,6 +32,7 @@ impl std::error::Error for TranslateError {}
 // child module adds the methods for one kind of syntax.
 mod calls;
 mod closures;
+mod consts;
 mod control;
 mod expr;
 mod inference;
@@ -42,6 +43,8 @@ mod syntax;
 mod types;
 mod versioning;
 mod workgroup;
+
+pub use consts::{ConstValue, ConstValues, const_value, kernel_consts, strategy_consts};
 
 use types::scalar_type;
 
@@ -162,120 +165,6 @@ pub enum ParamKind {
     Atomic(ScalarTy),
     Slice(ScalarTy),
     Scalar(ScalarTy),
-}
-
-/// Values of the `const` items a kernel names outside itself (`Chunked<COLS>`, `N` in its
-/// body), by name.
-pub type ConstValues = [(String, ConstValue)];
-
-/// The value of a `const` item outside a kernel.
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub enum ConstValue {
-    Int(i128),
-    Float(f64),
-}
-
-/// The `const` items a kernel's signature uses as strategy arguments (`COLS` in
-/// `Region<f32, Chunked<COLS>>`), each once, in order. Their values are known to rustc,
-/// not to the macro: see [`translate_instance_with`].
-pub fn strategy_consts(sig: &syn::Signature) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
-    for input in &sig.inputs {
-        let syn::FnArg::Typed(arg) = input else {
-            continue;
-        };
-        let syn::Type::Path(p) = &*arg.ty else {
-            continue;
-        };
-        let Some(last) = p.path.segments.last() else {
-            continue;
-        };
-        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
-            continue;
-        };
-        if last.ident != "Region" {
-            continue;
-        }
-        for a in &args.args {
-            let syn::GenericArgument::Type(syn::Type::Path(s)) = a else {
-                continue;
-            };
-            let Some(strategy) = s.path.segments.last() else {
-                continue;
-            };
-            let syn::PathArguments::AngleBracketed(params) = &strategy.arguments else {
-                continue;
-            };
-            for param in &params.args {
-                let name = match param {
-                    syn::GenericArgument::Type(syn::Type::Path(c)) => c.path.get_ident(),
-                    syn::GenericArgument::Const(syn::Expr::Path(c)) => c.path.get_ident(),
-                    _ => None,
-                };
-                if let Some(name) = name.map(|n| n.to_string())
-                    && !names.contains(&name)
-                {
-                    names.push(name);
-                }
-            }
-        }
-    }
-    names
-}
-
-/// The `const` items a kernel may name whose values only rustc knows: those its
-/// strategies name ([`strategy_consts`]), then the names in its body that look like
-/// constants (`DT`, `TILE_SIZE`: all capitals) and are used as values. A name the body
-/// declares itself is found there first; the rest take the values the caller gives
-/// ([`translate_instance_with`]), as integer constants typed by their use, as a literal
-/// is.
-pub fn kernel_consts(item: &syn::ItemFn) -> Vec<String> {
-    use syn::visit::Visit;
-    struct Names(Vec<String>);
-    impl<'a> Visit<'a> for Names {
-        fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
-            if let Some(id) = p.path.get_ident() {
-                let name = id.to_string();
-                let constant = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                    && name
-                        .chars()
-                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
-                if constant && !self.0.contains(&name) {
-                    self.0.push(name);
-                }
-            }
-            syn::visit::visit_expr_path(self, p);
-        }
-    }
-    let mut names = Names(strategy_consts(&item.sig));
-    names.visit_block(&item.block);
-    names.0
-}
-
-/// The value of a `const` item's initialiser when it is an integer literal, possibly
-/// negated (`64`, `-7`): what tools that read sources without rustc can carry into
-/// kernels.
-pub fn const_value(expr: &syn::Expr) -> Option<ConstValue> {
-    match expr {
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Int(i),
-            ..
-        }) => i.base10_parse().ok().map(ConstValue::Int),
-        syn::Expr::Lit(syn::ExprLit {
-            lit: syn::Lit::Float(f),
-            ..
-        }) => f.base10_parse().ok().map(ConstValue::Float),
-        syn::Expr::Unary(syn::ExprUnary {
-            op: syn::UnOp::Neg(_),
-            expr,
-            ..
-        }) => const_value(expr).map(|v| match v {
-            ConstValue::Int(i) => ConstValue::Int(-i),
-            ConstValue::Float(f) => ConstValue::Float(-f),
-        }),
-        syn::Expr::Paren(p) => const_value(&p.expr),
-        _ => None,
-    }
 }
 
 /// Reads a strategy (`Linear1D`, `Chunked<4>`, `Chunked<COLS>` with `COLS` in `consts`).
@@ -1032,74 +921,4 @@ impl Translator {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The conformance suite's kernels and device functions, with the values of its
-    /// `const` items.
-    fn conformance() -> (Vec<syn::ItemFn>, Vec<(String, ConstValue)>) {
-        let file: syn::File = syn::parse_str(include_str!("../../../tests/conformance/cases.rs"))
-            .expect("the conformance cases parse");
-        let mut functions = Vec::new();
-        let mut consts = Vec::new();
-        for item in file.items {
-            match item {
-                syn::Item::Fn(f)
-                    if f.attrs.iter().any(|a| {
-                        a.path().is_ident("offload_kernel") || a.path().is_ident("offload_device")
-                    }) =>
-                {
-                    functions.push(f)
-                }
-                syn::Item::Const(c) => {
-                    if let Some(v) = const_value(&c.expr) {
-                        consts.push((c.ident.to_string(), v));
-                    }
-                }
-                _ => {}
-            }
-        }
-        (functions, consts)
-    }
-
-    /// The inference pass models every use the conformance kernels make of their
-    /// literal-typed bindings: each is translated once, with no type learned afterwards.
-    #[test]
-    fn conformance_kernels_are_translated_once() {
-        let (functions, consts) = conformance();
-        assert!(functions.len() > 70, "found {} functions", functions.len());
-        for item in &functions {
-            let device = item
-                .attrs
-                .iter()
-                .any(|a| a.path().is_ident("offload_device"));
-            for subst in instances(&item.sig).expect("instances") {
-                let (kind, ret) = match (&item.sig.output, device) {
-                    (syn::ReturnType::Type(_, t), true) => (
-                        BodyKind::Device,
-                        Ty::Scalar(types::scalar_type(t, &subst).expect("a scalar result")),
-                    ),
-                    _ => (BodyKind::Kernel, Ty::Unit),
-                };
-                let instance = Instance {
-                    name: item.sig.ident.to_string(),
-                    file: "cases.rs",
-                    kind,
-                    ret,
-                    subst: &subst,
-                    consts: &consts,
-                };
-                let hints = inference::infer(item, &subst, &consts, ret.scalar());
-                let (result, missed) = instance.translate(item, &hints);
-                if let Err(e) = result {
-                    panic!("`{}` does not translate: {}", item.sig.ident, e.message);
-                }
-                assert!(
-                    missed.is_empty(),
-                    "`{}`: translation learned {missed:?} after inference",
-                    item.sig.ident
-                );
-            }
-        }
-    }
-}
+mod tests;

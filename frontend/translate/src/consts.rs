@@ -1,0 +1,116 @@
+//! `const` items outside a kernel: which ones a kernel names (in its strategies and its
+//! body), and the values that tools reading sources without rustc can give them.
+
+/// Values of the `const` items a kernel names outside itself (`Chunked<COLS>`, `N` in its
+/// body), by name.
+pub type ConstValues = [(String, ConstValue)];
+
+/// The value of a `const` item outside a kernel.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub enum ConstValue {
+    Int(i128),
+    Float(f64),
+}
+
+/// The `const` items a kernel's signature uses as strategy arguments (`COLS` in
+/// `Region<f32, Chunked<COLS>>`), each once, in order. Their values are known to rustc,
+/// not to the macro: see [`translate_instance_with`](crate::translate_instance_with).
+pub fn strategy_consts(sig: &syn::Signature) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for input in &sig.inputs {
+        let syn::FnArg::Typed(arg) = input else {
+            continue;
+        };
+        let syn::Type::Path(p) = &*arg.ty else {
+            continue;
+        };
+        let Some(last) = p.path.segments.last() else {
+            continue;
+        };
+        let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+            continue;
+        };
+        if last.ident != "Region" {
+            continue;
+        }
+        for a in &args.args {
+            let syn::GenericArgument::Type(syn::Type::Path(s)) = a else {
+                continue;
+            };
+            let Some(strategy) = s.path.segments.last() else {
+                continue;
+            };
+            let syn::PathArguments::AngleBracketed(params) = &strategy.arguments else {
+                continue;
+            };
+            for param in &params.args {
+                let name = match param {
+                    syn::GenericArgument::Type(syn::Type::Path(c)) => c.path.get_ident(),
+                    syn::GenericArgument::Const(syn::Expr::Path(c)) => c.path.get_ident(),
+                    _ => None,
+                };
+                if let Some(name) = name.map(|n| n.to_string())
+                    && !names.contains(&name)
+                {
+                    names.push(name);
+                }
+            }
+        }
+    }
+    names
+}
+
+/// The `const` items a kernel may name whose values only rustc knows: those its
+/// strategies name ([`strategy_consts`]), then the names in its body that look like
+/// constants (`DT`, `TILE_SIZE`: all capitals) and are used as values. A name the body
+/// declares itself is found there first; the rest take the values the caller gives
+/// ([`translate_instance_with`](crate::translate_instance_with)), as integer constants typed by their use, as a literal
+/// is.
+pub fn kernel_consts(item: &syn::ItemFn) -> Vec<String> {
+    use syn::visit::Visit;
+    struct Names(Vec<String>);
+    impl<'a> Visit<'a> for Names {
+        fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
+            if let Some(id) = p.path.get_ident() {
+                let name = id.to_string();
+                let constant = name.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                    && name
+                        .chars()
+                        .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+                if constant && !self.0.contains(&name) {
+                    self.0.push(name);
+                }
+            }
+            syn::visit::visit_expr_path(self, p);
+        }
+    }
+    let mut names = Names(strategy_consts(&item.sig));
+    names.visit_block(&item.block);
+    names.0
+}
+
+/// The value of a `const` item's initialiser when it is an integer literal, possibly
+/// negated (`64`, `-7`): what tools that read sources without rustc can carry into
+/// kernels.
+pub fn const_value(expr: &syn::Expr) -> Option<ConstValue> {
+    match expr {
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Int(i),
+            ..
+        }) => i.base10_parse().ok().map(ConstValue::Int),
+        syn::Expr::Lit(syn::ExprLit {
+            lit: syn::Lit::Float(f),
+            ..
+        }) => f.base10_parse().ok().map(ConstValue::Float),
+        syn::Expr::Unary(syn::ExprUnary {
+            op: syn::UnOp::Neg(_),
+            expr,
+            ..
+        }) => const_value(expr).map(|v| match v {
+            ConstValue::Int(i) => ConstValue::Int(-i),
+            ConstValue::Float(f) => ConstValue::Float(-f),
+        }),
+        syn::Expr::Paren(p) => const_value(&p.expr),
+        _ => None,
+    }
+}
