@@ -123,16 +123,6 @@ impl AtomicKind {
     }
 }
 
-/// The codes of the `arith.cmpi` and `arith.cmpf` predicates the conversions build.
-pub mod predicate {
-    /// `arith.cmpi eq`.
-    pub const CMPI_EQ: i64 = 0;
-    /// `arith.cmpi ne`.
-    pub const CMPI_NE: i64 = 1;
-    /// `arith.cmpf oeq` (ordered and equal).
-    pub const CMPF_OEQ: i64 = 1;
-}
-
 /// Loads the dialect into `context`. Call once per context before parsing offload IR.
 pub fn load(context: &Context) -> Result<(), DialectError> {
     let module = Module::parse(context, IRDL).ok_or(DialectError::DoesNotParse)?;

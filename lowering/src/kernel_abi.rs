@@ -11,12 +11,13 @@
 //! words, so the first report is never overwritten and no thread branches on it.
 
 use crate::rewrite::{self, Inserter, PassError, refuse};
+use melior::dialect::arith::{self, CmpiPredicate};
 use melior::{
     Context,
     ir::{OperationRef, r#type::TypeLike},
 };
 use mlir_sys::*;
-use offload_dialect::{AtomicKind, OffloadType, ops, predicate};
+use offload_dialect::{AtomicKind, OffloadType, ops};
 use std::collections::HashMap;
 
 pub use offload_mir::abi::PANIC_BUFFER_WORDS;
@@ -166,7 +167,7 @@ unsafe fn lower_lengths(context: &Context, root: OperationRef<'_, '_>, collapsed
                 }) => indices,
                 _ => collapsed.view(container),
             };
-            let dim = b.op("memref.dim", &[counted, zero], &[b.index()], &[]);
+            let dim = [b.dim(counted, zero)];
             rewrite::replace(op, &dim);
         }
     }
@@ -196,12 +197,7 @@ unsafe fn lower_extents(
             let v = match usize::try_from(dim) {
                 Ok(d) if d < region.rank => {
                     let memref_dim = b.index_constant((region.rank - 1 - d) as i64);
-                    b.op(
-                        "memref.dim",
-                        &[region.shaped, memref_dim],
-                        &[b.index()],
-                        &[],
-                    )[0]
+                    b.dim(region.shaped, memref_dim)
                 }
                 Ok(_) => b.index_constant(1),
                 Err(_) => return Err(refuse(op, "`offload.extent` needs a `dim` of 0, 1 or 2")),
@@ -250,23 +246,23 @@ unsafe fn lower_loads_and_stores(
                 flat,
                 ..
             }) => {
-                let at = b.op("memref.load", &[indices, index], &[b.int(64)], &[])[0];
-                (flat, b.op("arith.index_cast", &[at], &[b.index()], &[])[0])
+                let at = b.load(indices, &[index], b.int(64));
+                (flat, b.convert(arith::index_cast, at, b.index()))
             }
             _ => (collapsed.view(container), index),
         };
         for op in rewrite::collect(root, ops::LOAD) {
             let b = Inserter::before(context, op);
-            let result_ty = rewrite::result_type(op);
             let (memref, index) = element(&b, rewrite::operand(op, 0), rewrite::operand(op, 1));
-            let v = b.op("memref.load", &[memref, index], &[result_ty], &[]);
+            let elem = rewrite::result_type(op);
+            let v = [b.load(memref, &[index], elem)];
             rewrite::replace(op, &v);
         }
         for op in rewrite::collect(root, ops::STORE) {
             let b = Inserter::before(context, op);
             let value = rewrite::operand(op, 0);
             let (memref, index) = element(&b, rewrite::operand(op, 1), rewrite::operand(op, 2));
-            b.op("memref.store", &[value, memref, index], &[], &[]);
+            b.store(value, memref, &[index]);
             rewrite::replace(op, &[]);
         }
     }
@@ -332,7 +328,7 @@ unsafe fn lower_panics(
                 .ok_or_else(|| refuse(op, "`offload.panic` needs an integer `site`"))?;
             let values = rewrite::operands(op);
             let b = Inserter::before(context, op);
-            let (i64, index) = (b.int(64), b.index());
+            let i64 = b.int(64);
             let zero = b.index_constant(0);
             let one = b.i64_constant(1);
             let addi = b.i64_attr(AtomicKind::AddI.code());
@@ -343,21 +339,15 @@ unsafe fn lower_panics(
                 &[("kind", addi)],
             )[0];
             let none_before = b.i64_constant(0);
-            let eq = b.i64_attr(predicate::CMPI_EQ);
-            let first = b.op(
-                "arith.cmpi",
-                &[seen, none_before],
-                &[b.int(1)],
-                &[("predicate", eq)],
-            )[0];
+            let first = b.cmpi(CmpiPredicate::Eq, seen, none_before);
             let report = b.index_constant(1);
             let scratch = b.index_constant(4);
-            let mut slot = b.op("arith.select", &[first, report, scratch], &[index], &[])[0];
+            let mut slot = b.select(first, report, scratch);
             let step = b.index_constant(1);
             let site = b.i64_constant(site);
             for word in std::iter::once(site).chain(values) {
-                b.op("memref.store", &[word, panic_buffer, slot], &[], &[]);
-                slot = b.op("arith.addi", &[slot, step], &[index], &[])[0];
+                b.store(word, panic_buffer, &[slot]);
+                slot = b.arith(arith::addi, slot, step);
             }
             rewrite::replace(op, &[]);
         }

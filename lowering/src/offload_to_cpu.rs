@@ -31,6 +31,7 @@ use crate::cpu_host::Host;
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite, workgroup_loops};
 use melior::Context;
+use melior::dialect::arith;
 use melior::ir::{OperationRef, Type};
 use mlir_sys::*;
 use offload_dialect::{OffloadType, ops};
@@ -168,7 +169,6 @@ unsafe fn workgroup_memory(
         unsafe {
             let array = kernel_abi::SharedArray::of(context, op)?;
             let b = rewrite::Inserter::before(context, op);
-            let index = b.index();
             let start = b.index_constant(array.offset as i64);
             let len = match array.len {
                 Some(len) => b.index_constant(len as i64),
@@ -176,11 +176,11 @@ unsafe fn workgroup_memory(
                     // Dynamic shared memory is the rest of the block (none if the
                     // block ends before it starts).
                     let zero = b.index_constant(0);
-                    let total = b.op("memref.dim", &[shared, zero], &[index], &[])[0];
-                    let end = b.op("arith.maxui", &[total, start], &[index], &[])[0];
-                    let rest = b.op("arith.subi", &[end, start], &[index], &[])[0];
+                    let total = b.dim(shared, zero);
+                    let end = b.arith(arith::maxui, total, start);
+                    let rest = b.arith(arith::subi, end, start);
                     let size = b.index_constant(array.element_bytes as i64);
-                    b.op("arith.divui", &[rest, size], &[index], &[])[0]
+                    b.arith(arith::divui, rest, size)
                 }
             };
             let view = b.op(
@@ -222,7 +222,7 @@ unsafe fn one_lane_subgroups(
         }
         for op in rewrite::collect(func, ops::BALLOT) {
             let b = rewrite::Inserter::before(context, op);
-            let v = b.op("arith.extui", &[rewrite::operand(op, 0)], &[b.int(64)], &[]);
+            let v = [b.convert(arith::extui, rewrite::operand(op, 0), b.int(64))];
             rewrite::replace(op, &v);
         }
     }

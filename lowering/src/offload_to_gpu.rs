@@ -18,6 +18,7 @@
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
 use melior::Context;
+use melior::dialect::arith;
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{FunctionType, MemRefType};
@@ -269,7 +270,7 @@ unsafe fn workgroup_memory<'c>(
                     let bytes = b.memref(b.int(8), 1, Some(space));
                     let raw = b.op("gpu.dynamic_shared_memory", &[], &[bytes], &[])[0];
                     let size = b.index_constant(shared.element_bytes as i64);
-                    let len = b.op("arith.divui", &[dynamic_bytes, size], &[b.index()], &[])[0];
+                    let len = b.arith(arith::divui, dynamic_bytes, size);
                     let start = b.index_constant(0);
                     b.op("memref.view", &[raw, start, len], &[view_ty], &[])[0]
                 }
@@ -323,12 +324,7 @@ unsafe fn subgroups(
             let mut acc = rewrite::operand(op, 0);
             let mut offset = width / 2;
             while offset > 0 {
-                let lane = b.op(
-                    "arith.constant",
-                    &[],
-                    &[b.int(32)],
-                    &[("value", b.i32_attr(offset))],
-                )[0];
+                let lane = b.constant(b.int(32), offset);
                 let other = shuffle(&b, acc, lane, "xor", width);
                 acc = b.op(&combine, &[acc, other], &[ty], &[])[0];
                 offset /= 2;
@@ -344,24 +340,19 @@ unsafe fn subgroups(
                 let v = if width == 64 {
                     vec![mask]
                 } else {
-                    b.op("arith.extui", &[mask], &[b.int(64)], &[])
+                    vec![b.convert(arith::extui, mask, b.int(64))]
                 };
                 rewrite::replace(op, &v);
                 continue;
             }
-            let all_lanes = b.op(
-                "arith.constant",
-                &[],
-                &[b.int(32)],
-                &[("value", b.i32_attr(-1))],
-            )[0];
+            let all_lanes = b.constant(b.int(32), -1);
             let mask = b.op(
                 "nvvm.vote.sync",
                 &[all_lanes, rewrite::operand(op, 0)],
                 &[b.int(32)],
                 &[("kind", b.attr("#nvvm<vote_sync_kind ballot>"))],
             )[0];
-            let v = b.op("arith.extui", &[mask], &[b.int(64)], &[]);
+            let v = [b.convert(arith::extui, mask, b.int(64))];
             rewrite::replace(op, &v);
         }
     }
@@ -453,12 +444,7 @@ fn shuffle(
 ) -> MlirValue {
     // SAFETY: `value` is a live SSA value of the kernel being converted.
     let ty = unsafe { rewrite::value_type(value) };
-    let width = b.op(
-        "arith.constant",
-        &[],
-        &[b.int(32)],
-        &[("value", b.i32_attr(width))],
-    )[0];
+    let width = b.constant(b.int(32), width);
     let r = b.op(
         "gpu.shuffle",
         &[value, lane, width],

@@ -17,7 +17,7 @@
 //! lowered (`kernel_abi`).
 
 use crate::rewrite::{self, Inserter, PassError, refuse};
-use melior::{Context, ir::OperationRef};
+use melior::{Context, dialect::arith, ir::OperationRef};
 use mlir_sys::MlirValue;
 use offload_dialect::{OffloadType, ops};
 use offload_mir::Strategy;
@@ -69,7 +69,7 @@ fn coordinate(b: &Inserter<'_>, region: MlirValue, strategy: Strategy, dim: u8) 
             let index = b.index();
             let margin = b.op(ops::MARGIN, &[region], &[index], &[])[0];
             let id = global_id(b, dim as i64);
-            b.op("arith.addi", &[id, margin], &[index], &[])[0]
+            b.arith(arith::addi, id, margin)
         }
     }
 }
@@ -81,8 +81,8 @@ fn global_id(b: &Inserter<'_>, dim: i64) -> MlirValue {
     let thread = b.op(ops::THREAD_ID, &[], &[index], &d)[0];
     let group = b.op(ops::WORKGROUP_ID, &[], &[index], &d)[0];
     let size = b.op(ops::WORKGROUP_DIM, &[], &[index], &d)[0];
-    let base = b.op("arith.muli", &[group, size], &[index], &[])[0];
-    b.op("arith.addi", &[base, thread], &[index], &[])[0]
+    let base = b.arith(arith::muli, group, size);
+    b.arith(arith::addi, base, thread)
 }
 
 fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> MlirValue {
@@ -92,7 +92,7 @@ fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> Mli
         Strategy::Chunked(n) => {
             let n = b.index_constant(n as i64);
             let chunk = global_id(b, 0);
-            b.op("arith.muli", &[chunk, n], &[index], &[])[0]
+            b.arith(arith::muli, chunk, n)
         }
         Strategy::Linear2D | Strategy::Stencil2D(_) | Strategy::Linear3D => {
             // Slowest coordinate first: `(plane * rows + row) * row_length + column`.
@@ -105,9 +105,9 @@ fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> Mli
                     &[index],
                     &[("dim", b.i64_attr(d as i64))],
                 )[0];
-                let scaled = b.op("arith.muli", &[at, extent], &[index], &[])[0];
+                let scaled = b.arith(arith::muli, at, extent);
                 let c = coordinate(b, region, strategy, d);
-                at = b.op("arith.addi", &[scaled, c], &[index], &[])[0];
+                at = b.arith(arith::addi, scaled, c);
             }
             at
         }

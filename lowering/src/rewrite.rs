@@ -8,6 +8,7 @@
 //! this module, and the passes keep it by collecting handles with [`collect`] from the
 //! operation they were given and using them before the pass returns.
 
+use melior::dialect::{arith, func, memref};
 use melior::{
     Context,
     ir::{
@@ -18,6 +19,12 @@ use melior::{
     },
 };
 use mlir_sys::*;
+
+/// melior's builder of a binary `arith` operation (`arith::addi`, ...).
+pub type Binary<'c> = for<'x, 'y> fn(Value<'c, 'x>, Value<'c, 'y>, Location<'c>) -> Operation<'c>;
+
+/// melior's builder of an `arith` conversion to a given type (`arith::extsi`, ...).
+pub type Conversion<'c> = for<'x> fn(Value<'c, 'x>, Type<'c>, Location<'c>) -> Operation<'c>;
 
 /// Collects, in pre-order, every operation nested in `root` whose name is `name`.
 pub fn collect(root: OperationRef<'_, '_>, name: &str) -> Vec<MlirOperation> {
@@ -125,11 +132,6 @@ impl<'c> Inserter<'c> {
         melior::ir::attribute::IntegerAttribute::new(self.int(64), value).into()
     }
 
-    /// An `i32` integer attribute.
-    pub fn i32_attr(&self, value: i64) -> Attribute<'c> {
-        melior::ir::attribute::IntegerAttribute::new(self.int(32), value).into()
-    }
-
     /// A boolean attribute.
     pub fn bool_attr(&self, value: bool) -> Attribute<'c> {
         melior::ir::attribute::BoolAttribute::new(self.context, value).into()
@@ -150,6 +152,92 @@ impl<'c> Inserter<'c> {
     pub fn attr(&self, text: &str) -> Attribute<'c> {
         Attribute::parse(self.context, text)
             .unwrap_or_else(|| panic!("internal attribute `{text}` does not parse"))
+    }
+
+    /// The value a raw handle names, for melior's builders.
+    fn value(&self, raw: MlirValue) -> Value<'c, '_> {
+        // SAFETY: values handed to a rewriter are live (this module's contract).
+        unsafe { Value::from_raw(raw) }
+    }
+
+    fn values(&self, raw: &[MlirValue]) -> Vec<Value<'c, '_>> {
+        raw.iter().map(|&v| self.value(v)).collect()
+    }
+
+    /// An `arith.constant` integer (or `index`) of type `ty`.
+    pub fn constant(&self, ty: Type<'c>, value: i64) -> MlirValue {
+        let value = melior::ir::attribute::IntegerAttribute::new(ty, value).into();
+        self.place(arith::constant(self.context, value, self.location))[0]
+    }
+
+    /// A binary `arith` operation by melior's builder (`arith::addi`, ...).
+    pub fn arith(&self, build: Binary<'c>, a: MlirValue, b: MlirValue) -> MlirValue {
+        self.place(build(self.value(a), self.value(b), self.location))[0]
+    }
+
+    /// `a` converted to `to` by melior's `arith` conversion `build` (`arith::extui`, ...).
+    pub fn convert(&self, build: Conversion<'c>, a: MlirValue, to: Type<'c>) -> MlirValue {
+        self.place(build(self.value(a), to, self.location))[0]
+    }
+
+    /// `arith.cmpi`.
+    pub fn cmpi(&self, predicate: arith::CmpiPredicate, a: MlirValue, b: MlirValue) -> MlirValue {
+        let (a, b) = (self.value(a), self.value(b));
+        self.place(arith::cmpi(self.context, predicate, a, b, self.location))[0]
+    }
+
+    /// `arith.select`: `if_true` where `condition` holds, else `if_false`.
+    pub fn select(
+        &self,
+        condition: MlirValue,
+        if_true: MlirValue,
+        if_false: MlirValue,
+    ) -> MlirValue {
+        let (c, t, f) = (
+            self.value(condition),
+            self.value(if_true),
+            self.value(if_false),
+        );
+        self.place(arith::select(c, t, f, self.location))[0]
+    }
+
+    /// `memref.load` of an `elem` from `memref` at `indices`. The element type is given,
+    /// not inferred as melior's `memref::load` does: a conversion may load from a value
+    /// whose type it retypes to a memref only later.
+    pub fn load(&self, memref: MlirValue, indices: &[MlirValue], elem: Type<'c>) -> MlirValue {
+        let op = OperationBuilder::new("memref.load", self.location)
+            .add_operands(&[self.value(memref)])
+            .add_operands(&self.values(indices))
+            .add_results(&[elem])
+            .build()
+            .expect("a load of a memref at its rank's indices is well formed");
+        self.place(op)[0]
+    }
+
+    /// `memref.store` of `value` into `memref` at `indices`.
+    pub fn store(&self, value: MlirValue, memref: MlirValue, indices: &[MlirValue]) {
+        let indices = self.values(indices);
+        let (value, memref) = (self.value(value), self.value(memref));
+        self.place(memref::store(value, memref, &indices, self.location));
+    }
+
+    /// `memref.dim`: the size of `memref`'s dimension `dim` (an `index`).
+    pub fn dim(&self, memref: MlirValue, dim: MlirValue) -> MlirValue {
+        self.place(memref::dim(
+            self.value(memref),
+            self.value(dim),
+            self.location,
+        ))[0]
+    }
+
+    /// `memref.dealloc`.
+    pub fn dealloc(&self, memref: MlirValue) {
+        self.place(memref::dealloc(self.value(memref), self.location));
+    }
+
+    /// `func.return` of nothing.
+    pub fn return_nothing(&self) {
+        self.place(func::r#return(&[], self.location));
     }
 
     /// Builds an operation, inserts it before the anchor and returns its results.
@@ -190,32 +278,30 @@ impl<'c> Inserter<'c> {
         use melior::ir::{Block, BlockLike, Region, RegionLike};
         let block = Block::new(&[(ty, self.location)]);
         let previous = block.argument(0).expect("the block has one argument");
-        use melior::ir::r#type::TypeLike;
-        use offload_dialect::predicate::{CMPF_OEQ, CMPI_EQ};
-        let (predicate, eq) = if ty.is_float() {
-            ("arith.cmpf", self.i64_attr(CMPF_OEQ))
+        let current = self.value(current);
+        let same = block.append_operation(if ty.is_float() {
+            arith::cmpf(
+                self.context,
+                arith::CmpfPredicate::Oeq,
+                previous.into(),
+                current,
+                self.location,
+            )
         } else {
-            ("arith.cmpi", self.i64_attr(CMPI_EQ))
-        };
-        let same = block.append_operation(
-            OperationBuilder::new(predicate, self.location)
-                .add_operands(&[previous.into(), unsafe { Value::from_raw(current) }])
-                .add_results(&[self.int(1)])
-                .add_attributes(&[(Identifier::new(self.context, "predicate"), eq)])
-                .build()
-                .expect("a comparison is well formed"),
-        );
-        let chosen = block.append_operation(
-            OperationBuilder::new("arith.select", self.location)
-                .add_operands(&[
-                    same.result(0).expect("one result").into(),
-                    unsafe { Value::from_raw(new) },
-                    previous.into(),
-                ])
-                .add_results(&[ty])
-                .build()
-                .expect("a select is well formed"),
-        );
+            arith::cmpi(
+                self.context,
+                arith::CmpiPredicate::Eq,
+                previous.into(),
+                current,
+                self.location,
+            )
+        });
+        let chosen = block.append_operation(arith::select(
+            same.result(0).expect("one result").into(),
+            self.value(new),
+            previous.into(),
+            self.location,
+        ));
         block.append_operation(
             OperationBuilder::new("memref.atomic_yield", self.location)
                 .add_operands(&[chosen.result(0).expect("one result").into()])
@@ -237,19 +323,12 @@ impl<'c> Inserter<'c> {
 
     /// `arith.constant` of an `index`.
     pub fn index_constant(&self, v: i64) -> MlirValue {
-        let index = self.index();
-        let value = melior::ir::attribute::IntegerAttribute::new(index, v).into();
-        self.op("arith.constant", &[], &[index], &[("value", value)])[0]
+        self.constant(self.index(), v)
     }
 
     /// `arith.constant` of an `i64`.
     pub fn i64_constant(&self, v: i64) -> MlirValue {
-        self.op(
-            "arith.constant",
-            &[],
-            &[self.int(64)],
-            &[("value", self.i64_attr(v))],
-        )[0]
+        self.constant(self.int(64), v)
     }
 }
 

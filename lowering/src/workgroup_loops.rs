@@ -25,6 +25,7 @@
 //! enough.
 
 use crate::rewrite::{self, Inserter, PassError, refuse};
+use melior::dialect::arith;
 use melior::{
     Context,
     ir::{BlockLike, BlockRef, Location, RegionLike, Value, r#type::TypeLike},
@@ -129,19 +130,9 @@ pub unsafe fn split(
                 op = next;
             }
             let b = Inserter::before(context, barrier);
-            let number = b.op(
-                "arith.constant",
-                &[],
-                &[i32_type.into()],
-                &[("value", b.i32_attr(k as i64 + 1))],
-            )[0];
-            b.op(
-                "memref.store",
-                &[number, phases.stopped, phases.thread],
-                &[],
-                &[],
-            );
-            b.op("func.return", &[], &[], &[]);
+            let number = b.constant(i32_type.into(), k as i64 + 1);
+            b.store(number, phases.stopped, &[phases.thread]);
+            b.return_nothing();
             rewrite::erase(barrier);
             resumes.push(after);
         }
@@ -151,7 +142,7 @@ pub unsafe fn split(
             rewrite::move_to_end(op, start);
         }
         let finished = rewrite::block_after(start);
-        Inserter::at_end(context, finished, location).op("func.return", &[], &[], &[]);
+        Inserter::at_end(context, finished, location).return_nothing();
         dispatch(context, entry, start, &resumes, finished, phases, location);
         keep_values_across_phases(context, func, entry, phases)?;
         Ok(true)
@@ -175,9 +166,8 @@ pub unsafe fn unswitch(context: &Context, nest: MlirOperation, phase: MlirValue,
     unsafe {
         let location = rewrite::location(nest);
         let b = Inserter::before(context, nest);
-        let i32_type = b.int(32);
-        let current = b.op("memref.load", &[phase], &[i32_type], &[])[0];
-        let index = b.op("arith.index_castui", &[current], &[b.index()], &[])[0];
+        let current = b.load(phase, &[], b.int(32));
+        let index = b.convert(arith::index_castui, current, b.index());
         // In the copy of the loops for phase `k`, the dispatch goes straight to that
         // phase's code, and the code no path reaches then is erased (not left to the
         // canonicalizer: see `rewrite::erase_unreachable_blocks`).
@@ -269,20 +259,9 @@ unsafe fn dispatch(
         let block = |raw: MlirBlock| BlockRef::from_raw(raw);
         let b = Inserter::at_end(context, entry, location);
         let i32_type = b.int(32);
-        let zero = b.op(
-            "arith.constant",
-            &[],
-            &[i32_type],
-            &[("value", b.i32_attr(0))],
-        )[0];
-        let phase = b.op("memref.load", &[phases.phase], &[i32_type], &[])[0];
-        let ne = b.i64_attr(offload_dialect::predicate::CMPI_NE);
-        let resuming = b.op(
-            "arith.cmpi",
-            &[phase, zero],
-            &[b.int(1)],
-            &[("predicate", ne)],
-        )[0];
+        let zero = b.constant(i32_type, 0);
+        let phase = b.load(phases.phase, &[], i32_type);
+        let resuming = b.cmpi(arith::CmpiPredicate::Ne, phase, zero);
         b.place(melior::dialect::cf::cond_br(
             context,
             Value::from_raw(resuming),
@@ -294,19 +273,8 @@ unsafe fn dispatch(
         ));
 
         let b = Inserter::at_end(context, resumed, location);
-        let stopped = b.op(
-            "memref.load",
-            &[phases.stopped, phases.thread],
-            &[i32_type],
-            &[],
-        )[0];
-        let eq = b.i64_attr(offload_dialect::predicate::CMPI_EQ);
-        let returned = b.op(
-            "arith.cmpi",
-            &[stopped, zero],
-            &[b.int(1)],
-            &[("predicate", eq)],
-        )[0];
+        let stopped = b.load(phases.stopped, &[phases.thread], i32_type);
+        let returned = b.cmpi(arith::CmpiPredicate::Eq, stopped, zero);
         b.place(melior::dialect::cf::cond_br(
             context,
             Value::from_raw(returned),
@@ -339,12 +307,7 @@ unsafe fn dispatch(
         // two paths' last stores into one through a choice of addresses, which its
         // vectoriser cannot follow.)
         let clear = |b: Inserter<'_>| {
-            b.op(
-                "memref.store",
-                &[zero, phases.stopped, phases.thread],
-                &[],
-                &[],
-            );
+            b.store(zero, phases.stopped, &[phases.thread]);
         };
         clear(Inserter::before(context, rewrite::first_operation(start)));
         clear(Inserter::at_end(context, by_phase, location));
@@ -495,24 +458,14 @@ unsafe fn spill(
             None,
             b.location,
         ))[0];
-        Inserter::before(context, phases.free_before).op("memref.dealloc", &[slots], &[], &[]);
+        Inserter::before(context, phases.free_before).dealloc(slots);
         let store_at = match rewrite::defining_op(value) {
             Some(op) => rewrite::next_operation(op),
             None => rewrite::first_operation(rewrite::defining_block(value)),
         };
-        Inserter::before(context, store_at).op(
-            "memref.store",
-            &[value, slots, phases.thread],
-            &[],
-            &[],
-        );
+        Inserter::before(context, store_at).store(value, slots, &[phases.thread]);
         for &(user, i, top) in stranded {
-            let load = Inserter::before(context, top).op(
-                "memref.load",
-                &[slots, phases.thread],
-                &[ty],
-                &[],
-            )[0];
+            let load = Inserter::before(context, top).load(slots, &[phases.thread], ty);
             rewrite::set_operand(user, i, load);
         }
         Ok(())
