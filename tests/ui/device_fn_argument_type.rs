@@ -29,4 +29,13 @@ fn uses_lerp(mut out: Region<f32, Linear1D>) {
     }
 }
 
+// With the argument's type written, the call matches the signature and compiles.
+#[offload_kernel]
+fn uses_shifted_typed(mut out: Region<f32, Linear1D>) {
+    let t: usize = shifted(0u32);
+    if let Some(v) = out.get_mut() {
+        *v = t as f32;
+    }
+}
+
 fn main() {}
