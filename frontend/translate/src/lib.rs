@@ -35,6 +35,7 @@ mod closures;
 mod consts;
 mod control;
 mod expr;
+mod for_loops;
 mod inference;
 mod methods;
 mod places;

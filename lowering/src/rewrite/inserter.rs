@@ -1,0 +1,313 @@
+//! Building operations at a point in the IR: [`Inserter`] places melior's typed builders'
+//! operations before an anchor or at a block's end, and hands back raw values for the
+//! passes' handle-level edits.
+
+use melior::dialect::{arith, func, memref};
+use melior::{
+    Context,
+    ir::{
+        Attribute, Identifier, Location, Operation, Type, Value, operation::OperationBuilder,
+        r#type::TypeLike,
+    },
+};
+use mlir_sys::*;
+
+/// melior's builder of a binary `arith` operation (`arith::addi`, ...).
+pub type Binary<'c> = for<'x, 'y> fn(Value<'c, 'x>, Value<'c, 'y>, Location<'c>) -> Operation<'c>;
+
+/// melior's builder of an `arith` conversion to a given type (`arith::extsi`, ...).
+pub type Conversion<'c> = for<'x> fn(Value<'c, 'x>, Type<'c>, Location<'c>) -> Operation<'c>;
+
+/// `memref<?x…xelem>` of `rank` dynamic dimensions, in memory space `space` if given.
+pub fn dynamic_memref<'c>(
+    elem: Type<'c>,
+    rank: usize,
+    space: Option<Attribute<'c>>,
+) -> melior::ir::r#type::MemRefType<'c> {
+    // SAFETY: a constant of the C API.
+    let dynamic = unsafe { mlirShapedTypeGetDynamicSize() };
+    melior::ir::r#type::MemRefType::new(elem, &vec![dynamic; rank], None, space)
+}
+
+/// A rewriter positioned before one anchor operation, or at the end of a block.
+pub struct Inserter<'c> {
+    pub context: &'c Context,
+    /// The operation new ones go before; null to append to `block`.
+    anchor: MlirOperation,
+    block: MlirBlock,
+    pub location: Location<'c>,
+}
+
+impl<'c> Inserter<'c> {
+    /// # Safety
+    ///
+    /// `anchor` must be a live operation inside a block.
+    pub unsafe fn before(context: &'c Context, anchor: MlirOperation) -> Self {
+        let location = unsafe { Location::from_raw(mlirOperationGetLocation(anchor)) };
+        Inserter {
+            context,
+            anchor,
+            block: unsafe { mlirOperationGetBlock(anchor) },
+            location,
+        }
+    }
+
+    /// # Safety
+    ///
+    /// `block` must be a live block.
+    pub unsafe fn at_end(context: &'c Context, block: MlirBlock, location: Location<'c>) -> Self {
+        Inserter {
+            context,
+            anchor: MlirOperation {
+                ptr: std::ptr::null_mut(),
+            },
+            block,
+            location,
+        }
+    }
+
+    /// Puts a built operation (owned by no block) at the rewriter's position.
+    fn insert(&self, raw: MlirOperation) {
+        // SAFETY: the anchor (or block) is live, per the constructors' contracts.
+        unsafe {
+            if self.anchor.ptr.is_null() {
+                mlirBlockAppendOwnedOperation(self.block, raw);
+            } else {
+                mlirBlockInsertOwnedOperationBefore(self.block, self.anchor, raw);
+            }
+        }
+    }
+
+    /// Inserts `op` at the rewriter's position and returns it.
+    pub fn place_op(&self, op: Operation<'c>) -> MlirOperation {
+        let raw = op.into_raw();
+        self.insert(raw);
+        raw
+    }
+
+    /// Inserts `op` at the rewriter's position and returns its results.
+    pub fn place(&self, op: Operation<'c>) -> Vec<MlirValue> {
+        let raw = op.into_raw();
+        self.insert(raw);
+        // SAFETY: `raw` was just inserted and is live.
+        unsafe {
+            (0..mlirOperationGetNumResults(raw))
+                .map(|i| mlirOperationGetResult(raw, i))
+                .collect()
+        }
+    }
+
+    /// MLIR's `index` type.
+    pub fn index(&self) -> Type<'c> {
+        Type::index(self.context)
+    }
+
+    /// The signless integer type of `bits` bits.
+    pub fn int(&self, bits: u32) -> Type<'c> {
+        melior::ir::r#type::IntegerType::new(self.context, bits).into()
+    }
+
+    /// An `i64` integer attribute.
+    pub fn i64_attr(&self, value: i64) -> Attribute<'c> {
+        melior::ir::attribute::IntegerAttribute::new(self.int(64), value).into()
+    }
+
+    /// A boolean attribute.
+    pub fn bool_attr(&self, value: bool) -> Attribute<'c> {
+        melior::ir::attribute::BoolAttribute::new(self.context, value).into()
+    }
+
+    /// A reference to the symbol `name` (`@name`).
+    pub fn symbol(&self, name: &str) -> Attribute<'c> {
+        melior::ir::attribute::FlatSymbolRefAttribute::new(self.context, name).into()
+    }
+
+    /// `memref<?x…xelem>` of `rank` dynamic dimensions, in memory space `space` if given.
+    pub fn memref(&self, elem: Type<'c>, rank: usize, space: Option<Attribute<'c>>) -> Type<'c> {
+        dynamic_memref(elem, rank, space).into()
+    }
+
+    /// An attribute given by its text: the dialects' enum attributes (`#gpu<dim x>`),
+    /// which have no C constructor. Builtin types and attributes are built, not parsed.
+    pub fn attr(&self, text: &str) -> Attribute<'c> {
+        Attribute::parse(self.context, text)
+            .unwrap_or_else(|| panic!("internal attribute `{text}` does not parse"))
+    }
+
+    /// The value a raw handle names, for melior's builders.
+    fn value(&self, raw: MlirValue) -> Value<'c, '_> {
+        // SAFETY: values handed to a rewriter are live (this module's contract).
+        unsafe { Value::from_raw(raw) }
+    }
+
+    fn values(&self, raw: &[MlirValue]) -> Vec<Value<'c, '_>> {
+        raw.iter().map(|&v| self.value(v)).collect()
+    }
+
+    /// An `arith.constant` integer (or `index`) of type `ty`.
+    pub fn constant(&self, ty: Type<'c>, value: i64) -> MlirValue {
+        let value = melior::ir::attribute::IntegerAttribute::new(ty, value).into();
+        self.place(arith::constant(self.context, value, self.location))[0]
+    }
+
+    /// A binary `arith` operation by melior's builder (`arith::addi`, ...).
+    pub fn arith(&self, build: Binary<'c>, a: MlirValue, b: MlirValue) -> MlirValue {
+        self.place(build(self.value(a), self.value(b), self.location))[0]
+    }
+
+    /// `a` converted to `to` by melior's `arith` conversion `build` (`arith::extui`, ...).
+    pub fn convert(&self, build: Conversion<'c>, a: MlirValue, to: Type<'c>) -> MlirValue {
+        self.place(build(self.value(a), to, self.location))[0]
+    }
+
+    /// `arith.cmpi`.
+    pub fn cmpi(&self, predicate: arith::CmpiPredicate, a: MlirValue, b: MlirValue) -> MlirValue {
+        let (a, b) = (self.value(a), self.value(b));
+        self.place(arith::cmpi(self.context, predicate, a, b, self.location))[0]
+    }
+
+    /// `arith.select`: `if_true` where `condition` holds, else `if_false`.
+    pub fn select(
+        &self,
+        condition: MlirValue,
+        if_true: MlirValue,
+        if_false: MlirValue,
+    ) -> MlirValue {
+        let (c, t, f) = (
+            self.value(condition),
+            self.value(if_true),
+            self.value(if_false),
+        );
+        self.place(arith::select(c, t, f, self.location))[0]
+    }
+
+    /// `memref.load` of an `elem` from `memref` at `indices`. The element type is given,
+    /// not inferred as melior's `memref::load` does: a conversion may load from a value
+    /// whose type it retypes to a memref only later.
+    pub fn load(&self, memref: MlirValue, indices: &[MlirValue], elem: Type<'c>) -> MlirValue {
+        let op = OperationBuilder::new("memref.load", self.location)
+            .add_operands(&[self.value(memref)])
+            .add_operands(&self.values(indices))
+            .add_results(&[elem])
+            .build()
+            .expect("a load of a memref at its rank's indices is well formed");
+        self.place(op)[0]
+    }
+
+    /// `memref.store` of `value` into `memref` at `indices`.
+    pub fn store(&self, value: MlirValue, memref: MlirValue, indices: &[MlirValue]) {
+        let indices = self.values(indices);
+        let (value, memref) = (self.value(value), self.value(memref));
+        self.place(memref::store(value, memref, &indices, self.location));
+    }
+
+    /// `memref.dim`: the size of `memref`'s dimension `dim` (an `index`).
+    pub fn dim(&self, memref: MlirValue, dim: MlirValue) -> MlirValue {
+        self.place(memref::dim(
+            self.value(memref),
+            self.value(dim),
+            self.location,
+        ))[0]
+    }
+
+    /// `memref.dealloc`.
+    pub fn dealloc(&self, memref: MlirValue) {
+        self.place(memref::dealloc(self.value(memref), self.location));
+    }
+
+    /// `func.return` of nothing.
+    pub fn return_nothing(&self) {
+        self.place(func::r#return(&[], self.location));
+    }
+
+    /// Builds an operation, inserts it before the anchor and returns its results.
+    pub fn op(
+        &self,
+        name: &str,
+        operands: &[MlirValue],
+        results: &[Type<'c>],
+        attributes: &[(&str, Attribute<'c>)],
+    ) -> Vec<MlirValue> {
+        let operands: Vec<Value> = operands
+            .iter()
+            .map(|v| unsafe { Value::from_raw(*v) })
+            .collect();
+        let attributes: Vec<(Identifier, Attribute)> = attributes
+            .iter()
+            .map(|(n, a)| (Identifier::new(self.context, n), *a))
+            .collect();
+        let op: Operation = OperationBuilder::new(name, self.location)
+            .add_operands(&operands)
+            .add_results(results)
+            .add_attributes(&attributes)
+            .build()
+            .unwrap_or_else(|e| panic!("internal operation `{name}` is malformed: {e}"));
+        self.place(op)
+    }
+
+    /// `memref.generic_atomic_rmw` that stores `new` where the element equals `current`;
+    /// returns the previous element.
+    pub fn compare_and_swap(
+        &self,
+        memref: MlirValue,
+        index: MlirValue,
+        current: MlirValue,
+        new: MlirValue,
+        ty: Type<'c>,
+    ) -> MlirValue {
+        use melior::ir::{Block, BlockLike, Region, RegionLike};
+        let block = Block::new(&[(ty, self.location)]);
+        let previous = block.argument(0).expect("the block has one argument");
+        let current = self.value(current);
+        let same = block.append_operation(if ty.is_float() {
+            arith::cmpf(
+                self.context,
+                arith::CmpfPredicate::Oeq,
+                previous.into(),
+                current,
+                self.location,
+            )
+        } else {
+            arith::cmpi(
+                self.context,
+                arith::CmpiPredicate::Eq,
+                previous.into(),
+                current,
+                self.location,
+            )
+        });
+        let chosen = block.append_operation(arith::select(
+            same.result(0).expect("one result").into(),
+            self.value(new),
+            previous.into(),
+            self.location,
+        ));
+        block.append_operation(
+            OperationBuilder::new("memref.atomic_yield", self.location)
+                .add_operands(&[chosen.result(0).expect("one result").into()])
+                .build()
+                .expect("a yield is well formed"),
+        );
+        let region = Region::new();
+        region.append_block(block);
+        let op: Operation = OperationBuilder::new("memref.generic_atomic_rmw", self.location)
+            .add_operands(&[unsafe { Value::from_raw(memref) }, unsafe {
+                Value::from_raw(index)
+            }])
+            .add_results(&[ty])
+            .add_regions([region])
+            .build()
+            .expect("an atomic update is well formed");
+        self.place(op)[0]
+    }
+
+    /// `arith.constant` of an `index`.
+    pub fn index_constant(&self, v: i64) -> MlirValue {
+        self.constant(self.index(), v)
+    }
+
+    /// `arith.constant` of an `i64`.
+    pub fn i64_constant(&self, v: i64) -> MlirValue {
+        self.constant(self.int(64), v)
+    }
+}
