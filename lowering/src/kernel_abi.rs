@@ -284,8 +284,7 @@ unsafe fn lower_atomics(context: &Context, root: OperationRef<'_, '_>) -> Result
                         op,
                         "`offload.atomic_rmw` needs a `kind` that names an atomic operation",
                     )
-                })?
-                .code();
+                })?;
             let b = Inserter::before(context, op);
             let ty = rewrite::result_type(op);
             let (atomic, index, value) = (
@@ -293,13 +292,8 @@ unsafe fn lower_atomics(context: &Context, root: OperationRef<'_, '_>) -> Result
                 rewrite::operand(op, 1),
                 rewrite::operand(op, 2),
             );
-            let v = b.op(
-                "memref.atomic_rmw",
-                &[value, atomic, index],
-                &[ty],
-                &[("kind", b.i64_attr(kind))],
-            );
-            rewrite::replace(op, &v);
+            let v = b.atomic_rmw(kind, value, atomic, index, ty);
+            rewrite::replace(op, &[v]);
         }
         for op in rewrite::collect(root, ops::ATOMIC_CAS) {
             let b = Inserter::before(context, op);
@@ -331,13 +325,7 @@ unsafe fn lower_panics(
             let i64 = b.int(64);
             let zero = b.index_constant(0);
             let one = b.i64_constant(1);
-            let addi = b.i64_attr(AtomicKind::AddI.code());
-            let seen = b.op(
-                "memref.atomic_rmw",
-                &[one, panic_buffer, zero],
-                &[i64],
-                &[("kind", addi)],
-            )[0];
+            let seen = b.atomic_rmw(AtomicKind::AddI, one, panic_buffer, zero, i64);
             let none_before = b.i64_constant(0);
             let first = b.cmpi(CmpiPredicate::Eq, seen, none_before);
             let report = b.index_constant(1);

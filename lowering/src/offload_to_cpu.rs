@@ -137,7 +137,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 workgroup_loops::split(context, func, phases)?;
             }
             for ret in rewrite::collect(func_ref, "func.return") {
-                rewrite::Inserter::before(context, ret).op("scf.yield", &[], &[], &[]);
+                rewrite::Inserter::before(context, ret).yield_nothing();
                 rewrite::replace(ret, &[]);
             }
             // The body moves into `scf.execute_region`, whose entry block takes no
@@ -183,13 +183,8 @@ unsafe fn workgroup_memory(
                     b.arith(arith::divui, rest, size)
                 }
             };
-            let view = b.op(
-                "memref.view",
-                &[shared, start, len],
-                &[b.memref(array.elem, 1, None)],
-                &[],
-            );
-            rewrite::replace(op, &view);
+            let view = b.view(shared, start, &[len], b.memref(array.elem, 1, None));
+            rewrite::replace(op, &[view]);
         }
     }
     Ok(())

@@ -115,7 +115,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     let mut v = b.op(gpu, &[], &[b.index()], &[("dimension", attr)]);
                     if name == ops::WORKGROUP_ID && !whole_grid {
                         let base = group_base[dim as usize];
-                        v = b.op("arith.addi", &[v[0], base], &[b.index()], &[]);
+                        v = vec![b.arith(arith::addi, v[0], base)];
                     }
                     rewrite::replace(op, &v);
                 }
@@ -257,13 +257,8 @@ unsafe fn workgroup_memory<'c>(
                         .build()
                         .expect("a workgroup array's global is valid");
                     globals.push(global);
-                    let global = b.op(
-                        "memref.get_global",
-                        &[],
-                        &[ty],
-                        &[("name", b.symbol(&symbol))],
-                    )[0];
-                    b.op("memref.cast", &[global], &[view_ty], &[])[0]
+                    let global = b.get_global(&symbol, ty);
+                    b.cast(global, view_ty)
                 }
                 None => {
                     // The driver places dynamic shared memory after the static arrays.
@@ -272,7 +267,7 @@ unsafe fn workgroup_memory<'c>(
                     let size = b.index_constant(shared.element_bytes as i64);
                     let len = b.arith(arith::divui, dynamic_bytes, size);
                     let start = b.index_constant(0);
-                    b.op("memref.view", &[raw, start, len], &[view_ty], &[])[0]
+                    b.view(raw, start, &[len], view_ty)
                 }
             };
             rewrite::replace(op, &[view]);
@@ -451,5 +446,5 @@ fn shuffle(
         &[ty, b.int(1)],
         &[("mode", b.attr(&format!("#gpu<shuffle_mode {mode}>")))],
     );
-    b.op("arith.select", &[r[1], r[0], value], &[ty], &[])[0]
+    b.select(r[1], r[0], value)
 }

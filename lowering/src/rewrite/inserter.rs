@@ -2,15 +2,16 @@
 //! operations before an anchor or at a block's end, and hands back raw values for the
 //! passes' handle-level edits.
 
-use melior::dialect::{arith, func, memref};
+use melior::dialect::{arith, func, memref, scf};
 use melior::{
     Context,
     ir::{
         Attribute, Identifier, Location, Operation, Type, Value, operation::OperationBuilder,
-        r#type::TypeLike,
+        r#type::MemRefType, r#type::TypeLike,
     },
 };
 use mlir_sys::*;
+use offload_dialect::AtomicKind;
 
 /// melior's builder of a binary `arith` operation (`arith::addi`, ...).
 pub type Binary<'c> = for<'x, 'y> fn(Value<'c, 'x>, Value<'c, 'y>, Location<'c>) -> Operation<'c>;
@@ -117,11 +118,6 @@ impl<'c> Inserter<'c> {
         melior::ir::attribute::BoolAttribute::new(self.context, value).into()
     }
 
-    /// A reference to the symbol `name` (`@name`).
-    pub fn symbol(&self, name: &str) -> Attribute<'c> {
-        melior::ir::attribute::FlatSymbolRefAttribute::new(self.context, name).into()
-    }
-
     /// `memref<?x…xelem>` of `rank` dynamic dimensions, in memory space `space` if given.
     pub fn memref(&self, elem: Type<'c>, rank: usize, space: Option<Attribute<'c>>) -> Type<'c> {
         dynamic_memref(elem, rank, space).into()
@@ -220,6 +216,59 @@ impl<'c> Inserter<'c> {
         self.place(func::r#return(&[], self.location));
     }
 
+    /// `scf.yield` of nothing.
+    pub fn yield_nothing(&self) {
+        self.place(scf::r#yield(&[], self.location));
+    }
+
+    /// `memref.cast` of `value` to the memref type `to`.
+    pub fn cast(&self, value: MlirValue, to: Type<'c>) -> MlirValue {
+        self.place(memref::cast(
+            self.value(value),
+            memref_type(to),
+            self.location,
+        ))[0]
+    }
+
+    /// `memref.view`: `sizes` elements of `ty` at `byte_shift` bytes into the byte
+    /// buffer `source`. Not melior's `memref::view`, which also attaches an
+    /// `operand_segment_sizes` attribute the operation does not have.
+    pub fn view(
+        &self,
+        source: MlirValue,
+        byte_shift: MlirValue,
+        sizes: &[MlirValue],
+        ty: Type<'c>,
+    ) -> MlirValue {
+        let op = OperationBuilder::new("memref.view", self.location)
+            .add_operands(&[self.value(source), self.value(byte_shift)])
+            .add_operands(&self.values(sizes))
+            .add_results(&[ty])
+            .build()
+            .expect("a view of a byte buffer is well formed");
+        self.place(op)[0]
+    }
+
+    /// `memref.get_global` of the global `name`, of type `ty`.
+    pub fn get_global(&self, name: &str, ty: Type<'c>) -> MlirValue {
+        let op = memref::get_global(self.context, name, memref_type(ty), self.location);
+        self.place(op)[0]
+    }
+
+    /// `memref.atomic_rmw` of `kind` with `value` on `memref` at `index`; returns the
+    /// element as it was before, of type `ty`. (melior has no builder for it.)
+    pub fn atomic_rmw(
+        &self,
+        kind: AtomicKind,
+        value: MlirValue,
+        memref: MlirValue,
+        index: MlirValue,
+        ty: Type<'c>,
+    ) -> MlirValue {
+        let kind = ("kind", self.i64_attr(kind.code()));
+        self.op("memref.atomic_rmw", &[value, memref, index], &[ty], &[kind])[0]
+    }
+
     /// Builds an operation, inserts it before the anchor and returns its results.
     pub fn op(
         &self,
@@ -310,4 +359,9 @@ impl<'c> Inserter<'c> {
     pub fn i64_constant(&self, v: i64) -> MlirValue {
         self.constant(self.int(64), v)
     }
+}
+
+/// `ty` as melior's memref type, for its builders; the passes give only memref types.
+fn memref_type(ty: Type<'_>) -> MemRefType<'_> {
+    MemRefType::try_from(ty).expect("a memref type")
 }
