@@ -23,6 +23,15 @@ pub enum ShuffleMode {
     Xor = 1,
 }
 
+impl ShuffleMode {
+    /// The mode of a `mode` attribute's code.
+    pub fn from_code(code: i64) -> Option<ShuffleMode> {
+        [ShuffleMode::Lane, ShuffleMode::Xor]
+            .into_iter()
+            .find(|m| *m as i64 == code)
+    }
+}
+
 /// How `offload.subgroup_reduce` combines two values: the `arith` operation it is.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Combine {

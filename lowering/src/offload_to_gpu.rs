@@ -27,6 +27,7 @@ use melior::ir::{
     Type,
 };
 use mlir_sys::*;
+use offload_dialect::build::ShuffleMode;
 use offload_dialect::ops;
 
 pub const NAME: &str = "convert-offload-to-gpu";
@@ -301,11 +302,9 @@ unsafe fn subgroups(
             rewrite::replace(op, &v);
         }
         for op in rewrite::collect(func, ops::SHUFFLE) {
-            let mode = match rewrite::int_attribute(op, "mode") {
-                Some(0) => "idx",
-                Some(1) => "xor",
-                _ => return Err(refuse(op, "`offload.shuffle` needs `mode` 0 or 1")),
-            };
+            let mode = rewrite::int_attribute(op, "mode")
+                .and_then(ShuffleMode::from_code)
+                .ok_or_else(|| refuse(op, "`offload.shuffle` needs `mode` 0 or 1"))?;
             let b = rewrite::Inserter::before(context, op);
             let value = rewrite::operand(op, 0);
             let v = shuffle(&b, value, rewrite::operand(op, 1), mode, width);
@@ -320,7 +319,7 @@ unsafe fn subgroups(
             let mut offset = width / 2;
             while offset > 0 {
                 let lane = b.constant(b.int(32), offset);
-                let other = shuffle(&b, acc, lane, "xor", width);
+                let other = shuffle(&b, acc, lane, ShuffleMode::Xor, width);
                 acc = b.op(&combine, &[acc, other], &[ty], &[])[0];
                 offset /= 2;
             }
@@ -430,21 +429,27 @@ fn allow_contraction(context: &Context, func: OperationRef<'_, '_>) {
     }
 }
 
+/// `gpu.shuffle` of `value` over `width` lanes; a lane out of range keeps its own value
+/// (the shuffle's validity bit picks it).
 fn shuffle(
     b: &rewrite::Inserter<'_>,
     value: MlirValue,
     lane: MlirValue,
-    mode: &str,
+    mode: ShuffleMode,
     width: i64,
 ) -> MlirValue {
     // SAFETY: `value` is a live SSA value of the kernel being converted.
     let ty = unsafe { rewrite::value_type(value) };
     let width = b.constant(b.int(32), width);
+    let mode = match mode {
+        ShuffleMode::Lane => "#gpu<shuffle_mode idx>",
+        ShuffleMode::Xor => "#gpu<shuffle_mode xor>",
+    };
     let r = b.op(
         "gpu.shuffle",
         &[value, lane, width],
         &[ty, b.int(1)],
-        &[("mode", b.attr(&format!("#gpu<shuffle_mode {mode}>")))],
+        &[("mode", b.attr(mode))],
     );
     b.select(r[1], r[0], value)
 }

@@ -19,8 +19,8 @@
 use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::{Context, dialect::arith, ir::OperationRef};
 use mlir_sys::MlirValue;
-use offload_dialect::{OffloadType, ops};
-use offload_mir::Strategy;
+use offload_dialect::{OffloadType, build, ops};
+use offload_mir::{Position, Strategy};
 
 pub const NAME: &str = "offload-partition";
 
@@ -66,27 +66,24 @@ fn coordinate(b: &Inserter<'_>, region: MlirValue, strategy: Strategy, dim: u8) 
         rank if dim >= rank => b.index_constant(0),
         1 => global_id(b, 0),
         _ => {
-            let index = b.index();
-            let margin = b.op(ops::MARGIN, &[region], &[index], &[])[0];
-            let id = global_id(b, dim as i64);
+            let margin = b.place(build::margin(b.context, b.value(region), b.location))[0];
+            let id = global_id(b, dim);
             b.arith(arith::addi, id, margin)
         }
     }
 }
 
 /// The thread's position in the whole launch along `dim`.
-fn global_id(b: &Inserter<'_>, dim: i64) -> MlirValue {
-    let index = b.index();
-    let d = [("dim", b.i64_attr(dim))];
-    let thread = b.op(ops::THREAD_ID, &[], &[index], &d)[0];
-    let group = b.op(ops::WORKGROUP_ID, &[], &[index], &d)[0];
-    let size = b.op(ops::WORKGROUP_DIM, &[], &[index], &d)[0];
+fn global_id(b: &Inserter<'_>, dim: u8) -> MlirValue {
+    let position = |p| b.place(build::position(b.context, p, dim, b.location))[0];
+    let thread = position(Position::Thread);
+    let group = position(Position::Workgroup);
+    let size = position(Position::WorkgroupSize);
     let base = b.arith(arith::muli, group, size);
     b.arith(arith::addi, base, thread)
 }
 
 fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> MlirValue {
-    let index = b.index();
     match strategy {
         Strategy::Linear1D | Strategy::Indexed => global_id(b, 0),
         Strategy::Chunked(n) => {
@@ -99,12 +96,8 @@ fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> Mli
             let rank = strategy.rank();
             let mut at = coordinate(b, region, strategy, rank - 1);
             for d in (0..rank - 1).rev() {
-                let extent = b.op(
-                    ops::EXTENT,
-                    &[region],
-                    &[index],
-                    &[("dim", b.i64_attr(d as i64))],
-                )[0];
+                let extent = build::extent(b.context, b.value(region), d, b.location);
+                let extent = b.place(extent)[0];
                 let scaled = b.arith(arith::muli, at, extent);
                 let c = coordinate(b, region, strategy, d);
                 at = b.arith(arith::addi, scaled, c);

@@ -131,7 +131,7 @@ impl<'c> Inserter<'c> {
     }
 
     /// The value a raw handle names, for melior's builders.
-    fn value(&self, raw: MlirValue) -> Value<'c, '_> {
+    pub fn value(&self, raw: MlirValue) -> Value<'c, '_> {
         // SAFETY: values handed to a rewriter are live (this module's contract).
         unsafe { Value::from_raw(raw) }
     }
