@@ -21,9 +21,10 @@ mod doctor;
 struct Cli {
     /// A Rust file with `#[offload_kernel]` functions, a `.mir` file, or a `.mlir` file.
     file: PathBuf,
-    /// The stage to print (for `.rs` and `.mir` files).
-    #[arg(long, value_enum, default_value = "all")]
-    emit: Emit,
+    /// The stage to print, for `.rs` and `.mir` files [default: all]. A `.mlir` file is
+    /// printed as it is or after `--pass-pipeline`.
+    #[arg(long, value_enum)]
+    emit: Option<Emit>,
     /// Runs this pipeline (`builtin.module(offload-partition, canonicalize)`) and prints
     /// the result: on a `.mlir` file as it is, on kernels from their `offload` stage.
     /// Offload passes: offload-partition, convert-offload-to-gpu, convert-offload-to-cpu,
@@ -59,6 +60,13 @@ struct Cli {
     /// folded past the device's limits: workgroup indices are the blocks' own.
     #[arg(long)]
     whole_grid: bool,
+}
+
+impl Cli {
+    /// The stage asked for, `all` where none is.
+    fn emit(&self) -> Emit {
+        self.emit.unwrap_or(Emit::All)
+    }
 }
 
 /// `X[,Y[,Z]]`, each at least 1.
@@ -126,7 +134,14 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let bytes = if cli.emit == Emit::Hsaco {
+    if cli.emit.is_some() && is_mlir(&cli) {
+        bail!(
+            "`--emit` takes a `.rs` or `.mir` file; a `.mlir` file is printed as it is or \
+             after a pipeline, such as `--pass-pipeline='builtin.module(offload-partition, \
+             convert-offload-to-gpu)'`"
+        );
+    }
+    let bytes = if cli.emit() == Emit::Hsaco {
         if cli.output.is_none() {
             bail!("`--emit hsaco` writes a binary code object: name its file with `-o`");
         }
@@ -144,7 +159,7 @@ fn run(cli: Cli) -> Result<()> {
 
 /// The file's kernels in one AMD code object.
 fn code_object(cli: &Cli) -> Result<Vec<u8>> {
-    if cli.pass_pipeline.is_some() || cli.file.extension().is_some_and(|e| e == "mlir") {
+    if cli.pass_pipeline.is_some() {
         bail!("`--emit hsaco` takes a `.rs` or `.mir` file, without `--pass-pipeline`");
     }
     let kernels = linked_kernels(cli)?;
@@ -192,10 +207,10 @@ fn linked_kernels(cli: &Cli) -> Result<Vec<offload_mir::Linked>> {
 /// What `cli` asks to print.
 fn output(cli: &Cli) -> Result<String> {
     let display = cli.file.display().to_string();
-    if cli.file.extension().is_some_and(|e| e == "mlir") {
+    if is_mlir(cli) {
         return mlir_file(&display, cli.pass_pipeline.as_deref());
     }
-    if cli.emit == Emit::Mir && cli.pass_pipeline.is_none() {
+    if cli.emit() == Emit::Mir && cli.pass_pipeline.is_none() {
         return Ok(print_module(&bodies(cli)?));
     }
     let kernels = linked_kernels(cli)?;
@@ -209,14 +224,14 @@ fn output(cli: &Cli) -> Result<String> {
         }
         return Ok(text);
     }
-    if cli.emit == Emit::Linked {
+    if cli.emit() == Emit::Linked {
         let linked: Vec<Body> = kernels.iter().map(|b| b.body().clone()).collect();
         return Ok(print_module(&linked));
     }
     let chip = cli.chip.as_deref();
-    let amd = matches!(cli.emit, Emit::Rocdl | Emit::Amdgcn)
+    let amd = matches!(cli.emit(), Emit::Rocdl | Emit::Amdgcn)
         || chip.is_some_and(|c| c.starts_with("gfx"));
-    let last = match cli.emit {
+    let last = match cli.emit() {
         Emit::Offload => Stage::Offload,
         Emit::Gpu => Stage::Gpu,
         Emit::Llvm | Emit::Ptx if amd => bail!(
@@ -247,7 +262,7 @@ fn output(cli: &Cli) -> Result<String> {
         } else {
             offload_lowering::emit(body, last, &target)?
         };
-        if cli.emit == Emit::All {
+        if cli.emit() == Emit::All {
             text.push_str(&format!(
                 "// ===== {} :: mir =====\n{}\n",
                 body.name,
@@ -266,6 +281,11 @@ fn output(cli: &Cli) -> Result<String> {
         }
     }
     Ok(text)
+}
+
+/// Whether `cli` names a `.mlir` file.
+fn is_mlir(cli: &Cli) -> bool {
+    cli.file.extension().is_some_and(|e| e == "mlir")
 }
 
 /// A `.mlir` file, parsed and verified, after `pipeline` if one is given.

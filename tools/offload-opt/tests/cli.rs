@@ -198,6 +198,15 @@ fn pass_pipelines_run_on_mlir_files() {
         assert!(!ok, "{pipeline} was accepted");
         assert!(stderr.starts_with(error), "{pipeline}: {stderr}");
     }
+    // A stage preset is for kernels; on MLIR the pipeline is named.
+    let (ok, _, stderr) = run(&[offload, "--emit", "ptx"], None);
+    assert!(!ok, "--emit on a .mlir file was accepted");
+    assert_eq!(
+        stderr,
+        "error: `--emit` takes a `.rs` or `.mir` file; a `.mlir` file is printed as it is or \
+         after a pipeline, such as `--pass-pipeline='builtin.module(offload-partition, \
+         convert-offload-to-gpu)'`\n"
+    );
     // Malformed MLIR is a located diagnostic.
     let (ok, _, stderr) = run(&[], Some(("bad.mlir", "module {\n  func.func @f( {\n}\n")));
     assert!(!ok);
