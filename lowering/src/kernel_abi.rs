@@ -30,6 +30,14 @@ pub use offload_mir::abi::PANIC_BUFFER_WORDS;
 /// `func` must be a live `func.func` in the module being converted.
 pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue, PassError> {
     unsafe {
+        let root = OperationRef::from_raw(func);
+        // The partition's ops read regions as they are before this retyping.
+        for name in [ops::REGION_INDEX, ops::REGION_COORD] {
+            if let Some(&op) = rewrite::collect(root, name).first() {
+                let message = format!("`{name}` is left: run `offload-partition` first");
+                return Err(refuse(op, message));
+            }
+        }
         let entry = rewrite::entry_block(func);
         let collapsed = retype_arguments(context, func, entry)?;
         let b = Inserter::before(context, rewrite::first_operation(entry));
@@ -37,7 +45,6 @@ pub unsafe fn lower(context: &Context, func: MlirOperation) -> Result<MlirValue,
         let panic_buffer = rewrite::add_argument(entry, panic_ty, func);
         rewrite::set_function_type(context, func, entry);
 
-        let root = OperationRef::from_raw(func);
         lower_lengths(context, root, &collapsed);
         lower_extents(context, root, &collapsed)?;
         lower_margins(context, root, &collapsed);
