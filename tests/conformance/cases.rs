@@ -39,6 +39,7 @@ macro_rules! for_each_case {
         $m!(assert_failure_is_reported);
         $m!(division_by_zero_is_reported);
         $m!(division_overflow_is_reported);
+        $m!(region_elements_divide_in_place);
         $m!(bool_regions_and_lengths);
         $m!(linear_2d_rows_and_columns);
         $m!(chunked_regions_give_each_thread_a_chunk);
@@ -1297,6 +1298,43 @@ pub fn division_overflow_is_reported(o: LaunchOptions) -> CaseResult {
         divide(o, &mut out, &x, &y),
         "attempt to divide with overflow",
         "*v = x[i] / y[i];",
+    )
+}
+
+// The dividend and divisor are the thread's own region elements: each is read once, so
+// the checks before the division are about the values it divides.
+#[offload_kernel]
+fn divide_in_place(mut q: Region<i64, Linear1D>, mut r: Region<i64, Linear1D>, d: i64) {
+    if let Some(v) = q.get_mut() {
+        *v /= d;
+    }
+    if let Some(v) = r.get_mut() {
+        *v = 1000 / *v + (*v).rem_euclid(d) + *v % d;
+    }
+}
+
+pub fn region_elements_divide_in_place(o: LaunchOptions) -> CaseResult {
+    let q0: Vec<i64> = (0..300).map(|i| i * 37 - 5000).collect();
+    let r0: Vec<i64> = (0..300).map(|i| if i % 2 == 0 { i + 1 } else { -3 * i }).collect();
+    let (mut q, mut r) = (q0.clone(), r0.clone());
+    divide_in_place(o, &mut q, &mut r, 7).map_err(|e| e.to_string())?;
+    let want_q: Vec<i64> = q0.iter().map(|v| v / 7).collect();
+    let want_r: Vec<i64> = r0.iter().map(|v| 1000 / v + v.rem_euclid(7) + v % 7).collect();
+    compare("q /= d", &q, &want_q)?;
+    compare("1000 / r + ...", &r, &want_r)?;
+    let mut zero = r0.clone();
+    zero[200] = 0;
+    expect_panic(
+        divide_in_place(o, &mut q0.clone(), &mut zero, 7),
+        "attempt to divide by zero",
+        "*v = 1000 / *v + (*v).rem_euclid(d) + *v % d;",
+    )?;
+    let mut min = q0.clone();
+    min[3] = i64::MIN;
+    expect_panic(
+        divide_in_place(o, &mut min, &mut r0.clone(), -1),
+        "attempt to divide with overflow",
+        "*v /= d;",
     )
 }
 

@@ -475,8 +475,9 @@ impl Translator {
                 Some(ty)
             };
             let (rhs, _) = self.scalar_expr(&b.right, rhs_ty)?;
-            self.checked_division(op, Operand::Copy(place), rhs, ty, b.right.span())?;
-            self.push(place, Rvalue::BinaryOp(op, Operand::Copy(place), rhs), span);
+            let (lhs, rhs) =
+                self.checked_division(op, Operand::Copy(place), rhs, ty, b.right.span())?;
+            self.push(place, Rvalue::BinaryOp(op, lhs, rhs), span);
             self.write_back_arrays(span);
             return Ok(None);
         }
@@ -500,7 +501,7 @@ impl Translator {
             self.learn(&lhs, lty, rty);
             self.learn(&rhs, rty, lty);
         }
-        self.checked_division(op, lhs, rhs, lty, b.right.span())?;
+        let (lhs, rhs) = self.checked_division(op, lhs, rhs, lty, b.right.span())?;
         let result_ty = if op.is_comparison() {
             ScalarTy::Bool
         } else {
@@ -514,6 +515,9 @@ impl Translator {
 
     /// Integer division and remainder by zero panic in Rust, and so does signed `MIN / -1`
     /// (which overflows); emit both checks, skipping those a constant divisor settles.
+    /// Returns the operands to divide: an element read is read once, into a temporary,
+    /// so that the checks and the division see one value (as rustc evaluates operands
+    /// before its checks), which the verifier can then prove the division by.
     pub(super) fn checked_division(
         &mut self,
         op: BinOp,
@@ -521,13 +525,24 @@ impl Translator {
         rhs: Operand,
         ty: ScalarTy,
         span: SynSpan,
-    ) -> Result<()> {
+    ) -> Result<(Operand, Operand)> {
         if !matches!(op, BinOp::Div | BinOp::Rem) || !ty.is_integer() {
-            return Ok(());
+            return Ok((lhs, rhs));
         }
         let divisor = match rhs {
             Operand::Const(Const::Int(v, _)) => Some(v),
             _ => None,
+        };
+        let once = |s: &mut Self, o: Operand| match o {
+            Operand::Copy(p) | Operand::Move(p) if p.index.is_some() => {
+                s.assign_temp(ty, Rvalue::Use(o), span)
+            }
+            o => o,
+        };
+        let (lhs, rhs) = if divisor.is_none_or(|v| v == 0 || (v == -1 && ty.is_signed())) {
+            (once(self, lhs), once(self, rhs))
+        } else {
+            (lhs, rhs)
         };
         let is_div = op == BinOp::Div;
         if divisor.is_none_or(|v| v == 0) {
@@ -568,7 +583,7 @@ impl Translator {
             };
             self.assert(fine, message, span);
         }
-        Ok(())
+        Ok((lhs, rhs))
     }
 
     fn short_circuit(&mut self, b: &syn::ExprBinary) -> Result<(Operand, ScalarTy)> {

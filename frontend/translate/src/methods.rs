@@ -167,7 +167,7 @@ impl Translator {
         if name == "div_euclid" {
             return self.div_euclid(a, b, t, m, span);
         }
-        self.checked_division(BinOp::Rem, a, b, t, m.args[0].span())?;
+        let (a, b) = self.checked_division(BinOp::Rem, a, b, t, m.args[0].span())?;
         let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
         if !t.is_signed() {
             return Ok(Some((r, t)));
@@ -198,7 +198,7 @@ impl Translator {
         m: &syn::ExprMethodCall,
         span: SynSpan,
     ) -> Result<Value> {
-        self.checked_division(BinOp::Div, a, b, t, m.args[0].span())?;
+        let (a, b) = self.checked_division(BinOp::Div, a, b, t, m.args[0].span())?;
         let q = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Div, a, b), span);
         if !t.is_signed() {
             return Ok(Some((q, t)));
