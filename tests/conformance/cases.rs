@@ -1315,11 +1315,16 @@ fn divide_in_place(mut q: Region<i64, Linear1D>, mut r: Region<i64, Linear1D>, d
 
 pub fn region_elements_divide_in_place(o: LaunchOptions) -> CaseResult {
     let q0: Vec<i64> = (0..300).map(|i| i * 37 - 5000).collect();
-    let r0: Vec<i64> = (0..300).map(|i| if i % 2 == 0 { i + 1 } else { -3 * i }).collect();
+    let r0: Vec<i64> = (0..300)
+        .map(|i| if i % 2 == 0 { i + 1 } else { -3 * i })
+        .collect();
     let (mut q, mut r) = (q0.clone(), r0.clone());
     divide_in_place(o, &mut q, &mut r, 7).map_err(|e| e.to_string())?;
     let want_q: Vec<i64> = q0.iter().map(|v| v / 7).collect();
-    let want_r: Vec<i64> = r0.iter().map(|v| 1000 / v + v.rem_euclid(7) + v % 7).collect();
+    let want_r: Vec<i64> = r0
+        .iter()
+        .map(|v| 1000 / v + v.rem_euclid(7) + v % 7)
+        .collect();
     compare("q /= d", &q, &want_q)?;
     compare("1000 / r + ...", &r, &want_r)?;
     let mut zero = r0.clone();

@@ -43,7 +43,7 @@ struct Cli {
     /// functions (default: `OFFLOAD_LIBDEVICE`, else the CUDA toolkit's).
     #[arg(long)]
     libdevice: Option<String>,
-    /// Print only this kernel.
+    /// Print only this kernel (with `--emit mir`, a device function may be named too).
     #[arg(long)]
     kernel: Option<String>,
     /// Compile the NVIDIA stages and the `cpu` stage for workgroups of this many threads
@@ -167,22 +167,21 @@ fn code_object(cli: &Cli) -> Result<Vec<u8>> {
     Ok(offload_lowering::compile_amd(&kernels, &target, false)?)
 }
 
-/// The bodies of the `.rs` or `.mir` file `cli` names (only `--kernel`'s, if given),
-/// validated.
+/// The bodies of the `.rs` or `.mir` file `cli` names, validated; `--kernel`'s must be
+/// among them. All are kept: a kernel is linked with the file's device functions.
 fn bodies(cli: &Cli) -> Result<Vec<Body>> {
     let display = cli.file.display().to_string();
     let source = std::fs::read_to_string(&cli.file)
         .with_context(|| format!("cannot read {}", cli.file.display()))?;
-    let mut bodies = if cli.file.extension().is_some_and(|e| e == "mir") {
+    let bodies = if cli.file.extension().is_some_and(|e| e == "mir") {
         offload_mir::parse_module(&source).map_err(|e| anyhow::anyhow!("{display}:{e}"))?
     } else {
         kernels_in_rust(&source, &display)?
     };
-    if let Some(name) = &cli.kernel {
-        bodies.retain(|b| &b.name == name);
-        if bodies.is_empty() {
-            bail!("{display}: no kernel named `{name}`");
-        }
+    if let Some(name) = &cli.kernel
+        && !bodies.iter().any(|b| &b.name == name)
+    {
+        bail!("{display}: no kernel named `{name}`");
     }
     for body in &bodies {
         validate(body)?;
@@ -190,16 +189,33 @@ fn bodies(cli: &Cli) -> Result<Vec<Body>> {
     Ok(bodies)
 }
 
-/// The file's kernels, linked with its device functions and verified.
+/// Whether `body` is printed: every one, or only `--kernel`'s.
+fn selected(cli: &Cli, body: &Body) -> bool {
+    cli.kernel.as_ref().is_none_or(|name| *name == body.name)
+}
+
+/// The file's kernels (only `--kernel`'s, if given), linked with its device functions and
+/// verified.
 fn linked_kernels(cli: &Cli) -> Result<Vec<offload_mir::Linked>> {
     let bodies = bodies(cli)?;
     let device: Vec<&Body> = bodies
         .iter()
         .filter(|b| b.kind == BodyKind::Device)
         .collect();
-    bodies
+    let kernels: Vec<&Body> = bodies
         .iter()
-        .filter(|b| b.kind == BodyKind::Kernel)
+        .filter(|b| b.kind == BodyKind::Kernel && selected(cli, b))
+        .collect();
+    if let Some(name) = &cli.kernel
+        && kernels.is_empty()
+    {
+        bail!(
+            "`{name}` is a device function: its code is part of each kernel that calls it \
+             (`--emit mir` prints it alone)"
+        );
+    }
+    kernels
+        .into_iter()
         .map(|k| offload_mir::link(k, &device).map_err(|e| anyhow::anyhow!("{e}")))
         .collect()
 }
@@ -211,7 +227,11 @@ fn output(cli: &Cli) -> Result<String> {
         return mlir_file(&display, cli.pass_pipeline.as_deref());
     }
     if cli.emit() == Emit::Mir && cli.pass_pipeline.is_none() {
-        return Ok(print_module(&bodies(cli)?));
+        let bodies: Vec<Body> = bodies(cli)?
+            .into_iter()
+            .filter(|b| selected(cli, b))
+            .collect();
+        return Ok(print_module(&bodies));
     }
     let kernels = linked_kernels(cli)?;
     if let Some(pipeline) = &cli.pass_pipeline {

@@ -145,6 +145,57 @@ fn deep_nesting_is_an_error_not_a_stack_overflow() {
 }
 
 #[test]
+fn one_kernel_is_printed_with_the_device_functions_it_calls() {
+    let file = "use offload::prelude::*;
+#[offload_device]
+fn halved(a: i32) -> i32 {
+    a / 2
+}
+#[offload_kernel]
+fn calls(mut y: Region<i32, Linear1D>) {
+    if let Some(v) = y.get_mut() {
+        *v = halved(*v);
+    }
+}
+#[offload_kernel]
+fn other(mut y: Region<i32, Linear1D>) {
+    if let Some(v) = y.get_mut() {
+        *v = 1;
+    }
+}
+";
+    let (ok, stdout, stderr) = run(
+        &["--kernel", "calls", "--emit", "offload"],
+        Some(("k.rs", file)),
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("func.func @calls"), "{stdout}");
+    assert!(!stdout.contains("@other"), "{stdout}");
+    let (ok, stdout, stderr) = run(
+        &["--kernel", "halved", "--emit", "mir"],
+        Some(("k.rs", file)),
+    );
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("fn halved(") && !stdout.contains("kernel calls"),
+        "{stdout}"
+    );
+    let (ok, _, stderr) = run(
+        &["--kernel", "halved", "--emit", "ptx"],
+        Some(("k.rs", file)),
+    );
+    assert!(!ok);
+    assert_eq!(
+        stderr,
+        "error: `halved` is a device function: its code is part of each kernel that calls it \
+         (`--emit mir` prints it alone)\n"
+    );
+    let (ok, _, stderr) = run(&["--kernel", "nope"], Some(("k.rs", file)));
+    assert!(!ok);
+    assert_eq!(stderr, "error: DIR/k.rs: no kernel named `nope`\n");
+}
+
+#[test]
 fn pass_pipelines_run_on_mlir_files() {
     let dir = std::env::temp_dir().join(format!("offload-opt-pipeline-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
