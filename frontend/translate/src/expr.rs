@@ -539,13 +539,15 @@ impl Translator {
             }
             o => o,
         };
-        let (lhs, rhs) = if divisor.is_none_or(|v| v == 0 || (v == -1 && ty.is_signed())) {
+        let checks_zero = divisor.is_none_or(|v| v == 0);
+        let checks_overflow = ty.is_signed() && divisor.is_none_or(|v| v == -1);
+        let (lhs, rhs) = if checks_zero || checks_overflow {
             (once(self, lhs), once(self, rhs))
         } else {
             (lhs, rhs)
         };
         let is_div = op == BinOp::Div;
-        if divisor.is_none_or(|v| v == 0) {
+        if checks_zero {
             let nonzero = self.assign_temp(
                 ScalarTy::Bool,
                 Rvalue::BinaryOp(BinOp::Ne, rhs, Operand::Const(Const::Int(0, ty))),
@@ -558,7 +560,7 @@ impl Translator {
             };
             self.assert(nonzero, message, span);
         }
-        if ty.is_signed() && divisor.is_none_or(|v| v == -1) {
+        if checks_overflow {
             let min = -(1i128 << (ty.bits() - 1));
             let minus_one = self.assign_temp(
                 ScalarTy::Bool,
