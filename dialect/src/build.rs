@@ -59,6 +59,14 @@ impl Combine {
             Combine::MaxUI => "arith.maxui",
         }
     }
+
+    /// The combination whose `arith` operation is `name`, if any.
+    pub fn from_name(name: &str) -> Option<Combine> {
+        use Combine::*;
+        [AddF, AddI, MinNumF, MinSI, MinUI, MaxNumF, MaxSI, MaxUI]
+            .into_iter()
+            .find(|c| c.name() == name)
+    }
 }
 
 fn int<'c>(context: &'c Context, value: i64) -> Attribute<'c> {

@@ -76,6 +76,11 @@ pub const KERNEL_ATTR: &str = "offload.kernel";
 /// The attribute that keeps a GPU lowering from fusing a kernel's float multiplies and
 /// adds into fused multiply-adds (MIR's `fp_contract off`).
 pub const NO_FP_CONTRACT_ATTR: &str = "offload.no_fp_contract";
+/// The attribute on a kernel with shared memory whose threads, before its first barrier,
+/// touch shared memory only at their own slots (`offload_mir::safety::Proven`): the zero
+/// fill of its shared memory at the start then needs no barrier after it. Without it,
+/// the fill ends with one.
+pub const FIRST_PHASE_OWNS_SLOTS_ATTR: &str = "offload.first_phase_owns_slots";
 /// The `kind` of `offload.atomic_rmw`: MLIR's `arith::AtomicRMWKind`, whose integer codes
 /// `memref.atomic_rmw` takes unchanged.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

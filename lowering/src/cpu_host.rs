@@ -75,7 +75,10 @@ impl Host {
     /// Builds the host function `name` for a kernel taking `kernel_args`, each with
     /// whether its memory is reached through no other argument (`llvm.noalias`; see the
     /// docs of [`crate::offload_to_cpu`]). A `phased` kernel (one with barriers, see
-    /// [`crate::workgroup_loops`]) runs its threads once per phase.
+    /// [`crate::workgroup_loops`]) runs its threads once per phase. A kernel that
+    /// `zeroes_shared` memory gets its workgroup's shared block zeroed before each
+    /// workgroup runs: a slot no thread of the workgroup wrote reads as zero (not as what
+    /// the host thread's previous workgroup left), as on a GPU and in the interpreter.
     pub fn build<'c>(
         context: &'c Context,
         location: Location<'c>,
@@ -83,6 +86,7 @@ impl Host {
         kernel_args: &[(Type<'c>, bool)],
         phased: bool,
         fixed_size: Option<[i64; 3]>,
+        zeroes_shared: bool,
     ) -> Host {
         let m = Build { context, location };
         let index = Type::index(context);
@@ -131,6 +135,11 @@ impl Host {
         let (group_block, g) = m.block(&[index; 4]);
         let carried = arguments(&group_block);
         let group = [carried[1], carried[2], carried[3]];
+        if zeroes_shared {
+            let shared = arg(offload_mir::abi::CPU_LEADING_ARGS - 1);
+            let bytes = g.dim(shared, c0);
+            g.zero_fill(shared, IntegerType::new(context, 8).into(), [c0, bytes, c1]);
+        }
         let loops = m.thread_loops(size, [c0, c1]);
         let thread_nest = match state {
             Some(state) => m.phase_loop(&g, loops.nest, state, threads, [c0, c1]),

@@ -141,7 +141,7 @@ unsafe fn retype_arguments(
                         "reassociation",
                         ArrayAttribute::new(context, &groups).into(),
                     )],
-                )[0];
+                )?[0];
                 region.margin = Some(rewrite::insert_argument(entry, pos, index, func));
                 pos += 1;
             } else if strategy == offload_mir::Strategy::Indexed {

@@ -11,6 +11,42 @@
 //!
 //! `pipeline` holds the stages and pass pipelines; each offload pass is its own module,
 //! named after the pass.
+//!
+//! # Where safe code could meet `undef` or `poison`, and how each is closed
+//!
+//! In LLVM a branch, an address or a division computed from `undef` or `poison` is
+//! undefined behaviour, so the lowering gives every value a safe kernel can observe a
+//! defined one, on every target:
+//!
+//! - **Shared memory.** Workgroup memory starts out undefined on a GPU, and a CPU thread
+//!   reuses one block for its workgroups. Each workgroup's shared memory (static arrays
+//!   and dynamic shared memory) is zeroed before its threads run: on a GPU every thread
+//!   zeroes its share, then a barrier (`offload_to_gpu::zero_fill`); on the CPU the host
+//!   function zeroes the block before each workgroup (`cpu_host`). A slot no thread wrote
+//!   reads as zero, as in `offload_mir::interp`.
+//! - **Locals assigned on one path only.** The MIR validator refuses a read that some
+//!   path reaches unassigned; where SSA construction still needs a value on a path that
+//!   never reads it, it is a zero constant, never `undef` (`mir_to_offload`).
+//! - **Float-to-integer casts.** `fptosi`/`fptoui` give `poison` out of range: the value
+//!   is first clamped into the range (NaN to the low end), converted, and the ends and NaN
+//!   are then picked by `select`s of defined values (`mir_to_offload::rvalue`).
+//! - **Shifts.** A shift by the bit width or more is `poison`: every amount is masked to
+//!   the width first, as Rust's release semantics say.
+//! - **Integer division and remainder.** By zero, or `MIN / -1`, is undefined: the safety
+//!   verifier proves every division free of both from the checks that dominate it.
+//! - **Bit counts and `abs`.** `ctlz`/`cttz` of zero and `abs` of `MIN` are emitted with
+//!   their poison flags off (`math_to_llvm_intrinsics`, and upstream `convert-math-to-llvm`
+//!   on the CPU), so they are the width and `MIN`.
+//! - **Selects the lowering creates** (saturating casts, clamped neighbours, a shuffle
+//!   from a lane outside the subgroup, the next workgroup's position) choose between
+//!   defined values only; a shuffle's result is used only where its validity bit holds.
+//! - **Integer arithmetic** carries no `nsw`/`nuw` flags: it wraps. **Memory accesses** are
+//!   dominated by bounds checks, so no address is formed past an allocation.
+//! - **Thread positions.** A GPU kernel compiled for a known workgroup size (whose thread
+//!   ids then carry range facts) is launched with that size only: its code is cached per
+//!   launch shape.
+//! - **Device memory** a kernel can read is always written first: host data is copied in,
+//!   `DeviceBuffer`s are made from a slice or zeroed.
 
 mod cpu;
 mod cpu_host;

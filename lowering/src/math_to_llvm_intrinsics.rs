@@ -29,7 +29,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), crate::r
                 let ty = rewrite::result_type(op);
                 let attrs: Vec<(&str, melior::ir::Attribute)> =
                     flag.into_iter().map(|f| (f, b.bool_attr(false))).collect();
-                let v = b.op(intrinsic, &rewrite::operands(op), &[ty], &attrs);
+                let v = b.op(intrinsic, &rewrite::operands(op), &[ty], &attrs)?;
                 rewrite::replace(op, &v);
             }
         }

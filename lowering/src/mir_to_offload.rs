@@ -134,6 +134,13 @@ pub fn build<'c>(context: &'c Context, linked: &Linked) -> Module<'c> {
             Attribute::unit(context),
         ));
     }
+    let has_shared = body.locals.iter().any(|l| matches!(l.ty, Ty::Shared(..)));
+    if has_shared && linked.proven().first_phase_owns_its_slots {
+        attributes.push((
+            Identifier::new(context, offload_dialect::FIRST_PHASE_OWNS_SLOTS_ATTR),
+            Attribute::unit(context),
+        ));
+    }
     let kernel = func::func(
         context,
         StringAttribute::new(context, &body.name),

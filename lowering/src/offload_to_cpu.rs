@@ -100,6 +100,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 })
                 .collect();
             let barriers = rewrite::collect(func_ref, ops::BARRIER).len();
+            let has_shared = !rewrite::collect(func_ref, ops::ALLOC_SHARED).is_empty();
             let location = rewrite::location(func);
             let host = Host::build(
                 context,
@@ -108,6 +109,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 &kernel_args,
                 barriers > 0,
                 fixed_size,
+                has_shared,
             );
             let arg = |i: usize| host.args[i];
             let count = [arg(2), arg(3), arg(4)];

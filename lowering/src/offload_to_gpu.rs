@@ -27,7 +27,7 @@ use melior::ir::{
     Type,
 };
 use mlir_sys::*;
-use offload_dialect::build::ShuffleMode;
+use offload_dialect::build::{Combine, ShuffleMode};
 use offload_dialect::ops;
 
 pub const NAME: &str = "convert-offload-to-gpu";
@@ -92,7 +92,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 allow_contraction(context, func_ref);
             }
             for op in rewrite::collect(func_ref, ops::BARRIER) {
-                rewrite::Inserter::before(context, op).op("gpu.barrier", &[], &[], &[]);
+                rewrite::Inserter::before(context, op).op("gpu.barrier", &[], &[], &[])?;
                 rewrite::replace(op, &[]);
             }
             for (name, gpu) in [
@@ -113,7 +113,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                         continue;
                     }
                     let attr = b.attr(&format!("#gpu<dim {axis}>"));
-                    let mut v = b.op(gpu, &[], &[b.index()], &[("dimension", attr)]);
+                    let mut v = b.op(gpu, &[], &[b.index()], &[("dimension", attr)])?;
                     if name == ops::WORKGROUP_ID && !whole_grid {
                         let base = group_base[dim as usize];
                         v = vec![b.arith(arith::addi, v[0], base)];
@@ -122,7 +122,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 }
             }
             for ret in rewrite::collect(func_ref, "func.return") {
-                rewrite::Inserter::before(context, ret).op("gpu.return", &[], &[], &[]);
+                rewrite::Inserter::before(context, ret).op("gpu.return", &[], &[], &[])?;
                 rewrite::replace(ret, &[]);
             }
 
@@ -155,7 +155,6 @@ pub const VENDOR_ATTR: &str = "offload.vendor";
 /// group base.
 pub const WHOLE_GRID_ATTR: &str = "offload.whole_grid";
 
-/// Replaces each `offload.alloc_shared` with a view of workgroup memory; returns the
 /// The kernel's `gpu.module`, holding the workgroup arrays' `globals` and a `gpu.func`
 /// kernel of `func`'s name and argument types, whose body is left empty; returns the
 /// module and that function.
@@ -213,7 +212,9 @@ unsafe fn gpu_module<'c>(
     (module.into_raw(), kernel)
 }
 
-/// `memref.global` declarations the kernel's `gpu.module` needs.
+/// Replaces each `offload.alloc_shared` with a view of workgroup memory, zeroed at the
+/// kernel's start ([`zero_fill`]); returns the `memref.global` declarations the kernel's
+/// `gpu.module` needs.
 ///
 /// # Safety
 ///
@@ -228,6 +229,11 @@ unsafe fn workgroup_memory<'c>(
         .expect("the gpu dialect is loaded");
     let kernel = kernel_abi::name(func)?;
     let mut globals = Vec::new();
+    // What the zero fill covers: each static array's view, its element type and length;
+    // the dynamic shared memory through its first view.
+    let mut statics = Vec::new();
+    let mut dynamic = None;
+    let mut after_arrays = None;
     for (k, op) in rewrite::collect(func, ops::ALLOC_SHARED)
         .into_iter()
         .enumerate()
@@ -235,6 +241,7 @@ unsafe fn workgroup_memory<'c>(
         // SAFETY: `op` was just collected from the live kernel and is replaced once.
         unsafe {
             let shared = kernel_abi::SharedArray::of(context, op)?;
+            after_arrays = Some(rewrite::next_operation(op));
             let b = rewrite::Inserter::before(context, op);
             let view_ty = b.memref(shared.elem, 1, Some(space));
             let view = match shared.len {
@@ -259,22 +266,88 @@ unsafe fn workgroup_memory<'c>(
                         .expect("a workgroup array's global is valid");
                     globals.push(global);
                     let global = b.get_global(&symbol, ty);
-                    b.cast(global, view_ty)
+                    let view = b.cast(global, view_ty);
+                    let len = b.index_constant(len as i64);
+                    statics.push((view, shared.elem, len));
+                    view
                 }
                 None => {
                     // The driver places dynamic shared memory after the static arrays.
                     let bytes = b.memref(b.int(8), 1, Some(space));
-                    let raw = b.op("gpu.dynamic_shared_memory", &[], &[bytes], &[])[0];
+                    let raw = b.op("gpu.dynamic_shared_memory", &[], &[bytes], &[])?[0];
                     let size = b.index_constant(shared.element_bytes as i64);
                     let len = b.arith(arith::divui, dynamic_bytes, size);
                     let start = b.index_constant(0);
-                    b.view(raw, start, &[len], view_ty)
+                    let view = b.view(raw, start, &[len], view_ty);
+                    // Every view has elements of one size (the verifier sees to it), so
+                    // filling one fills each view's slots, and no byte past them is read.
+                    dynamic.get_or_insert((view, shared.elem, len));
+                    view
                 }
             };
             rewrite::replace(op, &[view]);
         }
     }
+    if let Some(anchor) = after_arrays {
+        // SAFETY: `anchor` follows the last array's view in the live kernel's entry block,
+        // before any of the kernel's own operations; `func` is live.
+        unsafe {
+            let b = rewrite::Inserter::before(context, anchor);
+            let arrays: Vec<_> = statics.into_iter().chain(dynamic).collect();
+            let owned =
+                rewrite::has_attribute(func.to_raw(), offload_dialect::FIRST_PHASE_OWNS_SLOTS_ATTR);
+            zero_fill(&b, &arrays, !owned)?;
+        }
+    }
     Ok(globals)
+}
+
+/// Zeroes the workgroup's shared memory: a slot no thread of the workgroup wrote reads
+/// as zero, the one value the interpreter and the CPU backend give it too. Workgroup
+/// memory starts out undefined (LLVM `undef`), and a branch or an index computed from it
+/// would be undefined behaviour.
+///
+/// Each of the `arrays` (a view, its element type and its length; dynamic shared memory
+/// through one of its views) is zeroed by every thread at its own slots: elements `rank`,
+/// `rank + threads`, ..., the slots `write` and `write_nth` give it. Unless `wait` asks
+/// for a barrier after the fill, the kernel must touch shared memory only at its own
+/// slots before its first barrier ([`offload_dialect::FIRST_PHASE_OWNS_SLOTS_ATTR`]):
+/// then no thread reaches a slot another is still zeroing, and a thread's own zero store
+/// followed by its write of the same slot is one LLVM may drop.
+fn zero_fill<'c>(
+    b: &rewrite::Inserter<'c>,
+    arrays: &[(MlirValue, Type<'c>, MlirValue)],
+    wait: bool,
+) -> Result<(), PassError> {
+    let position = |name: &str, axis: &str| {
+        let dimension = b.attr(&format!("#gpu<dim {axis}>"));
+        b.op(name, &[], &[b.index()], &[("dimension", dimension)])
+            .map(|v| v[0])
+    };
+    let (tx, ty, tz) = (
+        position("gpu.thread_id", "x")?,
+        position("gpu.thread_id", "y")?,
+        position("gpu.thread_id", "z")?,
+    );
+    let (dx, dy, dz) = (
+        position("gpu.block_dim", "x")?,
+        position("gpu.block_dim", "y")?,
+        position("gpu.block_dim", "z")?,
+    );
+    // rank = (tz * dy + ty) * dx + tx; threads = dx * dy * dz.
+    let plane = b.arith(arith::muli, tz, dy);
+    let row = b.arith(arith::addi, plane, ty);
+    let rows = b.arith(arith::muli, row, dx);
+    let rank = b.arith(arith::addi, rows, tx);
+    let dxy = b.arith(arith::muli, dx, dy);
+    let threads = b.arith(arith::muli, dxy, dz);
+    for &(view, elem, len) in arrays {
+        b.zero_fill(view, elem, [rank, len, threads]);
+    }
+    if wait {
+        b.op("gpu.barrier", &[], &[], &[])?;
+    }
+    Ok(())
 }
 
 /// Lowers the subgroup ops to `gpu.shuffle`, `gpu.lane_id` and a ballot (`nvvm.vote.sync`
@@ -298,7 +371,7 @@ unsafe fn subgroups(
         }
         for op in rewrite::collect(func, ops::SUBGROUP_LANE) {
             let b = rewrite::Inserter::before(context, op);
-            let v = b.op("gpu.lane_id", &[], &[b.index()], &[]);
+            let v = b.op("gpu.lane_id", &[], &[b.index()], &[])?;
             rewrite::replace(op, &v);
         }
         for op in rewrite::collect(func, ops::SHUFFLE) {
@@ -307,20 +380,26 @@ unsafe fn subgroups(
                 .ok_or_else(|| refuse(op, "`offload.shuffle` needs `mode` 0 or 1"))?;
             let b = rewrite::Inserter::before(context, op);
             let value = rewrite::operand(op, 0);
-            let v = shuffle(&b, value, rewrite::operand(op, 1), mode, width);
+            let v = shuffle(&b, value, rewrite::operand(op, 1), mode, width)?;
             rewrite::replace(op, &[v]);
         }
         for op in rewrite::collect(func, ops::SUBGROUP_REDUCE) {
             let combine = rewrite::string_attribute(op, "combine")
-                .ok_or_else(|| refuse(op, "`offload.subgroup_reduce` needs a `combine` op name"))?;
+                .and_then(|name| Combine::from_name(&name))
+                .ok_or_else(|| {
+                    refuse(
+                        op,
+                        "`offload.subgroup_reduce` needs a `combine`: `arith.addf`, `arith.addi`, `arith.minnumf`, `arith.minsi`, `arith.minui`, `arith.maxnumf`, `arith.maxsi` or `arith.maxui`",
+                    )
+                })?;
             let b = rewrite::Inserter::before(context, op);
             let ty = rewrite::value_type(rewrite::operand(op, 0));
             let mut acc = rewrite::operand(op, 0);
             let mut offset = width / 2;
             while offset > 0 {
                 let lane = b.constant(b.int(32), offset);
-                let other = shuffle(&b, acc, lane, ShuffleMode::Xor, width);
-                acc = b.op(&combine, &[acc, other], &[ty], &[])[0];
+                let other = shuffle(&b, acc, lane, ShuffleMode::Xor, width)?;
+                acc = b.op(combine.name(), &[acc, other], &[ty], &[])?[0];
                 offset /= 2;
             }
             rewrite::replace(op, &[acc]);
@@ -330,7 +409,7 @@ unsafe fn subgroups(
             if amd {
                 // One bit per lane of the wavefront.
                 let bits = b.int(width as u32);
-                let mask = b.op("rocdl.ballot", &[rewrite::operand(op, 0)], &[bits], &[])[0];
+                let mask = b.op("rocdl.ballot", &[rewrite::operand(op, 0)], &[bits], &[])?[0];
                 let v = if width == 64 {
                     vec![mask]
                 } else {
@@ -345,7 +424,7 @@ unsafe fn subgroups(
                 &[all_lanes, rewrite::operand(op, 0)],
                 &[b.int(32)],
                 &[("kind", b.attr("#nvvm<vote_sync_kind ballot>"))],
-            )[0];
+            )?[0];
             let v = [b.convert(arith::extui, mask, b.int(64))];
             rewrite::replace(op, &v);
         }
@@ -408,7 +487,7 @@ unsafe fn mark_panic_sites(context: &Context, func: OperationRef<'_, '_>) -> Res
                     ("constraints", StringAttribute::new(context, "").into()),
                     ("has_side_effects", Attribute::unit(context)),
                 ],
-            );
+            )?;
         }
     }
     Ok(())
@@ -437,7 +516,7 @@ fn shuffle(
     lane: MlirValue,
     mode: ShuffleMode,
     width: i64,
-) -> MlirValue {
+) -> Result<MlirValue, PassError> {
     // SAFETY: `value` is a live SSA value of the kernel being converted.
     let ty = unsafe { rewrite::value_type(value) };
     let width = b.constant(b.int(32), width);
@@ -450,6 +529,6 @@ fn shuffle(
         &[value, lane, width],
         &[ty, b.int(1)],
         &[("mode", b.attr(mode))],
-    );
-    b.select(r[1], r[0], value)
+    )?;
+    Ok(b.select(r[1], r[0], value))
 }

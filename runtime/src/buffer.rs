@@ -158,7 +158,7 @@ impl<T: Scalar> SplitBuffer<T> {
                 "a split buffer's granule must be at least 1".into(),
             ));
         }
-        let devices = crate::split::share_devices();
+        let devices = crate::split::share_devices()?;
         let (granules, count) = (data.len().div_ceil(granule), devices.len());
         let mut parts = Vec::with_capacity(count);
         let mut windows = Vec::with_capacity(count);
@@ -180,7 +180,7 @@ impl<T: Scalar> SplitBuffer<T> {
 
     /// All of `data` on every device.
     pub fn replicate(data: &[T]) -> Result<Self, Error> {
-        let devices = crate::split::share_devices();
+        let devices = crate::split::share_devices()?;
         let parts = devices
             .iter()
             .map(|d| DeviceBuffer::from_slice(d, data))

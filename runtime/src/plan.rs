@@ -118,6 +118,39 @@ impl GpuGrids {
     }
 }
 
+/// One grid of a GPU launch as a driver takes it: its workgroups and threads per
+/// workgroup along x, y and z, its dynamic shared memory, and its parameter words (each
+/// passed as a pointer to its 64-bit slot).
+pub(crate) struct GpuDispatch<'w> {
+    pub grid: [u32; 3],
+    pub block: [u32; 3],
+    pub shared_bytes: u32,
+    pub words: &'w [u64],
+}
+
+/// Calls `dispatch` for each grid `launch` runs as ([`grid_parts`]), in order, with the
+/// kernel's own `words` followed by the panic buffer at `report` and that grid's hidden
+/// words ([`GpuGrids`]). Every GPU backend hands its driver exactly these, so CUDA and
+/// HIP launches agree word for word.
+pub(crate) fn dispatch_grids(
+    launch: &LaunchPlan<'_, '_>,
+    mut words: Vec<u64>,
+    report: u64,
+    mut dispatch: impl FnMut(GpuDispatch<'_>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let grids = GpuGrids::new(launch, &mut words, report);
+    for part in grid_parts(launch.workgroups) {
+        grids.enter(&mut words, &part);
+        dispatch(GpuDispatch {
+            grid: part.count,
+            block: launch.workgroup_size,
+            shared_bytes: launch.dyn_cache,
+            words: &words,
+        })?;
+    }
+    Ok(())
+}
+
 // A launch with more workgroups along an axis than a grid may have runs as several
 // grids, each told where it starts; workgroups are independent, so running them one
 // grid after another on a stream is the same launch.

@@ -37,7 +37,7 @@ pub(crate) fn run(
             "`device = all` splits one-dimensional launches only".into(),
         ));
     }
-    let devices = share_devices();
+    let devices = share_devices()?;
     for arg in args.iter() {
         let split = |r: &Option<BufferLocation>| r.as_ref().and_then(|r| r.split.clone());
         let splittable = match &arg.kind {
@@ -281,18 +281,31 @@ fn copy_back(
     }
 }
 
-/// The devices a `device = all` launch splits over: every GPU, or two CPU shares when
-/// there is none.
-pub(crate) fn share_devices() -> Vec<Device> {
-    let gpus: Vec<Device> = crate::devices()
-        .into_iter()
+/// The devices a `device = all` launch (or a `SplitBuffer`) splits over: every GPU of
+/// the machine, or two CPU shares when there is none.
+pub(crate) fn share_devices() -> Result<Vec<Device>, Error> {
+    gpus_to_share(crate::devices())
+}
+
+/// The GPUs among `devices`, all of one kind: a machine with both CUDA and HIP GPUs is
+/// refused, since one launch is compiled for one kind and its shares would run different
+/// code under different subgroup widths. Two CPU shares when there is no GPU.
+fn gpus_to_share(devices: Vec<Device>) -> Result<Vec<Device>, Error> {
+    let gpus: Vec<Device> = devices.into_iter().filter(|d| *d != Device::Cpu).collect();
+    let cuda = gpus
+        .iter()
         .filter(|d| matches!(d, Device::Cuda { .. }))
-        .collect();
-    if gpus.is_empty() {
-        vec![Device::Cpu, Device::Cpu]
-    } else {
-        gpus
+        .count();
+    let hip = gpus.len() - cuda;
+    if cuda > 0 && hip > 0 {
+        return Err(Error::InvalidLaunch(format!(
+            "`device = all` splits over GPUs of one kind, and this machine has {cuda} CUDA and {hip} HIP GPUs: pick one with `device = N` (or `OFFLOAD_DEVICE`)"
+        )));
     }
+    if gpus.is_empty() {
+        return Ok(vec![Device::Cpu, Device::Cpu]);
+    }
+    Ok(gpus)
 }
 
 /// Each share's workgroups: where a scattered `SplitBuffer`'s windows start when a region
@@ -349,8 +362,6 @@ fn share_ranges(
         .collect())
 }
 
-/// Runs workgroups `start..end` (in x) of a launch of `groups` on `device`.
-#[allow(clippy::too_many_arguments)]
 /// One share's arguments, moved to the thread that runs the share.
 struct SendArgs<'s, 'a>(&'s mut [KernelArg<'a>]);
 
@@ -358,3 +369,43 @@ struct SendArgs<'s, 'a>(&'s mut [KernelArg<'a>]);
 // caller's read-only data, which every share only reads; the caller's borrows outlive the
 // scope the shares run in.
 unsafe impl Send for SendArgs<'_, '_> {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cuda(ordinal: usize) -> Device {
+        Device::Cuda {
+            ordinal,
+            name: "H200".into(),
+            compute_capability: (9, 0),
+        }
+    }
+
+    fn hip(ordinal: usize) -> Device {
+        Device::Hip {
+            ordinal,
+            name: "MI300X".into(),
+            arch: "gfx942".into(),
+        }
+    }
+
+    #[test]
+    fn all_splits_over_the_gpus_of_one_kind() {
+        let two_cuda = gpus_to_share(vec![cuda(0), cuda(1), Device::Cpu]).unwrap();
+        assert_eq!(two_cuda, [cuda(0), cuda(1)]);
+        let two_hip = gpus_to_share(vec![hip(0), hip(1), Device::Cpu]).unwrap();
+        assert_eq!(two_hip, [hip(0), hip(1)]);
+        let none = gpus_to_share(vec![Device::Cpu]).unwrap();
+        assert_eq!(none, [Device::Cpu, Device::Cpu]);
+    }
+
+    #[test]
+    fn all_refuses_a_mix_of_gpu_kinds() {
+        let mixed = gpus_to_share(vec![cuda(0), hip(0), hip(1), Device::Cpu]);
+        assert_eq!(
+            mixed.unwrap_err().to_string(),
+            "invalid launch: `device = all` splits over GPUs of one kind, and this machine has 1 CUDA and 2 HIP GPUs: pick one with `device = N` (or `OFFLOAD_DEVICE`)"
+        );
+    }
+}

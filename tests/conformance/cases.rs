@@ -61,6 +61,7 @@ macro_rules! for_each_case {
         $m!(tree_reductions_in_place);
         $m!(barriers_order_writes_before_reads_in_2d_workgroups);
         $m!(dynamic_shared_memory_sized_by_dyn_cache);
+        $m!(shared_slots_no_thread_wrote_read_as_zero);
         $m!(raw_shared_memory_access);
         $m!(subgroup_operations);
         $m!(warp_reduction_sum);
@@ -2143,6 +2144,62 @@ pub fn dynamic_shared_memory_sized_by_dyn_cache(o: LaunchOptions) -> CaseResult 
     let want: Vec<f32> = (0..n).map(|i| x[(i / 64) * 64 + 63 - i % 64]).collect();
     compare("reversed", &out, &want)?;
     compare("dynamic length", &lens, &vec![80; n])
+}
+
+/// Reads shared slots that no thread of the workgroup wrote, and branches on them: the
+/// static array's slots past the workgroup's 32 threads, every slot in the odd
+/// workgroups (which skip their writes, while a CPU thread runs several workgroups in
+/// one block of memory), and dynamic shared memory past the 32 slots written.
+#[offload_kernel]
+fn read_unwritten_shared(mut out: Region<u32, Linear1D>, mut dynamic: Region<u32, Linear1D>) {
+    let mut tile = Shared::<u32, 64>::new();
+    let mut cache = DynShared::<u32>::new();
+    let g = workgroup_idx(0) as u32;
+    if g % 2 == 0 {
+        tile.write(g + 1);
+        cache.write(g + 100);
+    }
+    sync_threads();
+    let t = thread_idx(0);
+    let own = tile[t];
+    let past = tile[32 + t];
+    let mirrored = cache[cache.len() - 1 - t];
+    if let Some(v) = out.get_mut() {
+        *v = if own == 0 { 10 } else { own } + if past == 0 { 0 } else { 1000 };
+    }
+    if let Some(v) = dynamic.get_mut() {
+        *v = if mirrored == 0 { 7 } else { mirrored };
+    }
+}
+
+pub fn shared_slots_no_thread_wrote_read_as_zero(o: LaunchOptions) -> CaseResult {
+    let n = 32 * 6;
+    let (mut out, mut dynamic) = (vec![0u32; n], vec![0u32; n]);
+    let o = LaunchOptions {
+        thread_dim: Some([32, 1, 1]),
+        // 48 slots; the kernel writes the first 32.
+        dyn_cache: 48 * 4,
+        ..o
+    };
+    read_unwritten_shared(o, &mut out, &mut dynamic).map_err(|e| e.to_string())?;
+    let written = |g: usize| g.is_multiple_of(2);
+    let want: Vec<u32> = (0..n)
+        .map(|i| {
+            if written(i / 32) {
+                i as u32 / 32 + 1
+            } else {
+                10
+            }
+        })
+        .collect();
+    compare("static slots", &out, &want)?;
+    let want: Vec<u32> = (0..n)
+        .map(|i| match 47 - i % 32 {
+            slot if slot < 32 && written(i / 32) => i as u32 / 32 + 100,
+            _ => 7,
+        })
+        .collect();
+    compare("dynamic slots", &dynamic, &want)
 }
 
 /// The raw API: every thread writes a slot that is not its own (with `unsafe`), and

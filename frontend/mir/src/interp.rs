@@ -17,6 +17,8 @@
 //! - **Memory**: regions, slices and atomics are the arguments' data; each workgroup has
 //!   zeroed shared memory laid out as [`Body::shared_layout`] says, dynamic shared memory
 //!   (`dyn_shared_bytes` bytes) after the static arrays, every `Shared<T, dyn>` viewing it.
+//!   A slot no thread of the workgroup wrote reads as zero, as the lowering zeroes
+//!   shared memory when a workgroup starts, on every target.
 //! - **Panics**: the first panic of the launch is the report; the data the kernel may
 //!   write (regions, atomics) is written back into the arguments only if no thread
 //!   panicked, as the runtime copies back.
@@ -180,10 +182,6 @@ pub enum InterpError {
     DivisionByZero { at: At },
     #[error("at {at}: integer division overflows (`MIN / -1`)")]
     DivisionOverflow { at: At },
-    /// A read of a shared slot no thread of the workgroup wrote: its value is unspecified
-    /// (not undefined behaviour, but nothing to compare).
-    #[error("at {at}: read a shared-memory slot no thread of the workgroup wrote")]
-    UnwrittenShared { at: At },
     #[error("at {at}: reached `unreachable`")]
     ReachedUnreachable { at: At },
     #[error("ran past the budget of {max_steps} steps")]
@@ -498,11 +496,10 @@ fn write_back(body: &Body, args: &mut [ArgValue], mut buffers: Vec<Option<Buffer
 
 /// One workgroup's shared memory: the static arrays at their offsets, then the dynamic
 /// shared memory, little-endian as on the host.
+/// Every workgroup's starts zeroed, as the lowering zeroes it on every target: a slot no
+/// thread of the workgroup wrote reads as zero.
 struct SharedMemory {
     bytes: Vec<u8>,
-    /// Which bytes a thread of the workgroup has written: the others hold unspecified
-    /// values on the targets (leftovers of another workgroup, or anything on a GPU).
-    written: Vec<bool>,
     /// Per local: (byte offset, elements) of a `Shared` array's view.
     views: Vec<Option<(usize, u64)>>,
 }
@@ -525,26 +522,21 @@ impl SharedMemory {
         let size = layout.dynamic_offset + dyn_bytes as usize;
         SharedMemory {
             bytes: vec![0; size],
-            written: vec![false; size],
             views,
         }
     }
 
-    /// The element at byte `at`, or `None` if some of its bytes were never written.
-    fn load(&self, elem: ScalarTy, at: usize) -> Option<u64> {
+    /// The element at byte `at`.
+    fn load(&self, elem: ScalarTy, at: usize) -> u64 {
         let size = elem.size_bytes();
-        if !self.written[at..at + size].iter().all(|w| *w) {
-            return None;
-        }
         let mut word = [0u8; 8];
         word[..size].copy_from_slice(&self.bytes[at..at + size]);
-        Some(u64::from_le_bytes(word))
+        u64::from_le_bytes(word)
     }
 
     fn store(&mut self, elem: ScalarTy, at: usize, value: u64) {
         let size = elem.size_bytes();
         self.bytes[at..at + size].copy_from_slice(&value.to_le_bytes()[..size]);
-        self.written[at..at + size].fill(true);
     }
 }
 
@@ -656,7 +648,6 @@ impl Machine<'_> {
     /// Runs every thread of workgroup `g` to its end, pass after pass.
     fn run_workgroup(&mut self, g: u64, scalars: &[u64]) -> Result<(), InterpError> {
         self.shared.bytes.fill(0);
-        self.shared.written.fill(false);
         let group = coords(g, self.launch.workgroups);
         let count = self
             .launch
@@ -825,10 +816,7 @@ impl Machine<'_> {
                 return Err(self.out_of_bounds(t, container, index, len));
             }
             let at = offset + index as usize * elem.size_bytes();
-            return self
-                .shared
-                .load(elem, at)
-                .ok_or_else(|| InterpError::UnwrittenShared { at: self.at(t) });
+            return Ok(self.shared.load(elem, at));
         }
         let buffer = self.buffer(container);
         match buffer.slot(index) {

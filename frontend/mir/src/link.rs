@@ -22,11 +22,17 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq)]
 pub struct Linked {
     body: Body,
+    proven: crate::safety::Proven,
 }
 
 impl Linked {
     pub fn body(&self) -> &Body {
         &self.body
+    }
+
+    /// What the safety verifier proved of the body beyond its safety.
+    pub fn proven(&self) -> crate::safety::Proven {
+        self.proven
     }
 
     /// The receipt of validation, for code that needs only that.
@@ -54,7 +60,11 @@ impl Linked {
         // Panic reports name a site by its number in this body's block order, which the
         // runtime decodes with the linked body: the numbers must not move.
         crate::simplify::simplify_keeping_sites(&mut body);
-        Linked { body }
+        // Folding takes accesses away and adds none, so what was proven still holds.
+        Linked {
+            body,
+            proven: self.proven,
+        }
     }
 }
 
@@ -142,19 +152,18 @@ pub fn link(kernel: &Body, device_functions: &[&Body]) -> Result<Linked, LinkErr
         })?;
     crate::simplify::simplify(&mut body);
     validate(&body)?;
-    let violations = verify(&body);
-    if !violations.is_empty() {
-        return Err(LinkError::Unsafe {
+    match verify(&body) {
+        Ok(proven) => Ok(Linked { body, proven }),
+        Err(violations) => Err(LinkError::Unsafe {
             kernel: body.name.clone(),
             file: body.file.clone(),
             violations,
-        });
+        }),
     }
-    Ok(Linked { body })
 }
 
-/// Every safety violation of a linked body.
-fn verify(body: &Body) -> Vec<Violation> {
+/// Every safety violation of a linked body, or what the verifier proved of it.
+fn verify(body: &Body) -> Result<crate::safety::Proven, Vec<Violation>> {
     let mut out = Vec::new();
     let convergence = |e: crate::convergence::ConvergenceError| Violation {
         block: None,
@@ -164,14 +173,14 @@ fn verify(body: &Body) -> Vec<Violation> {
     if let Err(e) = crate::convergence::check_convergence(body) {
         out.push(convergence(e));
     }
-    out.extend(
-        crate::safety::check_memory_safety(body)
-            .into_iter()
-            .map(|e| Violation {
-                block: Some(e.block),
-                span: e.span,
-                message: e.message,
-            }),
-    );
-    out
+    match crate::safety::check_memory_safety(body) {
+        Ok(proven) if out.is_empty() => return Ok(proven),
+        Ok(_) => {}
+        Err(errors) => out.extend(errors.into_iter().map(|e| Violation {
+            block: Some(e.block),
+            span: e.span,
+            message: e.message,
+        })),
+    }
+    Err(out)
 }

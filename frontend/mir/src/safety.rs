@@ -65,14 +65,28 @@ pub struct SafetyError {
     pub message: String,
 }
 
+/// What the verifier proved of a kernel beyond its safety, which the lowering may use.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+pub struct Proven {
+    /// Before its first barrier, every thread touches shared memory only at its own
+    /// slots (`k * threads + rank`, through the safe API): a thread that zeroes exactly
+    /// those slots when the kernel starts needs no barrier before going on, since no
+    /// other thread reaches them in that phase.
+    pub first_phase_owns_its_slots: bool,
+}
+
 /// Checks every access and division of `body`, and that no two threads race on shared
-/// memory; returns every violation found.
-pub fn check_memory_safety(body: &Body) -> Vec<SafetyError> {
-    let (mut errors, races) = verify(body);
+/// memory; returns every violation found, or what was proven.
+pub fn check_memory_safety(body: &Body) -> Result<Proven, Vec<SafetyError>> {
+    let (mut errors, races, proven) = verify(body);
     errors.extend(races);
     errors.sort_by_key(|e| (e.block, e.span.line, e.span.column));
     errors.dedup();
-    errors
+    if errors.is_empty() {
+        Ok(proven)
+    } else {
+        Err(errors)
+    }
 }
 
 /// Only the shared-memory race check of [`check_memory_safety`], for the kernel
@@ -81,8 +95,9 @@ pub fn check_shared_races(body: &Body) -> Vec<SafetyError> {
     verify(body).1
 }
 
-/// The violations of `body`: those of single accesses and divisions, and races.
-fn verify(body: &Body) -> (Vec<SafetyError>, Vec<SafetyError>) {
+/// The violations of `body`: those of single accesses and divisions, and races; and
+/// what was proven.
+fn verify(body: &Body) -> (Vec<SafetyError>, Vec<SafetyError>, Proven) {
     let mut errors = Vec::new();
     let layout = body.shared_layout();
     if layout.static_bytes > MAX_STATIC_SHARED_BYTES {
@@ -102,7 +117,7 @@ fn verify(body: &Body) -> (Vec<SafetyError>, Vec<SafetyError>) {
     }
     let memories = match races::memories(body) {
         Ok(m) => m,
-        Err(e) => return (errors, vec![e]),
+        Err(e) => return (errors, vec![e], Proven::default()),
     };
     let mut analysis = Analysis {
         body,
@@ -112,6 +127,7 @@ fn verify(body: &Body) -> (Vec<SafetyError>, Vec<SafetyError>) {
         merges: HashMap::new(),
         memories,
         shared: Vec::new(),
+        proven: Proven::default(),
     };
     let races = match analysis.solve() {
         Some(entries) => {
@@ -134,7 +150,7 @@ fn verify(body: &Body) -> (Vec<SafetyError>, Vec<SafetyError>) {
         }
     };
     errors.extend(analysis.errors);
-    (errors, races)
+    (errors, races, analysis.proven)
 }
 
 /// What is known at a program point: the value of each assigned local, and conditions
@@ -179,6 +195,8 @@ struct Analysis<'a> {
     memories: Vec<Vec<Local>>,
     /// The safe accesses to shared memory, recorded by the final pass for the race check.
     shared: Vec<races::SharedAccess>,
+    /// What the race check proved beyond the absence of races.
+    proven: Proven,
 }
 
 impl Analysis<'_> {

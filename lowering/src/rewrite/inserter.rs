@@ -2,6 +2,7 @@
 //! operations before an anchor or at a block's end, and hands back raw values for the
 //! passes' handle-level edits.
 
+use super::PassError;
 use melior::dialect::{arith, func, memref, scf};
 use melior::{
     Context,
@@ -266,17 +267,24 @@ impl<'c> Inserter<'c> {
         ty: Type<'c>,
     ) -> MlirValue {
         let kind = ("kind", self.i64_attr(kind.code()));
-        self.op("memref.atomic_rmw", &[value, memref, index], &[ty], &[kind])[0]
+        let op = OperationBuilder::new("memref.atomic_rmw", self.location)
+            .add_operands(&self.values(&[value, memref, index]))
+            .add_results(&[ty])
+            .add_attributes(&[(Identifier::new(self.context, kind.0), kind.1)])
+            .build()
+            .expect("an atomic update of an element is well formed");
+        self.place(op)[0]
     }
 
-    /// Builds an operation, inserts it before the anchor and returns its results.
+    /// Builds an operation, inserts it before the anchor and returns its results; an
+    /// operation MLIR cannot create is refused at the anchor.
     pub fn op(
         &self,
         name: &str,
         operands: &[MlirValue],
         results: &[Type<'c>],
         attributes: &[(&str, Attribute<'c>)],
-    ) -> Vec<MlirValue> {
+    ) -> Result<Vec<MlirValue>, PassError> {
         let operands: Vec<Value> = operands
             .iter()
             .map(|v| unsafe { Value::from_raw(*v) })
@@ -290,8 +298,11 @@ impl<'c> Inserter<'c> {
             .add_results(results)
             .add_attributes(&attributes)
             .build()
-            .unwrap_or_else(|e| panic!("internal operation `{name}` is malformed: {e}"));
-        self.place(op)
+            .map_err(|e| PassError {
+                at: Some(self.location.to_raw()),
+                message: format!("`{name}` could not be built: {e}"),
+            })?;
+        Ok(self.place(op))
     }
 
     /// `memref.generic_atomic_rmw` that stores `new` where the element equals `current`;
@@ -348,6 +359,40 @@ impl<'c> Inserter<'c> {
             .build()
             .expect("an atomic update is well formed");
         self.place(op)[0]
+    }
+
+    /// `arith.constant` zero of the integer or float type `ty`.
+    pub fn zero(&self, ty: Type<'c>) -> MlirValue {
+        if ty.is_float() {
+            let zero = melior::ir::attribute::FloatAttribute::new(self.context, ty, 0.0).into();
+            self.place(arith::constant(self.context, zero, self.location))[0]
+        } else {
+            self.constant(ty, 0)
+        }
+    }
+
+    /// `scf.for %k = begin to end step step { memref.store 0, memref[%k] }`: zeroes the
+    /// elements `begin`, `begin + step`, ... below `end` of the 1-D `memref` of `elem`s.
+    pub fn zero_fill(&self, memref: MlirValue, elem: Type<'c>, [begin, end, step]: [MlirValue; 3]) {
+        use melior::ir::{Block, BlockLike, Region, RegionLike};
+        let zero = self.zero(elem);
+        let body = Block::new(&[(self.index(), self.location)]);
+        let k = body.argument(0).expect("the loop body takes its counter");
+        body.append_operation(memref::store(
+            self.value(zero),
+            self.value(memref),
+            &[k.into()],
+            self.location,
+        ));
+        body.append_operation(scf::r#yield(&[], self.location));
+        let region = Region::new();
+        region.append_block(body);
+        let op = OperationBuilder::new("scf.for", self.location)
+            .add_operands(&self.values(&[begin, end, step]))
+            .add_regions([region])
+            .build()
+            .expect("a loop of index bounds carrying nothing is valid");
+        self.place(op);
     }
 
     /// `arith.constant` of an `index`.

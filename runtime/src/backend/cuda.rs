@@ -10,7 +10,7 @@
 
 use super::Backend;
 use crate::compile::LaunchShape;
-use crate::plan::{GpuGrids, grid_parts};
+use crate::plan::{GpuDispatch, dispatch_grids};
 use crate::{
     Device, Error, KernelDescriptor,
     memory::Memory,
@@ -445,34 +445,34 @@ fn launch_sync(
 unsafe fn enqueue(
     func: &CudaFunction,
     launch: &Launch<'_, '_>,
-    mut words: Vec<u64>,
+    words: Vec<u64>,
     report: u64,
     stream: &Arc<cudarc::driver::CudaStream>,
 ) -> Result<(), Error> {
-    let block_dim = (
-        launch.workgroup_size[0],
-        launch.workgroup_size[1],
-        launch.workgroup_size[2],
-    );
-    let grids = GpuGrids::new(launch, &mut words, report);
-    for part in grid_parts(launch.workgroups) {
-        grids.enter(&mut words, &part);
+    dispatch_grids(launch, words, report, |grid| {
         let mut builder = stream.launch_builder(func);
         // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many
         // bytes as the parameter has, which on little-endian hosts are the value's own.
-        for w in &words {
+        for w in grid.words {
             builder.arg(w);
         }
-        let config = LaunchConfig {
-            grid_dim: (part.count[0], part.count[1], part.count[2]),
-            block_dim,
-            shared_mem_bytes: launch.dyn_cache,
-        };
         // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
         // against the MIR signature), and the caller keeps what they point to alive.
-        unsafe { builder.launch(config) }.map_err(driver_error("launching the kernel"))?;
+        unsafe { builder.launch(launch_config(&grid)) }
+            .map_err(driver_error("launching the kernel"))?;
+        Ok(())
+    })
+}
+
+/// The driver's launch configuration for one grid.
+pub(super) fn launch_config(grid: &GpuDispatch<'_>) -> LaunchConfig {
+    let [gx, gy, gz] = grid.grid;
+    let [bx, by, bz] = grid.block;
+    LaunchConfig {
+        grid_dim: (gx, gy, gz),
+        block_dim: (bx, by, bz),
+        shared_mem_bytes: grid.shared_bytes,
     }
-    Ok(())
 }
 
 // Panics of asynchronous launches.

@@ -19,7 +19,7 @@ use crate::{
     Device, Error, KernelDescriptor,
     memory::Memory,
     panic::{PANIC_BUFFER_WORDS, PanicWords},
-    plan::{GpuGrids, LaunchPlan, grid_parts},
+    plan::{LaunchPlan, dispatch_grids},
 };
 use std::{
     collections::HashMap,
@@ -415,7 +415,7 @@ impl Backend for HipDevice {
         // Device copies of host data, and which go back.
         let mut buffers = Vec::new();
         let mut written = Vec::new();
-        let mut words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
+        let words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
             let (offset, full) = kind.placement().expect("arguments with data are placed");
             let memory = self.allocate(hip, full)?;
             // SAFETY: the memory holds `full` bytes, zeroed before a window is copied in.
@@ -440,12 +440,10 @@ impl Backend for HipDevice {
         // SAFETY: the panic buffer holds its words.
         let e = unsafe { (hip.memset)(report.ptr, 0, PANIC_BUFFER_WORDS * 8) };
         hip.check(e, "zeroing the panic buffer")?;
-        let grids = GpuGrids::new(&launch, &mut words, report.ptr as u64);
-        for part in grid_parts(launch.workgroups) {
-            grids.enter(&mut words, &part);
-            let mut params = kernel_params(&mut words);
-            let [bx, by, bz] = launch.workgroup_size;
-            let [gx, gy, gz] = part.count;
+        dispatch_grids(&launch, words, report.ptr as u64, |grid| {
+            let mut params = kernel_params(grid.words);
+            let [bx, by, bz] = grid.block;
+            let [gx, gy, gz] = grid.grid;
             // SAFETY: the parameters match the kernel ABI the code object was compiled
             // with (checked against the MIR signature), and every buffer they point to
             // lives until the device is synchronised below.
@@ -458,14 +456,14 @@ impl Backend for HipDevice {
                     bx,
                     by,
                     bz,
-                    launch.dyn_cache,
+                    grid.shared_bytes,
                     std::ptr::null_mut(),
                     params.as_mut_ptr(),
                     std::ptr::null_mut(),
                 )
             };
-            hip.check(e, "launching the kernel")?;
-        }
+            hip.check(e, "launching the kernel")
+        })?;
         // SAFETY: a plain call.
         hip.check(unsafe { (hip.device_synchronize)() }, "running the kernel")?;
         let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
@@ -537,9 +535,13 @@ fn panic_bytes(words: &mut PanicWords) -> &mut [u8] {
 }
 
 /// `hipModuleLaunchKernel`'s parameters: a pointer to each 64-bit word. HIP reads as
-/// many bytes as each parameter has, which on little-endian hosts are the value's own.
-fn kernel_params(words: &mut [u64]) -> Vec<*mut c_void> {
-    words.iter_mut().map(|w| (w as *mut u64).cast()).collect()
+/// many bytes as each parameter has, which on little-endian hosts are the value's own,
+/// and never writes through them.
+pub(super) fn kernel_params(words: &[u64]) -> Vec<*mut c_void> {
+    words
+        .iter()
+        .map(|w| (w as *const u64).cast_mut().cast())
+        .collect()
 }
 
 #[cfg(test)]
@@ -558,8 +560,8 @@ mod tests {
 
     #[test]
     fn each_parameter_points_at_its_word() {
-        let mut words = vec![1u64, 2, 3];
-        let params = kernel_params(&mut words);
+        let words = vec![1u64, 2, 3];
+        let params = kernel_params(&words);
         let read: Vec<u64> = params
             .iter()
             // SAFETY: each pointer points at a live word of `words`.

@@ -53,3 +53,162 @@ pub(crate) fn devices() -> Vec<Device> {
 pub(crate) fn why_no_hip() -> Option<String> {
     hip::why_absent()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::{DynamicArg, KernelArg};
+    use crate::kernel::KernelDescriptor;
+    use crate::plan::{abi_words, dispatch_grids, grid_parts};
+    use offload_mir::interp::Layout;
+    use offload_mir::{ScalarTy, Strategy, abi};
+
+    static EVERY_KIND: KernelDescriptor = KernelDescriptor::new(
+        "every_kind",
+        "// offload-mir v1
+kernel every_kind(mut _1: Region<f32, Linear1D>, mut _2: Region<f32, Linear2D>, mut _3: Region<f32, Linear3D>, mut _4: Region<f32, Chunked<4>>, mut _5: Region<f32, Stencil2D<1>>, mut _6: Region<f32, Indexed>, _7: &[f64], mut _8: Atomic<u32>, _9: f32) {
+    file \"every_kind.rs\";
+    let mut _0: ();
+
+    bb0: {
+        return; // 1:1
+    }
+}
+",
+        &[],
+    );
+
+    /// A launch's words as the CUDA backend passes them and as HIP reads them through its
+    /// parameter pointers, for every grid: (grid, block, shared bytes, words) each.
+    type Dispatches = Vec<([u32; 3], [u32; 3], u32, Vec<u64>)>;
+
+    fn both_backends(plan: &LaunchPlan<'_, '_>) -> (Dispatches, Dispatches, Vec<u64>) {
+        let mut next = 0x1000u64;
+        let own = abi_words(plan.args, |_, _, bytes| {
+            next += 0x1000 + bytes as u64;
+            Ok(next)
+        })
+        .unwrap();
+        let (mut cuda_side, mut hip_side) = (Vec::new(), Vec::new());
+        dispatch_grids(plan, own.clone(), 0xdead_0000, |grid| {
+            let config = cuda::launch_config(&grid);
+            let (g, b) = (config.grid_dim, config.block_dim);
+            cuda_side.push((
+                [g.0, g.1, g.2],
+                [b.0, b.1, b.2],
+                config.shared_mem_bytes,
+                grid.words.to_vec(),
+            ));
+            let read: Vec<u64> = hip::kernel_params(grid.words)
+                .iter()
+                // SAFETY: each pointer points at a live word of `grid.words`.
+                .map(|p| unsafe { *p.cast::<u64>() })
+                .collect();
+            hip_side.push((grid.grid, grid.block, grid.shared_bytes, read));
+            Ok(())
+        })
+        .unwrap();
+        (cuda_side, hip_side, own)
+    }
+
+    #[test]
+    fn gpu_backends_hand_their_drivers_the_same_words() {
+        let body = EVERY_KIND.body().unwrap().body();
+        let (layout_2d, layout_3d) = (
+            Layout {
+                row_len: Some(8),
+                margin: 1,
+                ..Layout::default()
+            },
+            Layout {
+                row_len: Some(4),
+                plane_rows: Some(4),
+                ..Layout::default()
+            },
+        );
+        let indices = Layout {
+            indices: Some(vec![3, 1, 2]),
+            ..Layout::default()
+        };
+        let stencil = Layout {
+            row_len: Some(8),
+            ..Layout::default()
+        };
+        // Every strategy, a slice, an atomic and a scalar, under one grid, a folded grid
+        // (past 65535 workgroups in y), a share of a split launch and dynamic shared memory.
+        for (workgroups, group_base, dyn_cache) in [
+            ([4, 1, 1], 0, 0),
+            ([2, 70_000, 1], 0, 1024),
+            ([3, 1, 1], 5, 48 * 1024),
+        ] {
+            let mut data: Vec<Vec<u8>> = [64, 64, 64, 64, 64, 12, 24, 8]
+                .iter()
+                .map(|&n| vec![0u8; n * 4])
+                .collect();
+            let [d1, d2, d3, d4, d5, d6, d7, d8] = &mut data[..] else {
+                unreachable!()
+            };
+            let region = |data, strategy, layout| DynamicArg::Region {
+                elem: ScalarTy::F32,
+                strategy,
+                data,
+                layout,
+            };
+            let plain = Layout::default();
+            let mut args: Vec<KernelArg<'_>> = [
+                region(&mut d1[..], Strategy::Linear1D, &plain),
+                region(&mut d2[..], Strategy::Linear2D, &layout_2d),
+                region(&mut d3[..], Strategy::Linear3D, &layout_3d),
+                region(&mut d4[..], Strategy::Chunked(4), &plain),
+                region(&mut d5[..], Strategy::Stencil2D(1), &stencil),
+                region(&mut d6[..], Strategy::Indexed, &indices),
+                DynamicArg::Slice {
+                    elem: ScalarTy::F64,
+                    data: &d7[..],
+                },
+                DynamicArg::Atomic {
+                    elem: ScalarTy::U32,
+                    data: &mut d8[..],
+                },
+                DynamicArg::Scalar {
+                    ty: ScalarTy::F32,
+                    bits: 2.5f32.to_bits() as u64,
+                },
+            ]
+            .into_iter()
+            .map(|a| KernelArg::dynamic(a).unwrap())
+            .collect();
+            let plan = LaunchPlan {
+                body,
+                descriptor: &EVERY_KIND,
+                args: &mut args,
+                workgroups,
+                workgroup_size: [32, 2, 1],
+                dyn_cache,
+                resident_workgroups: None,
+                group_base,
+                groups: [workgroups[0] + group_base, workgroups[1], workgroups[2]],
+            };
+            let (cuda_side, hip_side, own) = both_backends(&plan);
+            assert_eq!(cuda_side, hip_side);
+            let parts = grid_parts(workgroups);
+            assert_eq!(cuda_side.len(), parts.len());
+            for ((grid, block, shared, words), part) in cuda_side.iter().zip(&parts) {
+                assert_eq!(
+                    (*grid, *block, *shared),
+                    (part.count, [32, 2, 1], dyn_cache)
+                );
+                let mut want = own.clone();
+                want.extend(abi::memref_1d(0xdead_0000, abi::PANIC_BUFFER_WORDS as u64));
+                let mut base = part.start.map(u64::from);
+                base[0] += group_base as u64;
+                want.extend(abi::gpu_hidden_words(
+                    base,
+                    dyn_cache as u64,
+                    plan.groups.map(u64::from),
+                ));
+                assert_eq!(words, &want);
+            }
+        }
+    }
+}

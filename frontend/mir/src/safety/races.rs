@@ -143,13 +143,20 @@ fn after(body: &Body, b: BasicBlock) -> Vec<bool> {
 impl Analysis<'_> {
     /// Checks the recorded shared accesses pairwise (see the module docs).
     pub(super) fn races(&mut self) -> Vec<SafetyError> {
+        let body = self.body;
+        let first_phase = barrier_free_reach(body, &[0]);
+        let raw_in_first_phase = (body.blocks.iter().enumerate())
+            .any(|(b, block)| first_phase[b] && block.statements.iter().any(|s| s.raw));
         if self.shared.is_empty() {
+            self.proven.first_phase_owns_its_slots = !raw_in_first_phase;
             return Vec::new();
         }
-        let body = self.body;
         let uniform = uniformity(body);
         let accesses = std::mem::take(&mut self.shared);
         let slots: Vec<Slots> = accesses.iter().map(|a| self.slots(a, &uniform)).collect();
+        self.proven.first_phase_owns_its_slots = !raw_in_first_phase
+            && (accesses.iter().zip(&slots))
+                .all(|(a, s)| !first_phase[a.block.index()] || s.own.contains(&Own::Strided));
         let memory = |a: &SharedAccess| self.memories.iter().position(|m| m.contains(&a.local));
         // Phase starts: the entry and every block a barrier leads to.
         let mut starts = vec![0];
