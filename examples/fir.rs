@@ -20,7 +20,7 @@ fn fir(mut y: Region<f32, Linear1D>, x: &[f32]) {
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     const TAPS: [f32; 16] = [
         0.01, -0.02, 0.03, 0.05, -0.08, 0.13, 0.21, 0.34, 0.34, 0.21, 0.13, -0.08, 0.05, 0.03,
         -0.02, 0.01,

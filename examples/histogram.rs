@@ -13,7 +13,7 @@ fn histogram(bins: Atomic<u32>, samples: &[f32], mut seen: Region<u8, Linear1D>)
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

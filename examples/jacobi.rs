@@ -27,7 +27,7 @@ fn host_sweep(next: &mut [f64], grid: &[f64], n: usize) {
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     let mut args = std::env::args().skip(1).map(|s| s.parse::<usize>().ok());
     let n = args.next().flatten().unwrap_or(512);
     let sweeps = args.next().flatten().unwrap_or(100);

@@ -39,7 +39,7 @@ fn matmul(mut c: Region<f32, Linear2D>, a: &[f32], b: &[f32], n: usize) {
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

@@ -15,7 +15,7 @@ fn sum(total: Atomic<f64>, x: &[f64]) {
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

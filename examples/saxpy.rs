@@ -11,7 +11,7 @@ fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     let n: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

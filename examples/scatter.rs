@@ -14,7 +14,7 @@ fn deposit(mut cells: Region<f32, Indexed>, charge: &[f32], weight: f32) {
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     let cells_n: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

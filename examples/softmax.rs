@@ -25,7 +25,7 @@ fn softmax(mut rows: Region<f32, Chunked<COLS>>) {
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     let rows: usize = std::env::args()
         .nth(1)
         .and_then(|s| s.parse().ok())

@@ -28,7 +28,7 @@ fn host_relax(next: &mut [f32], grid: &[f32], w: usize, h: usize) {
     }
 }
 
-fn main() -> Result<(), Error> {
+pub fn main() -> Result<(), Error> {
     let (w, h, steps) = (256usize, 192usize, 100);
     println!("device: {}", offload::devices()[0]);
     let device = offload::devices()[0].clone();

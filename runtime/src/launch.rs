@@ -9,6 +9,7 @@ use crate::{
     region::{DEFAULT_WORKGROUP_SIZE, MAX_WORKGROUP_SIZE, Shape},
 };
 use offload_mir::{Body, Strategy, Ty};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Launch geometry and placement; every field may be left to its default.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -59,6 +60,16 @@ impl Default for LaunchOptions {
     }
 }
 
+/// Launches that passed their checks since the process started: what tools report as
+/// the kernels they ran (`offload-bench`, `tools/bench/sanitize.sh`).
+static LAUNCHES: AtomicU64 = AtomicU64::new(0);
+
+/// How many launches passed their checks and went to a backend so far in this process.
+#[doc(hidden)]
+pub fn launches() -> u64 {
+    LAUNCHES.load(Ordering::Relaxed)
+}
+
 /// Runs a kernel. What the `offload!` and `try_offload!` macros expand to; call it
 /// directly only through the function `#[offload_kernel]` generates.
 pub fn launch(
@@ -87,6 +98,7 @@ pub fn launch(
     }
     check_region_shapes(args)?;
     check_indexed_regions(args)?;
+    LAUNCHES.fetch_add(1, Ordering::Relaxed);
     if options.all_devices {
         return crate::split::run(body, descriptor, args, workgroups, workgroup_size, &options);
     }

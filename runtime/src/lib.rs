@@ -77,6 +77,7 @@ pub use launch::launch;
 /// What the macros' expansions name, and nothing else should.
 #[doc(hidden)]
 pub mod __private {
+    pub use crate::launch::launches;
     pub use const_format::formatcp;
 }
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};

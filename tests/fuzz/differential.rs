@@ -1,5 +1,5 @@
-//! Differential fuzzing of the whole pipeline: generated kernels ([`offload_fuzz`]),
-//! every other one mutated, go through `link` and, when it accepts them, through the
+//! Differential fuzzing of the whole pipeline: generated kernels ([`offload_fuzz`]: MIR,
+//! every other one mutated, and Rust source through the translator) go through `link` and, when it accepts them, through the
 //! lowering and a backend; the MIR interpreter ([`offload_mir::interp`]) is the oracle.
 //! Shared by the integration tests (the CPU backend) and `offload-bench fuzz` (a GPU).
 //!
@@ -16,7 +16,7 @@
 //! interpreter's subgroups are one lane wide, as on the CPU).
 
 use offload::{DynamicArg, Error, KernelArg, KernelDescriptor, LaunchOptions};
-use offload_fuzz::{Program, compare, generate, mutate};
+use offload_fuzz::{Program, compare, program};
 use offload_mir::interp::{self, ArgValue, InterpError, Limits, Outcome};
 use offload_mir::{Body, ScalarTy, Ty};
 use std::fmt;
@@ -50,19 +50,12 @@ impl fmt::Display for Class {
     }
 }
 
-/// The program for `seed`: generated, and for odd seeds mutated.
-pub fn program(seed: u64) -> (Program, bool) {
-    let mut p = generate(seed);
-    let mutated = seed % 2 == 1;
-    if mutated {
-        p.body = mutate(&p.body, seed);
-    }
-    (p, mutated)
-}
-
 /// Runs one program through every stage and classifies it.
 pub fn check(seed: u64, gpu: bool) -> Class {
-    let (p, mutated) = program(seed);
+    let (p, mutated) = match program(seed) {
+        Ok(p) => p,
+        Err(e) => return Class::Failed(e),
+    };
     if std::env::var_os("OFFLOAD_FUZZ_PRINT").is_some() {
         eprintln!("{}\n{:?}\n{:?}", p.body, p.launch, p.args);
     }
@@ -95,8 +88,15 @@ pub fn check(seed: u64, gpu: bool) -> Class {
     // The linked body, printed, is what the runtime parses and links again.
     let mir: &'static str = Box::leak(linked.body().to_string().into_boxed_str());
     let name: &'static str = Box::leak(p.body.name.clone().into_boxed_str());
-    let descriptor: &'static KernelDescriptor =
-        Box::leak(Box::new(KernelDescriptor::new(name, mir, &[])));
+    let raw = (p.body.blocks.iter()).any(|b| b.statements.iter().any(|s| s.raw));
+    let descriptor = if raw {
+        // SAFETY: the generator writes raw reads only at indices below the slice's
+        // length (`get_unchecked(x.len() - 1)` of a non-empty slice).
+        unsafe { KernelDescriptor::new_unsafe(name, mir, &[]) }
+    } else {
+        KernelDescriptor::new(name, mir, &[])
+    };
+    let descriptor: &'static KernelDescriptor = Box::leak(Box::new(descriptor));
     let mut actual = p.args.clone();
     let result = launch(descriptor, &p, &mut actual, gpu);
     let mut before = p.args.clone();

@@ -27,6 +27,7 @@ pub fn run(mut args: impl Iterator<Item = String>) -> Result<()> {
     for f in &failures {
         println!("{f}");
     }
+    println!("launches: {}", offload::__private::launches());
     if !failures.is_empty() {
         bail!("{} programs failed", failures.len());
     }

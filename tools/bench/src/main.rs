@@ -27,6 +27,10 @@
 //! `offload-bench fuzz [START] [END]` runs the differential fuzzer on the GPU (see
 //! `fuzz.rs`).
 //!
+//! `offload-bench examples` runs every example of `examples/` on the default device (see
+//! `examples.rs`); `tools/bench/sanitize.sh` runs it, `conformance` and `fuzz` under
+//! NVIDIA's compute-sanitizer.
+//!
 //! `offload-bench compile-time [match|else-if] [N...]` needs no GPU: it times the compiler
 //! itself on kernels of N `match` arms or `else if` branches (see `compile_time.rs`).
 //!
@@ -45,6 +49,7 @@ use std::time::Instant;
 
 mod compile_time;
 mod cpu;
+mod examples;
 mod fuzz;
 mod suite;
 
@@ -672,6 +677,7 @@ fn conformance() -> Result<()> {
     println!("device: {}", offload::default_device()?);
     for_each_case!(run_case);
     println!("{passed} passed, {failed} failed");
+    println!("launches: {}", offload::__private::launches());
     if failed > 0 {
         bail!("{failed} conformance cases failed");
     }
@@ -745,6 +751,7 @@ fn main() -> Result<()> {
         "check" => return check(),
         "first-launch" => return first_launch(),
         "conformance" => return conformance(),
+        "examples" => return examples::run(),
         "fuzz" => return fuzz::run(args),
         "suite" => return suite::run(args),
         "suite-check" => return suite::check(),
@@ -789,7 +796,8 @@ fn main() -> Result<()> {
         }
         _ => bail!(
             "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, suite, \
-             suite-check, launch, check, conformance, cpu, compile-time, first-launch, fuzz"
+             suite-check, launch, check, conformance, examples, cpu, compile-time, first-launch, \
+             fuzz"
         ),
     }
     let n: usize = args

@@ -40,8 +40,7 @@
 //! - Transcendental functions and large `powi` powers, unless [`Config::transcendentals`]:
 //!   libm results need not match bit for bit between the interpreter's host and a target.
 //! - Calls (kernels are inlined first), three-dimensional launches (the CPU backend
-//!   runs none), reads of shared slots nobody wrote this round (the CPU backend reuses one
-//!   block of shared memory for a host thread's workgroups, so they hold stale data).
+//!   runs none).
 
 mod broken;
 mod builder;
@@ -50,9 +49,11 @@ mod generator;
 mod memory;
 mod mutate;
 mod plan;
+mod source;
 pub mod values;
 
 pub use mutate::mutate;
+pub use source::generate_source;
 
 use offload_mir::interp::{ArgValue, Launch};
 use offload_mir::{Body, ScalarTy};
@@ -112,6 +113,127 @@ impl Broken {
     ];
 }
 
+/// A construct of the kernel language, as the README's kernel-language and strategy
+/// tables list them: what a generated program was made of.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Construct {
+    ScalarTypes,
+    Parameters,
+    Let,
+    Assignment,
+    TupleAssignment,
+    Swap,
+    Arithmetic,
+    Comparisons,
+    ShortCircuit,
+    Unary,
+    Casts,
+    FromConversions,
+    IfElse,
+    WhileLoops,
+    Labels,
+    ForLoops,
+    LoopsOverElements,
+    Match,
+    Matches,
+    EarlyReturn,
+    LoopValue,
+    Consts,
+    SliceIndexing,
+    ConstArrays,
+    ThreadArrays,
+    FloatMethods,
+    IntegerMethods,
+    MethodsByPath,
+    Panics,
+    DeviceFunctions,
+    GenericKernel,
+    GenericLiterals,
+    ThreadPosition,
+    Atomics,
+    SharedMemory,
+    DynShared,
+    TreeReductions,
+    SliceGet,
+    IteratorReductions,
+    Zip,
+    Closures,
+    Shared2D,
+    Barrier,
+    WorkgroupReductions,
+    SubgroupOps,
+    Unsafe,
+    Linear1D,
+    Linear2D,
+    Linear3D,
+    Chunked,
+    Stencil2D,
+    Indexed,
+    Interior,
+}
+
+impl Construct {
+    /// Every construct, in the README's order.
+    pub const ALL: [Construct; 53] = {
+        use Construct::*;
+        [
+            ScalarTypes,
+            Parameters,
+            Let,
+            Assignment,
+            TupleAssignment,
+            Swap,
+            Arithmetic,
+            Comparisons,
+            ShortCircuit,
+            Unary,
+            Casts,
+            FromConversions,
+            IfElse,
+            WhileLoops,
+            Labels,
+            ForLoops,
+            LoopsOverElements,
+            Match,
+            Matches,
+            EarlyReturn,
+            LoopValue,
+            Consts,
+            SliceIndexing,
+            ConstArrays,
+            ThreadArrays,
+            FloatMethods,
+            IntegerMethods,
+            MethodsByPath,
+            Panics,
+            DeviceFunctions,
+            GenericKernel,
+            GenericLiterals,
+            ThreadPosition,
+            Atomics,
+            SharedMemory,
+            DynShared,
+            TreeReductions,
+            SliceGet,
+            IteratorReductions,
+            Zip,
+            Closures,
+            Shared2D,
+            Barrier,
+            WorkgroupReductions,
+            SubgroupOps,
+            Unsafe,
+            Linear1D,
+            Linear2D,
+            Linear3D,
+            Chunked,
+            Stencil2D,
+            Indexed,
+            Interior,
+        ]
+    };
+}
+
 /// A generated kernel with everything needed to run it.
 #[derive(Clone, Debug)]
 pub struct Program {
@@ -121,6 +243,27 @@ pub struct Program {
     pub launch: Launch,
     /// `None` for a safe program; else the rule it breaks.
     pub broken: Option<Broken>,
+    /// What the program is made of (recorded by the source generator, whose constructs
+    /// the translator turns into plain MIR).
+    pub constructs: std::collections::BTreeSet<Construct>,
+}
+
+/// The program of a fuzzing campaign for `seed`, and whether it was mutated: for one
+/// seed in four a kernel written as Rust source ([`generate_source`], translated as the
+/// macro would), else generated as MIR, and for odd seeds mutated. A source kernel the
+/// translator refuses is an `Err`, a failure of the translator.
+pub fn program(seed: u64) -> Result<(Program, bool), String> {
+    if seed % 4 == 2 {
+        let (p, _) = generate_source(seed, false)
+            .map_err(|e| format!("the translator refused a generated source kernel: {e}"))?;
+        return Ok((p, false));
+    }
+    let mut p = generate(seed);
+    let mutated = seed % 2 == 1;
+    if mutated {
+        p.body = mutate(&p.body, seed);
+    }
+    Ok((p, mutated))
 }
 
 /// [`generate_with`] the default [`Config`].
@@ -170,6 +313,7 @@ pub fn generate_with(seed: u64, cfg: &Config) -> Program {
         args: g.plan.args,
         launch: g.plan.launch,
         broken,
+        constructs: Default::default(),
     };
     debug_assert!(
         offload_mir::validate(&program.body).is_ok(),

@@ -443,6 +443,10 @@ impl Gen<'_> {
         let Some(s) = self.pick(|p| &p.shared) else {
             return false;
         };
+        if self.rng.u32(0..4) == 0 {
+            self.any_slot_round(s);
+            return true;
+        }
         let nth = (s.slots > 1 && self.rng.bool()).then(|| self.rng.u64(0..s.slots));
         let (value, _) = self.operand(s.elem);
         let slot = self.checked_own_slot(s.local, nth);
@@ -454,6 +458,21 @@ impl Gen<'_> {
         }
         self.barrier();
         true
+    }
+
+    /// Waits, reads any slot of a shared array (one no thread may have written, which
+    /// reads as zero, or one an earlier round wrote), bounds-checked, and waits again:
+    /// the value joins the pool, so branches and indices may depend on it.
+    fn any_slot_round(&mut self, s: SharedArr) {
+        self.barrier();
+        let threads = self.plan.threads();
+        let k = self.rng.u64(0..s.slots * threads + 4);
+        let j = self.b.assign(ScalarTy::Usize, Rvalue::Use(usize_const(k)));
+        self.b.checked_index(s.local, j);
+        let at = Operand::Copy(Place::element(s.local, j));
+        // Varying for the verifier, which does not follow values through memory.
+        self.define(s.elem, Rvalue::Use(at), true);
+        self.barrier();
     }
 
     /// The slot `write(v)` or `write_nth(nth, v)` writes, with the checks the frontend's

@@ -45,8 +45,6 @@ fn safe_programs_run_in_the_interpreter() {
         }
         match interp::run(&p.body, &p.launch, &mut p.args, &Limits::default()) {
             Ok(outcome) => panicked += outcome.panic.is_some() as u32,
-            // An unspecified value (a slot no thread wrote), not undefined behaviour.
-            Err(interp::InterpError::UnwrittenShared { .. }) => {}
             Err(e) => panic!("seed {seed}: {e}\n{}", p.body),
         }
     }
@@ -325,4 +323,52 @@ fn link_acceptance() {
         );
     }
     println!("broken programs accepted: {accepted:?}");
+}
+
+#[test]
+fn source_programs_translate_link_and_run() {
+    let mut failures = Vec::new();
+    let seeds: u64 = std::env::var("OFFLOAD_SOURCE_SEEDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(300);
+    for seed in 0..seeds {
+        let (p, source) = match crate::generate_source(seed, false) {
+            Ok(p) => p,
+            Err(e) => {
+                failures.push(format!("seed {seed}: {e}"));
+                continue;
+            }
+        };
+        if let Err(e) = offload_mir::link(&p.body, &[]) {
+            failures.push(format!("seed {seed}: link: {e}\n{source}"));
+            continue;
+        }
+        let mut args = p.args.clone();
+        if let Err(e) = interp::run(&p.body, &p.launch, &mut args, &Limits::default()) {
+            failures.push(format!("seed {seed}: interp: {e}\n{source}"));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "{} failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
+}
+
+/// Every construct of the README's kernel-language and strategy tables is in some
+/// program of a campaign's first 2,000.
+#[test]
+fn campaigns_cover_every_construct_of_the_kernel_language() {
+    let mut seen = std::collections::BTreeSet::new();
+    for seed in 0..2000 {
+        let (p, _) = crate::program(seed).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+        seen.extend(p.constructs);
+    }
+    let missing: Vec<_> = crate::Construct::ALL
+        .iter()
+        .filter(|c| !seen.contains(c))
+        .collect();
+    assert!(missing.is_empty(), "never generated: {missing:?}");
 }
