@@ -250,16 +250,18 @@ pub struct Program {
 
 /// The program of a fuzzing campaign for `seed`, and whether it was mutated: for one
 /// seed in four a kernel written as Rust source ([`generate_source`], translated as the
-/// macro would), else generated as MIR, and for odd seeds mutated. A source kernel the
+/// macro would), else generated as MIR; mutated for odd seeds, and for half the source
+/// kernels (the mutator then edits the MIR the translator made). A source kernel the
 /// translator refuses is an `Err`, a failure of the translator.
 pub fn program(seed: u64) -> Result<(Program, bool), String> {
-    if seed % 4 == 2 {
-        let (p, _) = generate_source(seed, false)
-            .map_err(|e| format!("the translator refused a generated source kernel: {e}"))?;
-        return Ok((p, false));
-    }
-    let mut p = generate(seed);
-    let mutated = seed % 2 == 1;
+    let mut p = if seed % 4 == 2 {
+        generate_source(seed, false)
+            .map_err(|e| format!("the translator refused a generated source kernel: {e}"))?
+            .0
+    } else {
+        generate(seed)
+    };
+    let mutated = seed % 2 == 1 || seed % 8 == 6;
     if mutated {
         p.body = mutate(&p.body, seed);
     }
