@@ -6,7 +6,8 @@
 //! and z. It maps thread positions to `gpu.thread_id`, `gpu.block_id` (+ that base),
 //! `gpu.block_dim` and those workgroup counts; shared arrays to workgroup
 //! `memref.global`s (dynamic shared memory to `gpu.dynamic_shared_memory`); barriers to
-//! `gpu.barrier`; and subgroup operations to warp shuffles and votes.
+//! `gpu.barrier` (on NVIDIA, in a kernel that can panic, PTX's unaligned `barrier.sync`:
+//! see [`unaligned_barrier`]); and subgroup operations to warp shuffles and votes.
 //!
 //! The module's `offload.subgroup_size` attribute (default 32, an NVIDIA warp; 64 for
 //! AMD's CDNA wavefronts) sets the subgroup width, and `offload.vendor = "amd"` asks for
@@ -62,8 +63,9 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
         // SAFETY: `func` and everything collected under it belong to the live module, and
         // each handle is used before the operation it names is erased.
         unsafe {
+            let may_panic = !rewrite::collect(OperationRef::from_raw(func), ops::PANIC).is_empty();
             if !subgroups_of.amd {
-                mark_panic_sites(context, OperationRef::from_raw(func))?;
+                end_panic_reports(context, OperationRef::from_raw(func))?;
             }
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
@@ -92,7 +94,12 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 allow_contraction(context, func_ref);
             }
             for op in rewrite::collect(func_ref, ops::BARRIER) {
-                rewrite::Inserter::before(context, op).op("gpu.barrier", &[], &[], &[])?;
+                let b = rewrite::Inserter::before(context, op);
+                if may_panic && !subgroups_of.amd {
+                    unaligned_barrier(&b)?;
+                } else {
+                    b.op("gpu.barrier", &[], &[], &[])?;
+                }
                 rewrite::replace(op, &[]);
             }
             for (name, gpu) in [
@@ -434,10 +441,67 @@ unsafe fn subgroups(
 
 /// `value` from the lane `lane` selects under `mode` (`idx` or `xor`); the caller's own
 /// value where that lane is outside the subgroup of `width` lanes.
+/// Gives the globals through which MLIR's GPU-to-NVVM and GPU-to-ROCDL conversions reach
+/// dynamic shared memory (`__dynamic_shmem__N`, zero-sized arrays) external linkage, as
+/// CUDA's `extern __shared__` has. The conversions make them internal: a zero-sized
+/// internal array is a static one of no bytes, which ptxas placed over the kernel's
+/// static shared arrays (seen: a kernel with both read its `Shared` tile's slots as its
+/// `DynShared` values, and racecheck reported the two writes racing), and through which
+/// every access is out of bounds to LLVM. An external one is what both backends place
+/// after the static arrays, where the driver puts the launch's dynamic shared memory.
+pub fn extern_dynamic_shared(context: &Context, root: OperationRef<'_, '_>) {
+    let external =
+        Attribute::parse(context, "#llvm.linkage<external>").expect("the LLVM dialect is loaded");
+    for op in rewrite::collect(root, "llvm.mlir.global") {
+        // SAFETY: `op` was just collected from the live module.
+        unsafe {
+            if rewrite::string_attribute(op, "sym_name")
+                .is_some_and(|name| name.starts_with("__dynamic_shmem__"))
+            {
+                rewrite::set_attribute(op, "linkage", external);
+            }
+        }
+    }
+}
+
+/// A workgroup barrier that threads may reach while others of their warp are still on
+/// the way to a panic's `exit` (PTX `barrier.sync 0`, not `gpu.barrier`'s `bar.sync 0`):
+/// for the kernels that can panic. An aligned `bar.sync` asks that the whole warp execute
+/// it together, and a warp whose thread took a failed check's branch is divergent there
+/// until that thread exits (undefined; compute-sanitizer's synccheck reports "Divergent
+/// thread(s) in warp"); the unaligned barrier waits for the warp's threads that have not
+/// exited. It is LLVM's intrinsic, which LLVM knows to be convergent.
+fn unaligned_barrier(b: &rewrite::Inserter<'_>) -> Result<(), PassError> {
+    use melior::ir::attribute::DenseI32ArrayAttribute;
+    let id = b.constant(b.int(32), 0);
+    let context = b.context;
+    b.op(
+        "llvm.call_intrinsic",
+        &[id],
+        &[],
+        &[
+            (
+                "intrin",
+                StringAttribute::new(context, "llvm.nvvm.barrier.cta.sync.all").into(),
+            ),
+            ("fastmathFlags", b.attr("#llvm.fastmath<none>")),
+            (
+                "op_bundle_sizes",
+                DenseI32ArrayAttribute::new(context, &[]).into(),
+            ),
+            (
+                "operandSegmentSizes",
+                DenseI32ArrayAttribute::new(context, &[1, 0]).into(),
+            ),
+        ],
+    )?;
+    Ok(())
+}
+
 /// The text of the inline-assembly comment that ends each panic report on NVIDIA GPUs.
 pub const PANIC_SITE_MARKER: &str = "// offload panic site";
 
-/// Removes the markers [`mark_panic_sites`] left, so that the reports merge again: for a
+/// Removes the site markers [`end_panic_reports`] left (not the `exit`s), so that the reports merge again: for a
 /// kernel compiled to a register budget (`resident_workgroups`), where one shared report
 /// costs fewer registers than a report per check (measured: the tiled matrix product at
 /// 32 registers spilled with a report per check, and ran 17% slower).
@@ -454,18 +518,29 @@ pub fn unmark_panic_sites(root: OperationRef<'_, '_>) {
     }
 }
 
-/// Ends each panic report (what `offload.panic` becomes) with an inline-assembly comment
-/// naming its site. MLIR's canonicalizer merges blocks that differ only in values from
-/// outside them, and the reports of a kernel's checks differ only in constants: merged,
-/// their sites and values become block arguments, and every check then copies them into
-/// registers on the path that does not panic (three moves per bounds check). An asm
-/// statement that differs per site keeps each report in a block of its own, and LLVM
-/// neither moves nor merges it. (PTX only: the comment syntax is NVPTX's.)
+/// Ends each panic report (what `offload.panic` becomes) with two inline-assembly
+/// statements (PTX only):
+///
+/// - a comment naming its site. MLIR's canonicalizer merges blocks that differ only in
+///   values from outside them, and the reports of a kernel's checks differ only in
+///   constants: merged, their sites and values become block arguments, and every check
+///   then copies them into registers on the path that does not panic (three moves per
+///   bounds check). An asm statement that differs per site keeps each report in a block
+///   of its own, and LLVM neither moves nor merges it.
+/// - `exit`: the panicking thread ends there. Otherwise its report branches to the
+///   kernel's one `ret`, and the thread waits there, diverged but not exited, while the
+///   rest of its warp goes on to a barrier or a warp shuffle: a barrier a warp reaches
+///   divergent is undefined (compute-sanitizer's synccheck reported "Divergent thread(s)
+///   in warp" on a safe kernel whose thread 0 failed a check before a barrier). An exited
+///   thread is one `bar.sync` and the `.sync` shuffles no longer wait for.
 ///
 /// # Safety
 ///
 /// `func` must be a live kernel.
-unsafe fn mark_panic_sites(context: &Context, func: OperationRef<'_, '_>) -> Result<(), PassError> {
+unsafe fn end_panic_reports(
+    context: &Context,
+    func: OperationRef<'_, '_>,
+) -> Result<(), PassError> {
     for op in rewrite::collect(func, ops::PANIC) {
         // SAFETY: `op` was just collected from the live kernel; a panic is followed by
         // the block's terminator.
@@ -474,20 +549,18 @@ unsafe fn mark_panic_sites(context: &Context, func: OperationRef<'_, '_>) -> Res
                 .ok_or_else(|| refuse(op, "`offload.panic` needs an integer `site`"))?;
             let next = rewrite::next_operation(op);
             let b = rewrite::Inserter::before(context, next);
-            b.op(
-                "llvm.inline_asm",
-                &[],
-                &[],
-                &[
-                    (
-                        "asm_string",
-                        StringAttribute::new(context, &format!("{PANIC_SITE_MARKER} {site}"))
-                            .into(),
-                    ),
-                    ("constraints", StringAttribute::new(context, "").into()),
-                    ("has_side_effects", Attribute::unit(context)),
-                ],
-            )?;
+            for asm in [format!("{PANIC_SITE_MARKER} {site}"), "exit;".to_string()] {
+                b.op(
+                    "llvm.inline_asm",
+                    &[],
+                    &[],
+                    &[
+                        ("asm_string", StringAttribute::new(context, &asm).into()),
+                        ("constraints", StringAttribute::new(context, "").into()),
+                        ("has_side_effects", Attribute::unit(context)),
+                    ],
+                )?;
+            }
         }
     }
     Ok(())

@@ -274,6 +274,7 @@ impl Session {
             target.chip, target.features
         );
         self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)?;
+        crate::offload_to_gpu::extern_dynamic_shared(&self.context, module.as_operation());
         if let Some(n) = target.resident_workgroups {
             // PTX `.minnctapersm`: ptxas keeps registers few enough for `n` workgroups.
             let n = melior::ir::attribute::IntegerAttribute::new(
@@ -325,7 +326,9 @@ impl Session {
              reconcile-unrealized-casts))",
             chip = target.chip
         );
-        self.run(module, "rocdl", &[MATH_TO_INTRINSICS], &pipeline)
+        self.run(module, "rocdl", &[MATH_TO_INTRINSICS], &pipeline)?;
+        crate::offload_to_gpu::extern_dynamic_shared(&self.context, module.as_operation());
+        Ok(())
     }
 
     /// Moves every kernel's `gpu.module` into the first one, so that one code object
