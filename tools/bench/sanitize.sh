@@ -34,7 +34,9 @@ run_one() { # TOOL NAME ARGS... -> LOG_DIR/TOOL.NAME.log and .rc
   local tool=$1 name=$2
   shift 2
   local rc=0
-  "$sanitizer" --tool "$tool" --print-limit 20 "$bench" "$@" \
+  # Failed driver calls are the runtime's to report, as `Err`s the runs check (the
+  # conformance suite asks for more memory than the GPU has on purpose).
+  "$sanitizer" --tool "$tool" --print-limit 20 --report-api-errors no "$bench" "$@" \
     >"$logs/$tool.$name.log" 2>&1 || rc=$?
   echo "$rc" >"$logs/$tool.$name.rc"
 }
@@ -49,10 +51,10 @@ printf '%-10s %12s %8s %12s\n' tool "kernels run" hazards "runs failed"
 for tool in "${tools[@]}"; do
   kernels=0 hazards=0 failed=0
   for log in "$logs/$tool".*.log; do
-    n=$(grep -o '^launches: [0-9]*' "$log" | tail -1 | grep -o '[0-9]*$' || echo 0)
+    n=$( (grep -o '^launches: [0-9]*' "$log" || true) | awk '{n = $2} END {print n + 0}')
     kernels=$((kernels + n))
-    e=$(grep -o 'ERROR SUMMARY: [0-9]*' "$log" | awk '{s += $3} END {print s + 0}')
-    w=$(grep -o '[0-9]* warnings)' "$log" | awk '{s += $1} END {print s + 0}')
+    e=$( (grep -o 'ERROR SUMMARY: [0-9]*' "$log" || true) | awk '{s += $3} END {print s + 0}')
+    w=$( (grep -o '[0-9]* warnings)' "$log" || true) | awk '{s += $1} END {print s + 0}')
     hazards=$((hazards + e + w))
     if [ "$(cat "${log%.log}.rc")" != 0 ]; then
       failed=$((failed + 1))

@@ -130,6 +130,9 @@ struct Src<'r> {
     /// Closures bound so far: name, parameter type, result type.
     closures: Vec<(String, T, T)>,
     has_hist: bool,
+    /// The one update every thread makes to `hist`: any one commutes with itself, so
+    /// the result does not depend on the order threads run in (two kinds would).
+    hist_op: &'static str,
     /// Shared arrays declared so far, with their element types and lengths.
     shared: Vec<(String, T, usize)>,
     transcendentals: bool,
@@ -881,7 +884,7 @@ impl Src<'_> {
         }
         self.note(Construct::Atomics);
         let (v, _) = self.expr(T::U32, 1);
-        let op = ["fetch_add", "fetch_max", "fetch_or", "fetch_min"][self.rng.usize(..4)];
+        let op = self.hist_op;
         self.line(&format!(
             "if hist.len() > 0 {{ hist.{op}(gid % hist.len(), {v}); }}"
         ));
@@ -988,6 +991,7 @@ pub fn generate_source(seed: u64, transcendentals: bool) -> Result<(Program, Str
     };
     let has_stencil = matches!(shape, Shape::Linear2D { .. }) && rng.bool();
     let has_hist = rng.bool();
+    let hist_op = ["fetch_add", "fetch_max", "fetch_or", "fetch_min"][rng.usize(..4)];
     let mut s = Src {
         rng: &mut rng,
         out: String::new(),
@@ -1005,6 +1009,7 @@ pub fn generate_source(seed: u64, transcendentals: bool) -> Result<(Program, Str
         threads,
         closures: Vec::new(),
         has_hist,
+        hist_op,
         shared: Vec::new(),
         transcendentals,
     };
@@ -1090,8 +1095,9 @@ pub fn generate_source(seed: u64, transcendentals: bool) -> Result<(Program, Str
     };
     let hist_param = if has_hist { ", hist: Atomic<u32>" } else { "" };
     let generics = if generic { "<E: Float>" } else { "" };
+    // Without fused multiply-adds, a GPU rounds every operation as the interpreter does.
     let kernel = format!(
-        "#[offload_kernel]\nfn fuzz_src_{seed}{generics}({region}, x: &[f32], w: &[i32], a: f32, n: i32, m: u32{stencil_param}{hist_param}) {{\n{body_text}}}\n"
+        "#[offload_kernel(fma = false)]\nfn fuzz_src_{seed}{generics}({region}, x: &[f32], w: &[i32], a: f32, n: i32, m: u32{stencil_param}{hist_param}) {{\n{body_text}}}\n"
     );
     let source = format!("{HELPER}\n{kernel}");
     let body = translate(&source, generic.then_some(elem.scalar()))
