@@ -1,6 +1,6 @@
-//! `offload-bench fuzz [START] [END]`: the differential fuzzer
+//! `offload-bench fuzz [START] [END] [gpu|cpu]`: the differential fuzzer
 //! (`tests/fuzz/differential.rs`, which CI runs on the CPU backend) on the first CUDA
-//! GPU: generated and mutated kernels against the MIR interpreter, seeds `START..END`
+//! GPU (or, with `cpu`, on the CPU backend, for a campaign on a machine with many cores): generated and mutated kernels against the MIR interpreter, seeds `START..END`
 //! (default `0..2000`). Programs with subgroup operations are skipped there, since the
 //! interpreter's subgroups are one lane wide.
 
@@ -12,16 +12,23 @@ mod differential;
 pub fn run(mut args: impl Iterator<Item = String>) -> Result<()> {
     let start: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(0);
     let end: u64 = args.next().map(|s| s.parse()).transpose()?.unwrap_or(2000);
-    if !offload::devices()
-        .iter()
-        .any(|d| matches!(d, offload::Device::Cuda { .. }))
+    let gpu = match args.next().as_deref() {
+        None | Some("gpu") => true,
+        Some("cpu") => false,
+        Some(other) => bail!("`{other}`: the device is `gpu` (the default) or `cpu`"),
+    };
+    if gpu
+        && !offload::devices()
+            .iter()
+            .any(|d| matches!(d, offload::Device::Cuda { .. }))
     {
         bail!("no CUDA device");
     }
     let t = std::time::Instant::now();
-    let (tally, failures) = differential::run(start..end, true);
+    let (tally, failures) = differential::run(start..end, gpu);
     println!(
-        "fuzz on the GPU, seeds {start}..{end}: {tally:?} in {:.1} s",
+        "fuzz on the {}, seeds {start}..{end}: {tally:?} in {:.1} s",
+        if gpu { "GPU" } else { "CPU backend" },
         t.elapsed().as_secs_f64()
     );
     for f in &failures {
