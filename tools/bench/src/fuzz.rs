@@ -1,8 +1,9 @@
 //! `offload-bench fuzz [START] [END] [gpu|cpu]`: the differential fuzzer
 //! (`tests/fuzz/differential.rs`, which CI runs on the CPU backend) on the first CUDA
-//! GPU (or, with `cpu`, on the CPU backend, for a campaign on a machine with many cores): generated and mutated kernels against the MIR interpreter, seeds `START..END`
-//! (default `0..2000`). Programs with subgroup operations are skipped there, since the
-//! interpreter's subgroups are one lane wide.
+//! GPU, or with `cpu` on the CPU backend (a campaign on a machine with many cores):
+//! generated and mutated kernels against the MIR interpreter, seeds `START..END`
+//! (default `0..2000`). On a GPU, programs with subgroup operations are skipped, since
+//! the interpreter's subgroups are one lane wide.
 
 use anyhow::{Result, bail};
 
