@@ -265,13 +265,17 @@ pub fn alloc_shared<'c>(
     shared: Type<'c>,
     len: Option<u32>,
     offset: usize,
+    written_before_read: bool,
     location: Location<'c>,
 ) -> Operation<'c> {
     let offset = i64::try_from(offset).expect("shared memory offsets fit in an i64");
-    let attributes = [
+    let mut attributes = vec![
         ("len", int(context, len.map_or(-1, i64::from))),
         ("offset", int(context, offset)),
     ];
+    if written_before_read {
+        attributes.push((crate::WRITTEN_BEFORE_READ_ATTR, Attribute::unit(context)));
+    }
     operation(
         context,
         ops::ALLOC_SHARED,

@@ -81,6 +81,10 @@ pub const NO_FP_CONTRACT_ATTR: &str = "offload.no_fp_contract";
 /// fill of its shared memory at the start then needs no barrier after it. Without it,
 /// the fill ends with one.
 pub const FIRST_PHASE_OWNS_SLOTS_ATTR: &str = "offload.first_phase_owns_slots";
+/// The attribute on an `offload.alloc_shared` whose memory no read sees where no thread
+/// wrote (`offload_mir::safety::Proven::written_before_read`): the lowering does not zero
+/// it when a workgroup starts.
+pub const WRITTEN_BEFORE_READ_ATTR: &str = "offload.written_before_read";
 /// The `kind` of `offload.atomic_rmw`: MLIR's `arith::AtomicRMWKind`, whose integer codes
 /// `memref.atomic_rmw` takes unchanged.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]

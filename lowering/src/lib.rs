@@ -67,7 +67,7 @@ mod workgroup_loops;
 pub use cpu::{CpuKernel, CpuObject};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
 pub use llvm::{CpuTarget, RegistryEntry, registry_object};
-pub use pipeline::{AmdTarget, GpuTarget, Session, Stage};
+pub use pipeline::{AmdTarget, GpuTarget, Session, Stage, run_a_panicking_pass};
 
 use offload_mir::{Linked, TargetFacts};
 

@@ -116,6 +116,7 @@ pub fn build<'c>(context: &'c Context, linked: &Linked) -> Module<'c> {
         phis,
         panic_blocks,
         panic_site: 0,
+        written_before_read: &linked.proven().written_before_read,
     };
     e.kernel(&idom);
     drop(e);
@@ -187,6 +188,8 @@ struct Emitter<'c, 'a> {
     /// panic site number.
     panic_blocks: Vec<Option<usize>>,
     panic_site: usize,
+    /// The shared locals no read of which sees a slot no thread wrote.
+    written_before_read: &'a [Local],
 }
 
 /// The CFG node of MIR block `b`; node 0 is the extra entry block.
@@ -543,7 +546,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 .find(|(l, _)| l.index() == i)
                 .map_or(layout.dynamic_offset, |(_, o)| *o);
             let shared = local_type(self.context, decl.ty);
-            let array = build::alloc_shared(self.context, shared, len, offset, self.location(span));
+            let written = self.written_before_read.contains(&Local(i as u32));
+            let location = self.location(span);
+            let array = build::alloc_shared(self.context, shared, len, offset, written, location);
             self.containers[i] = Some(self.result(array));
         }
         let (to, values) = self.successor(BasicBlock(0));

@@ -100,7 +100,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 })
                 .collect();
             let barriers = rewrite::collect(func_ref, ops::BARRIER).len();
-            let has_shared = !rewrite::collect(func_ref, ops::ALLOC_SHARED).is_empty();
+            // The block is zeroed whole if any of its arrays may be read unwritten.
+            let zeroes_shared = rewrite::collect(func_ref, ops::ALLOC_SHARED)
+                .into_iter()
+                .any(|op| !rewrite::has_attribute(op, offload_dialect::WRITTEN_BEFORE_READ_ATTR));
             let location = rewrite::location(func);
             let host = Host::build(
                 context,
@@ -109,7 +112,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 &kernel_args,
                 barriers > 0,
                 fixed_size,
-                has_shared,
+                zeroes_shared,
             );
             let arg = |i: usize| host.args[i];
             let count = [arg(2), arg(3), arg(4)];

@@ -220,7 +220,8 @@ unsafe fn gpu_module<'c>(
 }
 
 /// Replaces each `offload.alloc_shared` with a view of workgroup memory, zeroed at the
-/// kernel's start ([`zero_fill`]); returns the `memref.global` declarations the kernel's
+/// kernel's start ([`zero_fill`]) unless the verifier proved that no read sees a slot no
+/// thread wrote (`offload.written_before_read`); returns the `memref.global` declarations the kernel's
 /// `gpu.module` needs.
 ///
 /// # Safety
@@ -249,6 +250,8 @@ unsafe fn workgroup_memory<'c>(
         unsafe {
             let shared = kernel_abi::SharedArray::of(context, op)?;
             after_arrays = Some(rewrite::next_operation(op));
+            let needs_zeros =
+                !rewrite::has_attribute(op, offload_dialect::WRITTEN_BEFORE_READ_ATTR);
             let b = rewrite::Inserter::before(context, op);
             let view_ty = b.memref(shared.elem, 1, Some(space));
             let view = match shared.len {
@@ -274,8 +277,10 @@ unsafe fn workgroup_memory<'c>(
                     globals.push(global);
                     let global = b.get_global(&symbol, ty);
                     let view = b.cast(global, view_ty);
-                    let len = b.index_constant(len as i64);
-                    statics.push((view, shared.elem, len));
+                    if needs_zeros {
+                        let len = b.index_constant(len as i64);
+                        statics.push((view, shared.elem, len));
+                    }
                     view
                 }
                 None => {
@@ -288,7 +293,9 @@ unsafe fn workgroup_memory<'c>(
                     let view = b.view(raw, start, &[len], view_ty);
                     // Every view has elements of one size (the verifier sees to it), so
                     // filling one fills each view's slots, and no byte past them is read.
-                    dynamic.get_or_insert((view, shared.elem, len));
+                    if needs_zeros {
+                        dynamic.get_or_insert((view, shared.elem, len));
+                    }
                     view
                 }
             };
@@ -301,6 +308,9 @@ unsafe fn workgroup_memory<'c>(
         unsafe {
             let b = rewrite::Inserter::before(context, anchor);
             let arrays: Vec<_> = statics.into_iter().chain(dynamic).collect();
+            if arrays.is_empty() {
+                return Ok(globals);
+            }
             let owned =
                 rewrite::has_attribute(func.to_raw(), offload_dialect::FIRST_PHASE_OWNS_SLOTS_ATTR);
             zero_fill(&b, &arrays, !owned)?;

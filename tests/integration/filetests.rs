@@ -156,3 +156,15 @@ fn files_in(dir: &Path, ext: &str) -> Vec<std::path::PathBuf> {
     assert!(!files.is_empty(), "no file tests in {}", dir.display());
     files
 }
+
+/// A pass that panics (a bug of ours) fails the pipeline with an error at the module,
+/// not an abort, and the context stays usable.
+#[test]
+fn a_pass_that_panics_fails_with_an_internal_error() {
+    let (failed, after) = offload_lowering::run_a_panicking_pass();
+    assert_eq!(
+        failed.unwrap_err().to_string(),
+        "internal error in the `test` stage:\n-:1:1: test-panics: internal error: a bug forced for the test"
+    );
+    after.unwrap();
+}

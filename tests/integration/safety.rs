@@ -472,3 +472,73 @@ kernel fill2(mut _1: Region<f32, Linear2D>) {
         "invalid launch: a `Linear2D` region has rows, not planes: build it with `Region::new_2d`"
     );
 }
+
+/// The shared locals `link` proves are read only where a thread wrote (so the lowering
+/// need not zero them), by name, for the kernel in `source`.
+fn written_before_read(source: &str) -> Vec<String> {
+    let item: syn::ItemFn = syn::parse_str(source).expect("the kernel parses");
+    let body = offload_frontend::translate_instance(&item, "k.rs", &[]).expect("translates");
+    let linked = offload_mir::link(&body, &[]).expect("links");
+    let names = |l: &offload_mir::Local| {
+        let decl = &linked.body().locals[l.index()];
+        decl.debug.as_ref().map(|d| d.0.clone()).unwrap_or_default()
+    };
+    linked
+        .proven()
+        .written_before_read
+        .iter()
+        .map(names)
+        .collect()
+}
+
+/// Shared memory is zeroed when a workgroup starts unless every read provably sees a
+/// slot a thread wrote: each thread writes its own slot before the first barrier, and
+/// reads come after it, below the thread count.
+#[test]
+fn shared_arrays_read_only_where_written_need_no_zeros() {
+    let own_then_below = "fn k(mut y: Region<f32, Linear1D>) {
+        let mut tile = Shared::<f32, 256>::new();
+        let t = thread_rank();
+        tile.write(1.0);
+        sync_threads();
+        let mut v = tile[t];
+        if t >= 3 { v += tile[t - 3]; }
+        if t + 1 < workgroup_dim(0) { v += tile[t + 1]; }
+        if let Some(e) = y.get_mut() { *e = v; }
+    }";
+    assert_eq!(written_before_read(own_then_below), ["tile"]);
+    // A slot past the thread count (`32 + t`) may be one nobody wrote.
+    let past_the_threads = "fn k(mut y: Region<f32, Linear1D>) {
+        let mut tile = Shared::<f32, 64>::new();
+        let t = thread_rank();
+        tile.write(1.0);
+        sync_threads();
+        let v = tile[(32 + t) % 64];
+        if let Some(e) = y.get_mut() { *e = v; }
+    }";
+    assert!(written_before_read(past_the_threads).is_empty());
+    // Written on one path only.
+    let in_a_branch = "fn k(mut y: Region<f32, Linear1D>) {
+        let mut tile = Shared::<f32, 256>::new();
+        let t = thread_rank();
+        if workgroup_idx(0) == 0 { tile.write(1.0); }
+        sync_threads();
+        let v = tile[t];
+        if let Some(e) = y.get_mut() { *e = v; }
+    }";
+    assert!(written_before_read(in_a_branch).is_empty());
+    // Read before any barrier.
+    let first_phase_read = "fn k(mut y: Region<f32, Linear1D>) {
+        let tile = Shared::<f32, 256>::new();
+        let v = tile[0];
+        if let Some(e) = y.get_mut() { *e = v; }
+    }";
+    assert!(written_before_read(first_phase_read).is_empty());
+    // Never read: nothing to zero.
+    let never_read = "fn k(mut y: Region<f32, Linear1D>) {
+        let mut tile = Shared::<f32, 256>::new();
+        tile.write(1.0);
+        if let Some(e) = y.get_mut() { *e = 2.0; }
+    }";
+    assert_eq!(written_before_read(never_read), ["tile"]);
+}

@@ -31,8 +31,8 @@ impl Linked {
     }
 
     /// What the safety verifier proved of the body beyond its safety.
-    pub fn proven(&self) -> crate::safety::Proven {
-        self.proven
+    pub fn proven(&self) -> &crate::safety::Proven {
+        &self.proven
     }
 
     /// The receipt of validation, for code that needs only that.
@@ -63,7 +63,7 @@ impl Linked {
         // Folding takes accesses away and adds none, so what was proven still holds.
         Linked {
             body,
-            proven: self.proven,
+            proven: self.proven.clone(),
         }
     }
 }

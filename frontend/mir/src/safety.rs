@@ -46,6 +46,7 @@
 //! (a tested or clamped `Stencil2D` read; rank-2 regions are laid out in whole rows).
 
 mod facts;
+mod initialised;
 mod races;
 mod values;
 
@@ -66,8 +67,12 @@ pub struct SafetyError {
 }
 
 /// What the verifier proved of a kernel beyond its safety, which the lowering may use.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Default)]
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
 pub struct Proven {
+    /// The `Shared` and `DynShared` locals whose memory no read sees where no thread
+    /// wrote (module `initialised`): the lowering need not zero it when a workgroup
+    /// starts.
+    pub written_before_read: Vec<Local>,
     /// Before its first barrier, every thread touches shared memory only at its own
     /// slots (`k * threads + rank`, through the safe API): a thread that zeroes exactly
     /// those slots when the kernel starts needs no barrier before going on, since no
@@ -790,18 +795,23 @@ impl Analysis<'_> {
         })
     }
 
-    /// Whether index `i` of shared array `s` is one of the calling thread's own slots:
-    /// `rank`, or `k * threads + rank` with `k < Len / threads`.
-    fn own_slot(&mut self, state: &State, s: Local, i: Sym) -> bool {
-        let rank = self.rank();
+    /// The workgroup's thread count, as the translator computes it.
+    fn workgroup_threads(&mut self) -> Sym {
         let v = &mut self.values;
         let pos = |v: &mut Values, (p, d): (Position, u8)| v.intern(Expr::Position(p, d));
         let [first, rest @ ..] = WORKGROUP_THREADS;
         let first = pos(v, first);
-        let threads = rest.into_iter().fold(first, |acc, p| {
+        rest.into_iter().fold(first, |acc, p| {
             let position = pos(v, p);
             v.intern(Expr::Binary(BinOp::Mul, acc, position))
-        });
+        })
+    }
+
+    /// Whether index `i` of shared array `s` is one of the calling thread's own slots:
+    /// `rank`, or `k * threads + rank` with `k < Len / threads`.
+    fn own_slot(&mut self, state: &State, s: Local, i: Sym) -> bool {
+        let rank = self.rank();
+        let threads = self.workgroup_threads();
         let len = match self.body.locals[s.index()].ty {
             Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
             _ => self.values.intern(Expr::Len(s)),

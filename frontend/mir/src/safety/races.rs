@@ -100,7 +100,7 @@ pub(super) fn memories(body: &Body) -> Result<Vec<Vec<Local>>, SafetyError> {
 
 /// The blocks a thread can run from the start of each of `from`, before it next waits at
 /// a barrier (a block ending in a barrier is run, not left).
-fn barrier_free_reach(body: &Body, from: &[usize]) -> Vec<bool> {
+pub(super) fn barrier_free_reach(body: &Body, from: &[usize]) -> Vec<bool> {
     let mut seen = vec![false; body.blocks.len()];
     let mut stack = from.to_vec();
     while let Some(b) = stack.pop() {
@@ -147,12 +147,13 @@ impl Analysis<'_> {
         let first_phase = barrier_free_reach(body, &[0]);
         let raw_in_first_phase = (body.blocks.iter().enumerate())
             .any(|(b, block)| first_phase[b] && block.statements.iter().any(|s| s.raw));
-        if self.shared.is_empty() {
+        let accesses = std::mem::take(&mut self.shared);
+        self.proven.written_before_read = self.written_before_read(&accesses);
+        if accesses.is_empty() {
             self.proven.first_phase_owns_its_slots = !raw_in_first_phase;
             return Vec::new();
         }
         let uniform = uniformity(body);
-        let accesses = std::mem::take(&mut self.shared);
         let slots: Vec<Slots> = accesses.iter().map(|a| self.slots(a, &uniform)).collect();
         self.proven.first_phase_owns_its_slots = !raw_in_first_phase
             && (accesses.iter().zip(&slots))
@@ -296,7 +297,7 @@ impl Analysis<'_> {
 
     /// Whether `i` is the thread's rank here: the rank itself, `thread_idx(0)` in a
     /// workgroup the facts make one-dimensional, or a value a fact equates with either.
-    fn is_rank(&mut self, state: &State, i: Sym) -> bool {
+    pub(super) fn is_rank(&mut self, state: &State, i: Sym) -> bool {
         let rank = self.rank();
         let tx = self.values.intern(Expr::Position(Position::Thread, 0));
         // One-dimensional: `dim_y == 1` and `dim_z == 1`, or `dim_y * dim_z == 1` (each
