@@ -482,29 +482,8 @@ pub fn extern_dynamic_shared(context: &Context, root: OperationRef<'_, '_>) {
 /// thread(s) in warp"); the unaligned barrier waits for the warp's threads that have not
 /// exited. It is LLVM's intrinsic, which LLVM knows to be convergent.
 fn unaligned_barrier(b: &rewrite::Inserter<'_>) -> Result<(), PassError> {
-    use melior::ir::attribute::DenseI32ArrayAttribute;
     let id = b.constant(b.int(32), 0);
-    let context = b.context;
-    b.op(
-        "llvm.call_intrinsic",
-        &[id],
-        &[],
-        &[
-            (
-                "intrin",
-                StringAttribute::new(context, "llvm.nvvm.barrier.cta.sync.all").into(),
-            ),
-            ("fastmathFlags", b.attr("#llvm.fastmath<none>")),
-            (
-                "op_bundle_sizes",
-                DenseI32ArrayAttribute::new(context, &[]).into(),
-            ),
-            (
-                "operandSegmentSizes",
-                DenseI32ArrayAttribute::new(context, &[1, 0]).into(),
-            ),
-        ],
-    )?;
+    b.call_intrinsic("llvm.nvvm.barrier.cta.sync.all", &[id], &[])?;
     Ok(())
 }
 

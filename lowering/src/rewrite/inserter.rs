@@ -305,6 +305,35 @@ impl<'c> Inserter<'c> {
         Ok(self.place(op))
     }
 
+    /// `llvm.call_intrinsic` of the LLVM intrinsic `name` (whose properties, such as
+    /// being convergent, LLVM knows) on `operands`, giving `results`.
+    pub fn call_intrinsic(
+        &self,
+        name: &str,
+        operands: &[MlirValue],
+        results: &[Type<'c>],
+    ) -> Result<Vec<MlirValue>, PassError> {
+        use melior::ir::attribute::{DenseI32ArrayAttribute, StringAttribute};
+        let count = i32::try_from(operands.len()).expect("few operands");
+        self.op(
+            "llvm.call_intrinsic",
+            operands,
+            results,
+            &[
+                ("intrin", StringAttribute::new(self.context, name).into()),
+                ("fastmathFlags", self.attr("#llvm.fastmath<none>")),
+                (
+                    "op_bundle_sizes",
+                    DenseI32ArrayAttribute::new(self.context, &[]).into(),
+                ),
+                (
+                    "operandSegmentSizes",
+                    DenseI32ArrayAttribute::new(self.context, &[count, 0]).into(),
+                ),
+            ],
+        )
+    }
+
     /// `memref.generic_atomic_rmw` that stores `new` where the element equals `current`;
     /// returns the previous element.
     pub fn compare_and_swap(
