@@ -15,7 +15,7 @@
 //! running it. On a GPU, programs with subgroup operations are skipped (the
 //! interpreter's subgroups are one lane wide, as on the CPU).
 
-use offload::{DynamicArg, Error, KernelArg, KernelDescriptor, LaunchOptions};
+use offload::{DeviceBuffer, DynamicArg, Error, KernelArg, KernelDescriptor, LaunchOptions};
 use offload_fuzz::{Program, compare, program};
 use offload_mir::interp::{self, ArgValue, InterpError, Limits, Outcome};
 use offload_mir::{Body, ScalarTy, Ty};
@@ -103,6 +103,15 @@ pub fn check(seed: u64, gpu: bool) -> Class {
     if gpu {
         for args in [&mut before, &mut expected, &mut actual] {
             flush_atomic_subnormals(&p.body, args);
+        }
+    }
+    if p.atomics_on_device && outcome.panic.is_some() {
+        // Device buffers are updated where they live, also by a launch that panics: only
+        // host data is all or nothing.
+        for ((_, decl), (b, a)) in p.body.args().zip(before.iter_mut().zip(&actual)) {
+            if matches!(decl.ty, Ty::Atomic(_)) {
+                *b = a.clone();
+            }
         }
     }
     judge(&p.body, &before, &expected, &actual, &outcome, result)
@@ -194,8 +203,22 @@ fn launch(
     };
     let types: Vec<Ty> = p.body.args().map(|(_, d)| d.ty).collect();
     let mut bytes: Vec<Vec<u8>> = args.iter().map(to_bytes).collect();
+    // Atomics the program keeps on the device, as buffers made from their bytes.
+    let on = &offload::devices()[device];
+    let mut buffers: Vec<Option<DeviceAtomic>> = Vec::new();
+    for (ty, data) in types.iter().zip(&bytes) {
+        buffers.push(match ty {
+            Ty::Atomic(elem) if p.atomics_on_device => Some(DeviceAtomic::upload(on, *elem, data)?),
+            _ => None,
+        });
+    }
     let mut kernel_args = Vec::new();
-    for ((ty, arg), data) in types.iter().zip(args.iter()).zip(bytes.iter_mut()) {
+    let all = types.iter().zip(args.iter()).zip(bytes.iter_mut());
+    for (((ty, arg), data), buffer) in all.zip(buffers.iter_mut()) {
+        if let Some(buffer) = buffer {
+            kernel_args.push(buffer.arg());
+            continue;
+        }
         let dynamic = match (*ty, arg) {
             (Ty::Region(elem, strategy), ArgValue::Buffer { layout, .. }) => DynamicArg::Region {
                 elem,
@@ -219,10 +242,89 @@ fn launch(
     }
     let result = offload::launch(descriptor, options, &mut kernel_args);
     drop(kernel_args);
+    for (data, buffer) in bytes.iter_mut().zip(&buffers) {
+        if let Some(buffer) = buffer {
+            *data = buffer.download()?;
+        }
+    }
     for (arg, data) in args.iter_mut().zip(&bytes) {
         from_bytes(arg, data);
     }
     result
+}
+
+/// An atomic argument kept on the device: a `DeviceBuffer` of its element type.
+enum DeviceAtomic {
+    I32(DeviceBuffer<i32>),
+    U32(DeviceBuffer<u32>),
+    I64(DeviceBuffer<i64>),
+    U64(DeviceBuffer<u64>),
+    F32(DeviceBuffer<f32>),
+    F64(DeviceBuffer<f64>),
+}
+
+/// `$body` with `$b` bound to the buffer of whichever element type `$atomic` holds.
+macro_rules! each_atomic {
+    ($atomic:expr, $b:ident => $body:expr) => {
+        match $atomic {
+            DeviceAtomic::I32($b) => $body,
+            DeviceAtomic::U32($b) => $body,
+            DeviceAtomic::I64($b) => $body,
+            DeviceAtomic::U64($b) => $body,
+            DeviceAtomic::F32($b) => $body,
+            DeviceAtomic::F64($b) => $body,
+        }
+    };
+}
+
+impl DeviceAtomic {
+    /// A buffer on `device` holding `bytes`, little-endian elements of type `elem`.
+    fn upload(device: &offload::Device, elem: ScalarTy, bytes: &[u8]) -> Result<Self, Error> {
+        fn values<T, const N: usize>(bytes: &[u8], from: fn([u8; N]) -> T) -> Vec<T> {
+            let word = |c: &[u8]| from(c.try_into().expect("whole elements"));
+            bytes.chunks_exact(N).map(word).collect()
+        }
+        Ok(match elem {
+            ScalarTy::I32 => Self::I32(DeviceBuffer::from_slice(
+                device,
+                &values(bytes, i32::from_le_bytes),
+            )?),
+            ScalarTy::U32 => Self::U32(DeviceBuffer::from_slice(
+                device,
+                &values(bytes, u32::from_le_bytes),
+            )?),
+            ScalarTy::I64 => Self::I64(DeviceBuffer::from_slice(
+                device,
+                &values(bytes, i64::from_le_bytes),
+            )?),
+            ScalarTy::U64 => Self::U64(DeviceBuffer::from_slice(
+                device,
+                &values(bytes, u64::from_le_bytes),
+            )?),
+            ScalarTy::F32 => Self::F32(DeviceBuffer::from_slice(
+                device,
+                &values(bytes, f32::from_le_bytes),
+            )?),
+            ScalarTy::F64 => Self::F64(DeviceBuffer::from_slice(
+                device,
+                &values(bytes, f64::from_le_bytes),
+            )?),
+            other => {
+                return Err(Error::InvalidLaunch(format!(
+                    "no atomics of `{other}` on a device"
+                )));
+            }
+        })
+    }
+
+    fn arg(&mut self) -> KernelArg<'_> {
+        each_atomic!(self, b => KernelArg::atomic(b))
+    }
+
+    /// The buffer's elements as little-endian bytes.
+    fn download(&self) -> Result<Vec<u8>, Error> {
+        each_atomic!(self, b => Ok(b.to_vec()?.iter().flat_map(|v| v.to_le_bytes()).collect()))
+    }
 }
 
 /// Whether the body asks anything of its subgroup (its size and lane included).

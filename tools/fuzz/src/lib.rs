@@ -163,6 +163,8 @@ pub enum Construct {
     WorkgroupReductions,
     SubgroupOps,
     Unsafe,
+    /// `Atomic` arguments given as `&mut DeviceBuffer`s, updated where they live.
+    AtomicsOnDeviceBuffers,
     Linear1D,
     Linear2D,
     Linear3D,
@@ -174,7 +176,7 @@ pub enum Construct {
 
 impl Construct {
     /// Every construct, in the README's order.
-    pub const ALL: [Construct; 53] = {
+    pub const ALL: [Construct; 54] = {
         use Construct::*;
         [
             ScalarTypes,
@@ -223,6 +225,7 @@ impl Construct {
             WorkgroupReductions,
             SubgroupOps,
             Unsafe,
+            AtomicsOnDeviceBuffers,
             Linear1D,
             Linear2D,
             Linear3D,
@@ -246,6 +249,10 @@ pub struct Program {
     /// What the program is made of (recorded by the source generator, whose constructs
     /// the translator turns into plain MIR).
     pub constructs: std::collections::BTreeSet<Construct>,
+    /// Whether the launch passes the atomic arguments as device buffers, which the
+    /// kernel updates where they live (also when a thread panics), rather than as host
+    /// data copied in and, without a panic, out.
+    pub atomics_on_device: bool,
 }
 
 /// The program of a fuzzing campaign for `seed`, and whether it was mutated: for one
@@ -267,6 +274,14 @@ pub fn program(seed: u64) -> Result<(Program, bool), String> {
     let mutated = seed % 2 == 1 || (seed % 8 == 6 && !raw);
     if mutated {
         p.body = mutate(&p.body, seed);
+    }
+    let atomics = p
+        .body
+        .args()
+        .any(|(_, d)| matches!(d.ty, offload_mir::Ty::Atomic(_)));
+    if atomics && seed % 3 == 1 {
+        p.atomics_on_device = true;
+        p.constructs.insert(Construct::AtomicsOnDeviceBuffers);
     }
     Ok((p, mutated))
 }
@@ -319,6 +334,7 @@ pub fn generate_with(seed: u64, cfg: &Config) -> Program {
         launch: g.plan.launch,
         broken,
         constructs: Default::default(),
+        atomics_on_device: false,
     };
     debug_assert!(
         offload_mir::validate(&program.body).is_ok(),

@@ -1173,6 +1173,7 @@ pub fn generate_source(seed: u64, transcendentals: bool) -> Result<(Program, Str
         },
         broken: None,
         constructs,
+        atomics_on_device: false,
     };
     Ok((program, source))
 }
