@@ -113,10 +113,24 @@ impl Broken {
     ];
 }
 
-/// A construct of the kernel language, as the README's kernel-language and strategy
-/// tables list them: what a generated program was made of.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Construct {
+/// Declares [`Construct`] and its list of every variant, from one list of names.
+macro_rules! constructs {
+    ($($(#[$doc:meta])* $name:ident,)*) => {
+        /// A construct of the kernel language, as the README's kernel-language and
+        /// strategy tables list them: what a generated program was made of.
+        #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub enum Construct {
+            $($(#[$doc])* $name,)*
+        }
+
+        impl Construct {
+            /// Every construct, in the README's order.
+            pub const ALL: &[Construct] = &[$(Construct::$name,)*];
+        }
+    };
+}
+
+constructs! {
     ScalarTypes,
     Parameters,
     Let,
@@ -172,69 +186,6 @@ pub enum Construct {
     Stencil2D,
     Indexed,
     Interior,
-}
-
-impl Construct {
-    /// Every construct, in the README's order.
-    pub const ALL: [Construct; 54] = {
-        use Construct::*;
-        [
-            ScalarTypes,
-            Parameters,
-            Let,
-            Assignment,
-            TupleAssignment,
-            Swap,
-            Arithmetic,
-            Comparisons,
-            ShortCircuit,
-            Unary,
-            Casts,
-            FromConversions,
-            IfElse,
-            WhileLoops,
-            Labels,
-            ForLoops,
-            LoopsOverElements,
-            Match,
-            Matches,
-            EarlyReturn,
-            LoopValue,
-            Consts,
-            SliceIndexing,
-            ConstArrays,
-            ThreadArrays,
-            FloatMethods,
-            IntegerMethods,
-            MethodsByPath,
-            Panics,
-            DeviceFunctions,
-            GenericKernel,
-            GenericLiterals,
-            ThreadPosition,
-            Atomics,
-            SharedMemory,
-            DynShared,
-            TreeReductions,
-            SliceGet,
-            IteratorReductions,
-            Zip,
-            Closures,
-            Shared2D,
-            Barrier,
-            WorkgroupReductions,
-            SubgroupOps,
-            Unsafe,
-            AtomicsOnDeviceBuffers,
-            Linear1D,
-            Linear2D,
-            Linear3D,
-            Chunked,
-            Stencil2D,
-            Indexed,
-            Interior,
-        ]
-    };
 }
 
 /// A generated kernel with everything needed to run it.
