@@ -1,5 +1,6 @@
-//! The kernel ABI both target conversions share (`offload_mir::abi` packs the words on
-//! the host): slices and 1-D regions become `memref<?xT>`; 2-D and 3-D regions a
+//! The kernel ABI both target conversions share, as `offload_mir::abi::params_of`
+//! describes it (the runtime packs the words by the same description): slices and 1-D
+//! regions become `memref<?xT>`; 2-D and 3-D regions a
 //! `memref<?x?xT>` or `memref<?x?x?xT>` followed by their margin (an `index`); an
 //! `Indexed` region its data's `memref<?xT>` followed by its indices' `memref<?xi64>`.
 //! A hidden last argument `memref<?xi64>` receives panic reports, and the `offload`
@@ -18,6 +19,7 @@ use melior::{
 };
 use mlir_sys::*;
 use offload_dialect::{AtomicKind, OffloadType, ops};
+use offload_mir::abi;
 use std::collections::HashMap;
 
 pub use offload_mir::abi::PANIC_BUFFER_WORDS;
@@ -110,16 +112,25 @@ unsafe fn retype_arguments(
                 Some(OffloadType::Slice { elem } | OffloadType::Atomic { elem }) => (elem, None),
                 Some(OffloadType::Shared { .. }) | None => continue,
             };
-            let rank = strategy.map_or(1, |s| s.rank() as usize);
+            // The parameters the argument becomes, as `offload_mir::abi` describes them
+            // for the runtime's packing too: its data, then a margin or the indices.
+            let params = match strategy {
+                Some(s) => abi::region_params(s),
+                None => abi::params_of(&offload_mir::Ty::Slice(offload_mir::ScalarTy::U8)),
+            };
+            let [abi::Param::Data { rank }, extra @ ..] = params else {
+                return Err(refuse(func, "the ABI gives every container its data first"));
+            };
+            let rank = *rank as usize;
             let b = Inserter::before(context, first_op);
             if !(elem.is_integer() || elem.is_f32() || elem.is_f64() || elem.is_index()) {
                 return Err(refuse(func, format!("cannot form a memref of `{elem}`")));
             }
             let memref = b.memref(elem, rank, None);
             rewrite::set_argument_type(arg, memref);
-            let Some(strategy) = strategy else {
+            if strategy.is_none() {
                 continue;
-            };
+            }
             let mut region = RegionArgument {
                 shaped: arg,
                 rank,
@@ -142,11 +153,16 @@ unsafe fn retype_arguments(
                         ArrayAttribute::new(context, &groups).into(),
                     )],
                 )?[0];
-                region.margin = Some(rewrite::insert_argument(entry, pos, index, func));
-                pos += 1;
-            } else if strategy == offload_mir::Strategy::Indexed {
-                let indices = b.memref(b.int(64), 1, None);
-                region.indices = Some(rewrite::insert_argument(entry, pos, indices, func));
+            }
+            for param in extra {
+                let (ty, slot) = match param {
+                    abi::Param::Margin => (index, &mut region.margin),
+                    abi::Param::Indices => (b.memref(b.int(64), 1, None), &mut region.indices),
+                    abi::Param::Data { .. } | abi::Param::Scalar => {
+                        return Err(refuse(func, "the ABI gives a region one data memref"));
+                    }
+                };
+                *slot = Some(rewrite::insert_argument(entry, pos, ty, func));
                 pos += 1;
             }
             collapsed.insert(arg.ptr as usize, region);

@@ -267,31 +267,37 @@ impl ArgKind {
     /// The argument's words in the kernel ABI, given where its data lives and, for an
     /// `Indexed` region, where its indices do; `None` for scalars.
     pub(crate) fn abi_words(&self, ptr: u64, indices: Option<u64>) -> Option<Vec<u64>> {
-        use offload_mir::abi;
-        match *self {
+        use offload_mir::abi::{self, Param};
+        let (params, len, shape) = match *self {
             ArgKind::Region {
                 shape, strategy, ..
-            } => Some(match (strategy, strategy.rank()) {
-                (_, 2) => {
-                    let [w, h, _] = shape.extents().map(|e| e as u64);
-                    abi::region_2d(ptr, h, w, shape.margin as u64).to_vec()
-                }
-                (_, 3) => {
-                    let [w, h, d] = shape.extents().map(|e| e as u64);
-                    abi::region_3d(ptr, d, h, w, shape.margin as u64).to_vec()
-                }
-                (Strategy::Indexed, _) => {
+            } => (abi::region_params(strategy), shape.len, Some(shape)),
+            ArgKind::Slice { len, .. } | ArgKind::Atomic { len, .. } => (
+                abi::params_of(&offload_mir::Ty::Slice(ScalarTy::U8)),
+                len,
+                None,
+            ),
+            ArgKind::Scalar { .. } => return None,
+        };
+        // Each parameter as `offload_mir::abi` describes it, which the lowering's
+        // signatures follow too.
+        let [w, h, d] = shape.map_or([len, 1, 1], |s| s.extents()).map(|e| e as u64);
+        let mut words = Vec::with_capacity(params.iter().map(|p| p.words()).sum());
+        for param in params {
+            match param {
+                Param::Data { rank: 1 } => words.extend(abi::memref_1d(ptr, len as u64)),
+                Param::Data { rank: 2 } => words.extend(abi::memref_2d(ptr, h, w)),
+                Param::Data { .. } => words.extend(abi::memref_3d(ptr, d, h, w)),
+                Param::Margin => words.push(shape.map_or(0, |s| s.margin as u64)),
+                Param::Indices => {
                     let at = indices.expect("an `Indexed` region's indices are placed");
-                    abi::indexed(ptr, shape.len as u64, at, shape.indices.unwrap_or(0) as u64)
-                        .to_vec()
+                    let count = shape.and_then(|s| s.indices).unwrap_or(0);
+                    words.extend(abi::memref_1d(at, count as u64));
                 }
-                _ => abi::memref_1d(ptr, shape.len as u64).to_vec(),
-            }),
-            ArgKind::Slice { len, .. } | ArgKind::Atomic { len, .. } => {
-                Some(abi::memref_1d(ptr, len as u64).to_vec())
+                Param::Scalar => unreachable!("containers' parameters are memrefs and margins"),
             }
-            ArgKind::Scalar { .. } => None,
         }
+        Some(words)
     }
 
     /// An `Indexed` region's indices as a read-only argument of their own, placed on the

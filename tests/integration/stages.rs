@@ -123,3 +123,53 @@ fn amd_rocdl_and_wave64_stages() {
     let (_, text) = all.last().unwrap();
     insta::assert_snapshot!("features.workgroup_sum.gpu_gfx942", text);
 }
+
+/// The lowered kernel takes exactly the words the runtime packs: for each argument the
+/// words `offload_mir::abi::words_of` gives (the runtime's packing is held to the same
+/// description by its own test), then the panic buffer's memref, then on a GPU the hidden
+/// parameters, and on the CPU backend the leading parameters first.
+#[test]
+fn lowered_signatures_take_the_words_the_runtime_packs() {
+    use offload_mir::abi;
+    let mir = "// offload-mir v1
+kernel every_kind(mut _1: Region<f32, Linear1D>, mut _2: Region<f32, Linear2D>, mut _3: Region<f32, Linear3D>, mut _4: Region<f32, Chunked<4>>, mut _5: Region<f32, Stencil2D<1>>, mut _6: Region<f32, Indexed>, _7: &[f64], mut _8: Atomic<u32>, _9: f32, _10: bool) {
+    file \"every_kind.rs\";
+    let mut _0: ();
+
+    bb0: {
+        return; // 1:1
+    }
+}
+";
+    let body = offload_mir::parse(mir).expect("parses");
+    let linked = offload_mir::link(&body, &[]).expect("links");
+    let own: usize = body.args().map(|(_, d)| abi::words_of(&d.ty)).sum();
+    let panic_buffer = abi::params_of(&offload_mir::Ty::Atomic(offload_mir::ScalarTy::I64))
+        .iter()
+        .map(|p| p.words())
+        .sum::<usize>();
+    // The parameters of the kernel's `llvm.func` in a stage's text.
+    let parameters = |text: &str, name: &str| {
+        let line = (text.lines())
+            .find(|l| l.contains(&format!("llvm.func @{name}(")))
+            .unwrap_or_else(|| panic!("no `llvm.func @{name}` in:\n{text}"));
+        line[..line.find(") ").unwrap_or(line.len())]
+            .matches("%arg")
+            .count()
+    };
+    let text = |last: Stage| {
+        let stages = emit(&linked, last, &GpuTarget::default()).unwrap_or_else(|e| panic!("{e}"));
+        stages.last().expect("the last stage").1.clone()
+    };
+    let gpu = own + panic_buffer + abi::GPU_HIDDEN.len();
+    assert_eq!(parameters(&text(Stage::Llvm), "every_kind"), gpu, "NVIDIA");
+    assert_eq!(parameters(&text(Stage::Rocdl), "every_kind"), gpu, "AMD");
+    let cpu = abi::CPU_LEADING_WORDS + own + panic_buffer;
+    let host = text(Stage::Cpu);
+    let name = (host.lines())
+        .filter_map(|l| l.split("llvm.func @").nth(1))
+        .filter_map(|rest| rest.split('(').next())
+        .find(|name| name.contains("every_kind"))
+        .expect("the kernel's host function");
+    assert_eq!(parameters(&host, name), cpu, "CPU");
+}

@@ -3,7 +3,7 @@
 //! signatures that take these words, and the runtime's backends pack them; both use this
 //! module, so the two halves cannot drift apart.
 //!
-//! Every kernel parameter travels as 64-bit words:
+//! Every kernel argument becomes the parameters [`params_of`] lists, each 64-bit words:
 //!
 //! - a scalar: its bits, zero-extended;
 //! - a 1-D region, slice or atomic array: a `memref<?xT>` descriptor, [`memref_1d`];
@@ -17,6 +17,63 @@
 //!   receives panic reports `[count, site, value0, value1, scratch x3]`;
 //! - on a GPU, then the [`GPU_HIDDEN`] index parameters, in that order;
 //! - on the CPU backend, before all of the kernel's own, the [`CpuLeading`] words.
+
+use crate::{Strategy, Ty};
+
+/// One parameter of the kernel ABI, as the lowering declares it and the runtime packs
+/// it: what [`params_of`] makes of a kernel argument.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Param {
+    /// The argument's data: a memref of its element type with `rank` dynamic
+    /// dimensions, slowest first ([`memref_1d`], [`memref_2d`], a 3-D one).
+    Data { rank: u8 },
+    /// A 2-D or 3-D region's margin: an `index`, 0 or an interior's.
+    Margin,
+    /// An `Indexed` region's indices: a `memref<?xi64>`.
+    Indices,
+    /// A scalar, by value.
+    Scalar,
+}
+
+impl Param {
+    /// How many 64-bit words the parameter takes: a memref's descriptor is its two
+    /// pointers, its offset, and a size and a stride per dimension.
+    pub const fn words(self) -> usize {
+        match self {
+            Param::Data { rank } => 3 + 2 * rank as usize,
+            Param::Indices => 5,
+            Param::Margin | Param::Scalar => 1,
+        }
+    }
+}
+
+/// The parameters a kernel argument of type `ty` becomes, in order (none for shared
+/// arrays, which are not arguments). Everything the rest of this module packs, and the
+/// signatures the lowering builds, follow it.
+pub fn params_of(ty: &Ty) -> &'static [Param] {
+    match ty {
+        Ty::Region(_, strategy) => region_params(*strategy),
+        Ty::Slice(_) | Ty::Atomic(_) => &[Param::Data { rank: 1 }],
+        Ty::Scalar(_) => &[Param::Scalar],
+        Ty::Shared(..) | Ty::Unit => &[],
+    }
+}
+
+/// The parameters a region of `strategy` becomes: its data, with its rank's dimensions,
+/// then a 2-D or 3-D region's margin, or an `Indexed` region's indices.
+pub fn region_params(strategy: Strategy) -> &'static [Param] {
+    match (strategy, strategy.rank()) {
+        (_, 2) => &[Param::Data { rank: 2 }, Param::Margin],
+        (_, 3) => &[Param::Data { rank: 3 }, Param::Margin],
+        (Strategy::Indexed, _) => &[Param::Data { rank: 1 }, Param::Indices],
+        _ => &[Param::Data { rank: 1 }],
+    }
+}
+
+/// The words an argument of type `ty` takes.
+pub fn words_of(ty: &Ty) -> usize {
+    params_of(ty).iter().map(|p| p.words()).sum()
+}
 
 /// Words (`i64`) in the panic buffer a launch passes as the last kernel argument.
 pub const PANIC_BUFFER_WORDS: usize = 7;
@@ -45,14 +102,19 @@ pub fn region_2d(address: u64, rows: u64, row_len: u64, margin: u64) -> [u64; 8]
     [m[0], m[1], m[2], m[3], m[4], m[5], m[6], margin]
 }
 
-/// The words of a 3-D region of `planes` planes of `rows` rows of `row_len` elements:
-/// a `memref<?x?x?xT>` descriptor (pointers, offset, three sizes, three strides), then
-/// the margin of its interior.
-pub fn region_3d(address: u64, planes: u64, rows: u64, row_len: u64, margin: u64) -> [u64; 10] {
+/// The descriptor words of a `memref<?x?x?xT>` of `planes` planes of `rows` rows of
+/// `row_len` elements at `address`: pointers, offset, the three sizes, the three strides.
+pub fn memref_3d(address: u64, planes: u64, rows: u64, row_len: u64) -> [u64; 9] {
     let plane = rows * row_len;
     [
-        address, address, 0, planes, rows, row_len, plane, row_len, 1, margin,
+        address, address, 0, planes, rows, row_len, plane, row_len, 1,
     ]
+}
+
+/// The words of a 3-D region: [`memref_3d`], then the margin of its interior.
+pub fn region_3d(address: u64, planes: u64, rows: u64, row_len: u64, margin: u64) -> [u64; 10] {
+    let m = memref_3d(address, planes, rows, row_len);
+    [m[0], m[1], m[2], m[3], m[4], m[5], m[6], m[7], m[8], margin]
 }
 
 /// The words of an `Indexed` region: its data (`len` elements at `address`) and its
@@ -161,6 +223,27 @@ pub fn cpu_entry_symbol(key: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ScalarTy;
+
+    /// Each packing takes the words the parameters of its argument's type say.
+    #[test]
+    fn every_packing_takes_the_words_its_parameters_say() {
+        let region = |s| words_of(&Ty::Region(ScalarTy::F32, s));
+        assert_eq!(memref_1d(1, 2).len(), region(Strategy::Linear1D));
+        assert_eq!(memref_1d(1, 2).len(), region(Strategy::Chunked(4)));
+        assert_eq!(memref_1d(1, 2).len(), words_of(&Ty::Slice(ScalarTy::F64)));
+        assert_eq!(memref_1d(1, 2).len(), words_of(&Ty::Atomic(ScalarTy::U32)));
+        assert_eq!(region_2d(1, 2, 3, 0).len(), region(Strategy::Linear2D));
+        assert_eq!(region_2d(1, 2, 3, 0).len(), region(Strategy::Stencil2D(1)));
+        assert_eq!(region_3d(1, 2, 3, 4, 0).len(), region(Strategy::Linear3D));
+        assert_eq!(indexed(1, 2, 3, 4).len(), region(Strategy::Indexed));
+        assert_eq!(words_of(&Ty::Scalar(ScalarTy::I8)), 1);
+        assert_eq!(words_of(&Ty::Shared(ScalarTy::F32, Some(4))), 0);
+        assert_eq!(
+            PANIC_BUFFER_WORDS, 7,
+            "the panic buffer is a memref<?xi64> of seven words"
+        );
+    }
 
     #[test]
     fn descriptors_hold_pointers_offset_sizes_and_strides() {

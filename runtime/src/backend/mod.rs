@@ -178,6 +178,15 @@ kernel every_kind(mut _1: Region<f32, Linear1D>, mut _2: Region<f32, Linear2D>, 
             .into_iter()
             .map(|a| KernelArg::dynamic(a).unwrap())
             .collect();
+            // Each argument packs the words `offload_mir::abi` describes for its type,
+            // which the lowering's signatures follow.
+            for ((_, decl), arg) in body.args().zip(&args) {
+                let packed = arg
+                    .kind
+                    .abi_words(0x1000, Some(0x2000))
+                    .map_or(1, |w| w.len());
+                assert_eq!(packed, abi::words_of(&decl.ty), "{}", decl.ty);
+            }
             let plan = LaunchPlan {
                 body,
                 descriptor: &EVERY_KIND,
