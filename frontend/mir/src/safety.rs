@@ -215,6 +215,15 @@ impl Analysis<'_> {
     fn solve(&mut self) -> Option<Vec<Option<State>>> {
         let n = self.body.blocks.len();
         let (rank, loop_assigned) = self.order();
+        // The back edges into each block, as (predecessor, edge number).
+        let mut back_edges: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n];
+        for (p, block) in self.body.blocks.iter().enumerate() {
+            for (k, s) in block.terminator.kind.successors().iter().enumerate() {
+                if rank[p] != usize::MAX && rank[p] >= rank[s.index()] {
+                    back_edges[s.index()].push((p, k));
+                }
+            }
+        }
         let mut entries: Vec<Option<State>> = vec![None; n];
         // Whether a block has been entered, so names made there may exist.
         let mut entered = vec![false; n];
@@ -255,7 +264,17 @@ impl Analysis<'_> {
                 continue;
             }
             let revisit = std::mem::replace(&mut entered[b], true);
-            let state = self.join(BasicBlock(b as u32), states, &loop_assigned[b], revisit);
+            // Whether every back edge into `b` has said what it brings (a state, or that
+            // no thread takes it): until then a loop's constants are not known to stay.
+            let back_edges_known =
+                (back_edges[b].iter()).all(|edge| incoming[b].iter().any(|(from, _)| from == edge));
+            let state = self.join(
+                BasicBlock(b as u32),
+                states,
+                &loop_assigned[b],
+                revisit,
+                back_edges_known,
+            );
             if entries[b].as_ref() == Some(&state) {
                 continue;
             }
@@ -351,15 +370,20 @@ impl Analysis<'_> {
 
     /// Where paths meet at `b`: names made at `b` are forgotten (this entry makes new
     /// instances), and only facts every arrived path has survive. A local a loop headed
-    /// by `b` assigns (`loop_assigned`) is `Merge(b, local)`, unless every arrived path
-    /// brings the same constant; any other keeps the value every forward edge brings (a
-    /// back edge brings the same), or is `Merge(b, local)` when they differ.
+    /// by `b` assigns (`loop_assigned`) is `Merge(b, local)`, unless every back edge is
+    /// known (`back_edges_known`: each brought a state, or is known untaken) and every
+    /// arrived path brings the same constant; any other keeps the value every forward
+    /// edge brings (a back edge brings the same), or is `Merge(b, local)` when they
+    /// differ. (A back edge's state is dropped when what enters the loop changes; taking
+    /// the entry's constant before it comes back made a loop's exit look untaken: fuzz
+    /// seed 22566.)
     fn join(
         &mut self,
         b: BasicBlock,
         mut states: Vec<(State, bool)>,
         loop_assigned: &[bool],
         revisit: bool,
+        back_edges_known: bool,
     ) -> State {
         // Names made at `b` exist only once `b` has been entered.
         if revisit {
@@ -409,7 +433,8 @@ impl Analysis<'_> {
                 let assigned = loop_assigned.get(l as usize).copied().unwrap_or(false);
                 // A constant names the same value on every visit: a loop that assigns
                 // only that constant leaves it as it was.
-                let constant = self.values.const_bits(first).is_some()
+                let constant = back_edges_known
+                    && self.values.const_bits(first).is_some()
                     && states.iter().all(|(s, _)| s.val(local) == Some(first));
                 (assigned && !constant) || self.values.rooted_at(first, b)
             };

@@ -844,12 +844,9 @@ impl Src<'_> {
         let read = self.fresh("v");
         self.line(&format!("let {read}: {t} = {name}[0];"));
         self.line("sync_threads();");
-        self.vars.push(Var {
-            name: read,
-            ty,
-            varying: false,
-            mutable: false,
-        });
+        // Every thread reads slot 0, but through memory, which the convergence check
+        // does not follow.
+        self.push_varying(read, ty);
         self.shared.push((name, ty, len));
     }
 
@@ -860,12 +857,9 @@ impl Src<'_> {
         self.note(Construct::WorkgroupReductions);
         let name = self.fresh("v");
         self.line(&format!("let {name}: {} = {f}({v});", ty.name()));
-        self.vars.push(Var {
-            name,
-            ty,
-            varying: false,
-            mutable: false,
-        });
+        // The same in every thread, but read from shared memory, which the convergence
+        // check does not follow: a branch on it counts as one that may diverge.
+        self.push_varying(name, ty);
     }
 
     fn push_varying(&mut self, name: String, ty: T) {
