@@ -18,6 +18,9 @@ use offload_mir::interp::{ArgValue, Launch, Layout, bits_const};
 use offload_mir::{Body, Const, ScalarTy};
 use std::collections::BTreeSet;
 
+mod expressions;
+mod statements;
+
 /// The scalar types a source kernel computes with.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 enum T {
@@ -69,7 +72,7 @@ impl T {
     }
 
     /// A literal of this type, suffixed.
-    fn literal(self, rng: &mut Rng) -> String {
+    pub(super) fn literal(self, rng: &mut Rng) -> String {
         match self {
             T::Bool => ["true", "false"][rng.usize(..2)].into(),
             // Negative literals in parentheses: `-2.5f32.abs()` negates the call.
@@ -142,7 +145,7 @@ struct Src<'r> {
 const MAX_SHARED: usize = 3;
 
 impl Src<'_> {
-    fn line(&mut self, text: &str) {
+    pub(super) fn line(&mut self, text: &str) {
         for _ in 0..self.indent {
             self.out.push_str("    ");
         }
@@ -150,18 +153,18 @@ impl Src<'_> {
         self.out.push('\n');
     }
 
-    fn fresh(&mut self, prefix: &str) -> String {
+    pub(super) fn fresh(&mut self, prefix: &str) -> String {
         self.next += 1;
         format!("{prefix}{}", self.next)
     }
 
-    fn note(&mut self, c: Construct) {
+    pub(super) fn note(&mut self, c: Construct) {
         self.constructs.insert(c);
     }
 
     /// The name a type is written with: the generic parameter for the element type of a
     /// generic kernel.
-    fn ty_name(&self, ty: T) -> &'static str {
+    pub(super) fn ty_name(&self, ty: T) -> &'static str {
         if self.generic && ty == self.elem {
             "E"
         } else {
@@ -169,18 +172,18 @@ impl Src<'_> {
         }
     }
 
-    fn pick_numeric(&mut self) -> T {
+    pub(super) fn pick_numeric(&mut self) -> T {
         T::NUMERIC[self.rng.usize(..T::NUMERIC.len())]
     }
 
     /// A variable of type `ty`, if one is in scope.
-    fn var_of(&mut self, ty: T) -> Option<Var> {
+    pub(super) fn var_of(&mut self, ty: T) -> Option<Var> {
         let found: Vec<Var> = self.vars.iter().filter(|v| v.ty == ty).cloned().collect();
         (!found.is_empty()).then(|| found[self.rng.usize(..found.len())].clone())
     }
 
     /// A literal of type `ty`, written as a generic kernel must for its element type.
-    fn literal(&mut self, ty: T) -> String {
+    pub(super) fn literal(&mut self, ty: T) -> String {
         let lit = ty.literal(self.rng);
         if self.generic && ty == self.elem {
             self.note(Construct::GenericLiterals);
@@ -197,310 +200,7 @@ impl Src<'_> {
         lit
     }
 
-    /// An expression of type `ty`, and whether its value may vary between threads.
-    fn expr(&mut self, ty: T, depth: u32) -> (String, bool) {
-        if depth == 0 || self.rng.u32(0..3) == 0 {
-            return self.leaf(ty);
-        }
-        if ty == T::Bool {
-            return self.condition(depth);
-        }
-        if self.generic && ty == self.elem {
-            // Generic code: arithmetic and `Float` methods only.
-            let (a, va) = self.expr(ty, depth - 1);
-            let (b, vb) = self.expr(ty, depth - 1);
-            self.note(Construct::GenericKernel);
-            return match self.rng.u32(0..4) {
-                0 => (format!("({a} + {b})"), va || vb),
-                1 => (format!("({a} * {b})"), va || vb),
-                2 => (format!("E::max({a}, {b})"), va || vb),
-                _ => (format!("({a} - {b}).abs()"), va || vb),
-            };
-        }
-        match self.rng.u32(0..16) {
-            0..=3 => self.arithmetic(ty, depth),
-            4 => self.cast_to(ty, depth),
-            5 | 6 => self.method(ty, depth),
-            7 => self.if_value(ty, depth),
-            8 => self.match_value(ty, depth),
-            9 => self.closure_call(ty, depth),
-            10 => self.reduction(ty),
-            11 => self.slice_get(ty),
-            12 => self.array_read(ty, depth),
-            13 => self.loop_value(ty),
-            14 if self.uniform && self.depth == 0 && self.guarded == 0 => self.subgroup(ty, depth),
-            _ => self.position(ty),
-        }
-    }
-
-    fn leaf(&mut self, ty: T) -> (String, bool) {
-        if self.rng.u32(0..3) != 0
-            && let Some(v) = self.var_of(ty)
-        {
-            return (v.name, v.varying);
-        }
-        (self.literal(ty), false)
-    }
-
-    fn condition(&mut self, depth: u32) -> (String, bool) {
-        let ty = self.pick_numeric();
-        let (a, va) = self.expr(ty, depth - 1);
-        let (b, vb) = self.expr(ty, depth - 1);
-        let cmp = ["<", "<=", ">", ">=", "==", "!="][self.rng.usize(..6)];
-        self.note(Construct::Comparisons);
-        match self.rng.u32(0..6) {
-            0 => {
-                self.note(Construct::ShortCircuit);
-                let (c, vc) = self.guarded(|s| s.expr(T::Bool, depth - 1));
-                let op = ["&&", "||"][self.rng.usize(..2)];
-                (format!("({a} {cmp} {b} {op} {c})"), va || vb || vc)
-            }
-            1 => {
-                self.note(Construct::Unary);
-                (format!("!({a} {cmp} {b})"), va || vb)
-            }
-            2 if !ty.is_float() => {
-                self.note(Construct::Matches);
-                (format!("matches!({a}, 1 | 3..=7)"), va)
-            }
-            3 if ty.is_float() => {
-                self.note(Construct::FloatMethods);
-                let m = ["is_nan", "is_finite", "is_sign_negative"][self.rng.usize(..3)];
-                (format!("{a}.{m}()"), va)
-            }
-            _ => (format!("({a} {cmp} {b})"), va || vb),
-        }
-    }
-
-    fn arithmetic(&mut self, ty: T, depth: u32) -> (String, bool) {
-        let (a, va) = self.expr(ty, depth - 1);
-        let (b, vb) = self.expr(ty, depth - 1);
-        self.note(Construct::Arithmetic);
-        let ops: &[&str] = if ty.is_float() {
-            &["+", "-", "*", "/"]
-        } else {
-            &["+", "-", "*", "&", "|", "^", "<<", ">>", "/", "%"]
-        };
-        let op = ops[self.rng.usize(..ops.len())];
-        match op {
-            // A divisor that is never zero, and for signed types never -1.
-            "/" | "%" if !ty.is_float() => {
-                self.note(Construct::Panics);
-                let d = self.rng.u32(2..9);
-                (
-                    format!("({a} {op} (({b}) & 7{tn} | {d}{tn}))", tn = ty.name()),
-                    va || vb,
-                )
-            }
-            "<<" | ">>" => (format!("({a} {op} ({b} & 31{}))", ty.name()), va || vb),
-            _ => (format!("({a} {op} {b})"), va || vb),
-        }
-    }
-
-    fn cast_to(&mut self, ty: T, depth: u32) -> (String, bool) {
-        let from = self.pick_numeric();
-        let (a, va) = self.expr(from, depth - 1);
-        self.note(Construct::Casts);
-        if self.rng.u32(0..4) == 0 && from == T::U32 && matches!(ty, T::U64 | T::I64 | T::F64) {
-            self.note(Construct::FromConversions);
-            return (format!("{}::from({a})", ty.name()), va);
-        }
-        (format!("({a} as {})", self.ty_name(ty)), va)
-    }
-
-    fn method(&mut self, ty: T, depth: u32) -> (String, bool) {
-        let (a, va) = self.expr(ty, depth - 1);
-        let (b, vb) = self.expr(ty, depth - 1);
-        let v = va || vb;
-        if ty.is_float() {
-            self.note(Construct::FloatMethods);
-            let t = self.ty_name(ty);
-            return match self.rng.u32(0..9) {
-                0 => (format!("{a}.abs().sqrt()"), va),
-                1 => (format!("{a}.floor()"), va),
-                2 => (format!("{a}.mul_add({b}, 1.5{t})"), v),
-                3 => {
-                    self.note(Construct::MethodsByPath);
-                    (format!("{t}::min({a}, {b})"), v)
-                }
-                4 => (format!("{a}.clamp(-4.0{t}, 4.0{t})"), va),
-                5 => (format!("{a}.powi(3)"), va),
-                6 => (format!("{t}::from_bits({a}.to_bits() ^ 1)"), va),
-                7 if self.transcendentals => (format!("{a}.sin() + {b}.exp2()"), v),
-                _ => (format!("{a}.max({b}).round()"), v),
-            };
-        }
-        self.note(Construct::IntegerMethods);
-        let t = ty.name();
-        match self.rng.u32(0..9) {
-            0 => (format!("{a}.min({b})"), v),
-            1 => (format!("{a}.wrapping_mul({b})"), v),
-            2 => (format!("{a}.saturating_sub({b})"), v),
-            3 => (format!("{a}.rotate_left(5)"), va),
-            4 => (format!("({a}.count_ones() as {t})"), va),
-            5 => (format!("{a}.clamp(2{t}, 30{t})"), va),
-            6 => {
-                self.note(Construct::MethodsByPath);
-                (format!("{t}::max({a}, {b})"), v)
-            }
-            7 if ty.is_signed() => (format!("{a}.rem_euclid(7{t})"), va),
-            _ => (format!("({a}.abs_diff({b}) as {t})"), v),
-        }
-    }
-
-    /// `f`'s expression, generated as one only some threads may evaluate.
-    fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
-        self.guarded += 1;
-        let r = f(self);
-        self.guarded -= 1;
-        r
-    }
-
-    fn if_value(&mut self, ty: T, depth: u32) -> (String, bool) {
-        let (c, vc) = self.expr(T::Bool, depth - 1);
-        let (a, va) = self.guarded(|s| s.expr(ty, depth - 1));
-        let (b, vb) = self.guarded(|s| s.expr(ty, depth - 1));
-        self.note(Construct::IfElse);
-        (format!("(if {c} {{ {a} }} else {{ {b} }})"), vc || va || vb)
-    }
-
-    fn match_value(&mut self, ty: T, depth: u32) -> (String, bool) {
-        let on = [T::I32, T::U32, T::Usize, T::I64][self.rng.usize(..4)];
-        let (d, vd) = self.expr(on, depth - 1);
-        let arms: Vec<(String, bool)> = (0..4)
-            .map(|_| self.guarded(|s| s.expr(ty, depth - 1)))
-            .collect();
-        self.note(Construct::Match);
-        let guard = if on.is_signed() {
-            "g if g < 0"
-        } else {
-            "g if g > 30"
-        };
-        let v = vd || arms.iter().any(|a| a.1);
-        (
-            format!(
-                "(match {d} {{ 0 => {}, 1..=4 | 9 => {}, {guard} => {}, _ => {} }})",
-                arms[0].0, arms[1].0, arms[2].0, arms[3].0
-            ),
-            v,
-        )
-    }
-
-    fn closure_call(&mut self, ty: T, depth: u32) -> (String, bool) {
-        let found: Vec<(String, T)> = (self.closures.iter())
-            .filter(|c| c.2 == ty)
-            .map(|c| (c.0.clone(), c.1))
-            .collect();
-        if found.is_empty() {
-            return self.arithmetic(ty, depth);
-        }
-        let (name, param) = found[self.rng.usize(..found.len())].clone();
-        let (a, va) = self.expr(param, depth - 1);
-        self.note(Construct::Closures);
-        // A closure may capture varying values.
-        let _ = va;
-        (format!("{name}({a})"), true)
-    }
-
-    /// An iterator reduction over the slice `x: &[f32]` (or `w: &[i32]`).
-    fn reduction(&mut self, ty: T) -> (String, bool) {
-        self.note(Construct::IteratorReductions);
-        let r = match self.rng.u32(0..5) {
-            0 => "x.iter().map(|v| v * 0.5).sum::<f32>()".to_string(),
-            1 => {
-                self.note(Construct::Zip);
-                "x.iter().zip(w.iter()).map(|(p, q)| p * (*q as f32)).sum::<f32>()".into()
-            }
-            2 => "x.iter().copied().fold(0.0f32, f32::max)".into(),
-            3 => "w.iter().fold(0i32, |acc, v| acc.wrapping_add(*v))".into(),
-            _ => "x.iter().rev().fold(1.0f32, |acc, &v| acc * 0.5 + v)".into(),
-        };
-        (format!("({r} as {})", self.ty_name(ty)), false)
-    }
-
-    fn slice_get(&mut self, ty: T) -> (String, bool) {
-        let (i, _) = self.index_expr();
-        self.note(Construct::SliceGet);
-        let read = match self.rng.u32(0..4) {
-            0 => format!("x.get({i}).copied().unwrap_or(-1.0)"),
-            1 => "x.first().copied().unwrap_or(2.0)".into(),
-            2 => {
-                self.note(Construct::SliceIndexing);
-                format!("(if {i} < x.len() {{ x[{i}] }} else {{ 0.5 }})")
-            }
-            _ => {
-                self.note(Construct::Unsafe);
-                "(if !x.is_empty() { unsafe { *x.get_unchecked(x.len() - 1) } } else { 0.0 })"
-                    .into()
-            }
-        };
-        (format!("({read} as {})", self.ty_name(ty)), true)
-    }
-
-    /// A `usize` index: the thread's global index or a variable, not past a few hundred.
-    fn index_expr(&mut self) -> (String, bool) {
-        match self.var_of(T::Usize) {
-            Some(v) if self.rng.bool() => (format!("({} % 64)", v.name), v.varying),
-            _ => ("gid".into(), true),
-        }
-    }
-
-    fn array_read(&mut self, ty: T, depth: u32) -> (String, bool) {
-        if ty == T::Bool || self.generic && ty == self.elem {
-            return self.leaf(ty);
-        }
-        let (k, vk) = self.expr(T::Usize, depth - 1);
-        self.note(Construct::ConstArrays);
-        let table = ["TI", "TF", "lu"][self.rng.usize(..3)];
-        (
-            format!("({table}[{k} % {table}.len()] as {})", ty.name()),
-            vk,
-        )
-    }
-
-    fn loop_value(&mut self, ty: T) -> (String, bool) {
-        self.note(Construct::LoopValue);
-        let (limit, v) = self.leaf(ty);
-        let step = self.literal(ty);
-        let s = format!(
-            "{{ let mut k = 0u32; let mut acc = {limit}; loop {{ if k >= 3 {{ break acc; }} acc = acc + {step}; k += 1; }} }}"
-        );
-        (s, v)
-    }
-
-    fn subgroup(&mut self, ty: T, depth: u32) -> (String, bool) {
-        if !matches!(ty, T::I32 | T::U32 | T::I64 | T::U64 | T::F32 | T::F64) {
-            return self.position(ty);
-        }
-        let (a, _) = self.expr(ty, depth - 1);
-        self.note(Construct::SubgroupOps);
-        let op = match self.rng.u32(0..5) {
-            0 => format!("subgroup_sum({a})"),
-            1 => format!("subgroup_max({a})"),
-            2 => format!("subgroup_shuffle_xor({a}, 1)"),
-            3 => format!("subgroup_broadcast({a}, 0)"),
-            _ => format!("subgroup_shuffle({a}, subgroup_lane() + 1)"),
-        };
-        (op, true)
-    }
-
-    fn position(&mut self, ty: T) -> (String, bool) {
-        self.note(Construct::ThreadPosition);
-        let (p, varying) = match self.rng.u32(0..6) {
-            0 => ("thread_idx(0)", true),
-            1 => ("workgroup_idx(0)", true),
-            2 => ("workgroup_dim(0)", false),
-            3 => ("workgroup_count(0)", false),
-            4 => ("thread_rank()", true),
-            _ => ("gid", true),
-        };
-        if ty == T::Bool {
-            return (format!("({p} % 2 == 0)"), varying);
-        }
-        (format!("({p} as {})", self.ty_name(ty)), varying)
-    }
-
-    fn bind(&mut self, ty: T, value: String, varying: bool) -> String {
+    pub(super) fn bind(&mut self, ty: T, value: String, varying: bool) -> String {
         let name = self.fresh("v");
         let mutable = self.rng.bool();
         let m = if mutable { "mut " } else { "" };
@@ -520,19 +220,16 @@ impl Src<'_> {
         name
     }
 
-    /// Statements until the budget is spent.
-    fn block(&mut self) {
-        for _ in 0..self.rng.u32(1..=4) {
-            if self.budget == 0 {
-                return;
-            }
-            self.budget -= 1;
-            self.statement();
-        }
+    /// `f`'s expression, generated as one only some threads may evaluate.
+    pub(super) fn guarded<R>(&mut self, f: impl FnOnce(&mut Self) -> R) -> R {
+        self.guarded += 1;
+        let r = f(self);
+        self.guarded -= 1;
+        r
     }
 
     /// A nested block in its own scope, one level deeper.
-    fn scoped(&mut self, varying: bool, body: impl FnOnce(&mut Self)) {
+    pub(super) fn scoped(&mut self, varying: bool, body: impl FnOnce(&mut Self)) {
         let (mark, closures, outer) = (self.vars.len(), self.closures.len(), self.uniform);
         self.uniform = outer && !varying;
         self.depth += 1;
@@ -545,60 +242,7 @@ impl Src<'_> {
         self.uniform = outer;
     }
 
-    fn statement(&mut self) {
-        let shallow = self.depth < 3;
-        match self.rng.u32(0..18) {
-            0..=3 => {
-                let ty = if self.rng.u32(0..3) == 0 {
-                    self.elem
-                } else {
-                    self.pick_numeric()
-                };
-                let (e, v) = self.expr(ty, 3);
-                self.bind(ty, e, v);
-            }
-            4 => self.assign(),
-            5 => self.swap(),
-            6 if shallow => self.if_statement(),
-            7 if shallow => self.for_loop(),
-            8 if shallow => self.while_loop(),
-            9 if shallow => self.labelled_loops(),
-            10 => self.closure(),
-            11 => self.thread_array(),
-            12 if self.uniform && self.depth == 0 => self.shared_round(),
-            13 if self.uniform && self.depth == 0 => self.tree_reduction(),
-            14 if self.uniform && self.depth == 0 => self.workgroup_reduction(),
-            15 => self.atomic(),
-            16 => self.assertion(),
-            _ => self.device_call(),
-        }
-    }
-
-    fn assign(&mut self) {
-        let targets: Vec<Var> = self.vars.iter().filter(|v| v.mutable).cloned().collect();
-        if targets.is_empty() {
-            return;
-        }
-        let t = targets[self.rng.usize(..targets.len())].clone();
-        if t.ty == T::Bool {
-            let (e, v) = self.expr(T::Bool, 2);
-            self.line(&format!("{} = {e};", t.name));
-            self.mark_varying(&t.name, v);
-            return;
-        }
-        let (e, v) = self.expr(t.ty, 2);
-        self.note(Construct::Assignment);
-        let ops: &[&str] = if t.ty.is_float() || self.generic && t.ty == self.elem {
-            &["=", "+=", "*="]
-        } else {
-            &["=", "+=", "^=", "|="]
-        };
-        let op = ops[self.rng.usize(..ops.len())];
-        self.line(&format!("{} {op} {e};", t.name));
-        self.mark_varying(&t.name, v);
-    }
-
-    fn mark_varying(&mut self, name: &str, varying: bool) {
+    pub(super) fn mark_varying(&mut self, name: &str, varying: bool) {
         let uniform = self.uniform;
         // A variable written in varying control flow, or with a varying value, varies
         // from then on, also outside the branch.
@@ -607,330 +251,13 @@ impl Src<'_> {
         }
     }
 
-    fn swap(&mut self) {
-        let targets: Vec<Var> = self.vars.iter().filter(|v| v.mutable).cloned().collect();
-        for a in &targets {
-            let other = targets.iter().find(|b| b.ty == a.ty && b.name != a.name);
-            if let Some(b) = other {
-                let (a, b) = (a.clone(), b.clone());
-                if self.rng.bool() {
-                    self.note(Construct::TupleAssignment);
-                    self.line(&format!("({0}, {1}) = ({1}, {0});", a.name, b.name));
-                } else {
-                    self.note(Construct::Swap);
-                    self.line(&format!(
-                        "std::mem::swap(&mut {}, &mut {});",
-                        a.name, b.name
-                    ));
-                }
-                let either = a.varying || b.varying;
-                self.mark_varying(&a.name, either);
-                self.mark_varying(&b.name, either);
-                return;
-            }
-        }
-    }
-
-    fn if_statement(&mut self) {
-        let (c, varying) = self.expr(T::Bool, 2);
-        self.note(Construct::IfElse);
-        self.line(&format!("if {c} {{"));
-        let early = !varying && self.uniform && self.rng.u32(0..10) == 0;
-        self.scoped(varying, |s| {
-            s.block();
-            if early {
-                s.note(Construct::EarlyReturn);
-                s.line("return;");
-            }
-        });
-        self.line("} else {");
-        self.scoped(varying, |s| s.block());
-        self.line("}");
-    }
-
-    fn for_loop(&mut self) {
-        self.note(Construct::ForLoops);
-        let k = self.fresh("k");
-        let (head, ty) = match self.rng.u32(0..6) {
-            0 => (format!("for {k} in 0..3usize"), T::Usize),
-            1 => (format!("for {k} in (0..9u32).step_by(4)"), T::U32),
-            2 => (format!("for {k} in (1..=3i32).rev()"), T::I32),
-            3 => {
-                self.note(Construct::LoopsOverElements);
-                (format!("for (_, &{k}) in x.iter().enumerate()"), T::F32)
-            }
-            4 => {
-                self.note(Construct::LoopsOverElements);
-                (format!("for &{k} in w.iter().rev()"), T::I32)
-            }
-            _ => (format!("for {k} in 0..(n as usize % 4)"), T::Usize),
-        };
-        // The element loops run for every thread alike; `n` is a scalar argument.
-        self.line(&format!("{head} {{"));
-        self.scoped(false, |s| {
-            s.vars.push(Var {
-                name: k.clone(),
-                ty,
-                varying: false,
-                mutable: false,
-            });
-            s.block();
-        });
-        self.line("}");
-    }
-
-    fn while_loop(&mut self) {
-        self.note(Construct::WhileLoops);
-        let k = self.fresh("c");
-        self.line(&format!("let mut {k} = 0u32;"));
-        let (bound, varying) = self.leaf(T::U32);
-        self.line(&format!("while {k} < ({bound} % 4) {{"));
-        self.scoped(varying, |s| {
-            s.line(&format!("{k} += 1;"));
-            if s.rng.u32(0..3) == 0 {
-                s.line(&format!("if {k} == 2 {{ continue; }}"));
-            }
-            s.block();
-        });
-        self.line("}");
-    }
-
-    fn labelled_loops(&mut self) {
-        self.note(Construct::Labels);
-        let (i, j) = (self.fresh("i"), self.fresh("j"));
-        let (c, varying) = self.expr(T::Bool, 1);
-        self.line(&format!("'outer: for {i} in 0..3u32 {{"));
-        self.scoped(varying, |s| {
-            s.line(&format!("for {j} in 0..3u32 {{"));
-            s.indent += 1;
-            s.line(&format!("if {j} > {i} {{ continue 'outer; }}"));
-            s.line(&format!("if {c} && {j} == 1 {{ break 'outer; }}"));
-            s.indent -= 1;
-            s.line("}");
-        });
-        self.line("}");
-    }
-
-    fn closure(&mut self) {
-        let (param, result) = (self.pick_numeric(), self.pick_numeric());
-        if self.generic && (param == self.elem || result == self.elem) {
-            return;
-        }
-        let name = self.fresh("f");
-        let p = self.fresh("p");
-        self.vars.push(Var {
-            name: p.clone(),
-            ty: param,
-            varying: true,
-            mutable: false,
-        });
-        let (body, _) = self.guarded(|s| s.expr(result, 2));
-        self.vars.pop();
-        self.note(Construct::Closures);
-        self.line(&format!(
-            "let {name} = |{p}: {}| -> {} {{ {body} }};",
-            param.name(),
-            result.name()
-        ));
-        self.closures.push((name, param, result));
-    }
-
-    fn thread_array(&mut self) {
-        let ty = [T::I32, T::F32, T::U64][self.rng.usize(..3)];
-        let a = self.fresh("arr");
-        self.note(Construct::ThreadArrays);
-        let zero = ty.literal(self.rng);
-        self.line(&format!("let mut {a} = [{zero}; 4];"));
-        let (k, _) = self.index_expr();
-        let (v, varying) = self.expr(ty, 2);
-        self.line(&format!("{a}[{k} % 4] = {v};"));
-        let sum = self.fresh("v");
-        self.line(&format!(
-            "let {sum}: {} = {a}.iter().fold({zero}, |acc, e| acc + *e);",
-            ty.name()
-        ));
-        // The fold reads every element, some written at a varying index.
-        let _ = varying;
-        self.push_varying(sum, ty);
-    }
-
-    /// Own slot, barrier, other slots (some nobody wrote), barrier.
-    fn shared_round(&mut self) {
-        if self.shared.len() >= MAX_SHARED {
-            return;
-        }
-        let threads = (self.threads.iter().product::<u32>()) as usize;
-        let ty = [T::I32, T::F32, T::U64][self.rng.usize(..3)];
-        let (v, _) = self.expr(ty, 2);
-        let name = self.fresh("tile");
-        let t = ty.name();
-        if self.rng.u32(0..3) == 0 && self.threads[2] == 1 {
-            // A 2-D tile, `COLS` wide as the workgroup is.
-            let (cols, rows) = (self.threads[0], self.threads[1] + 1);
-            self.note(Construct::Shared2D);
-            self.line(&format!(
-                "let mut {name} = Shared2D::<{t}, {rows}, {cols}>::new();"
-            ));
-            self.line(&format!("{name}.write({v});"));
-            self.line("sync_threads();");
-            let read = self.fresh("v");
-            self.line(&format!(
-                "let {read}: {t} = {name}[((thread_idx(1) + 1) % {rows}, (thread_idx(0) + 1) % {cols})];"
-            ));
-            self.line("sync_threads();");
-            self.push_varying(read, ty);
-            self.shared.push((name, ty, (rows * cols) as usize));
-            return;
-        }
-        let len = threads + self.rng.usize(0..=3);
-        self.note(Construct::SharedMemory);
-        // Every `DynShared` view is one memory, so all of a kernel's have one type.
-        let dyn_ty = self
-            .shared
-            .iter()
-            .find(|s| s.0.starts_with("dyn"))
-            .map(|s| s.1);
-        let name = if dyn_ty.is_none_or(|t| t == ty) && self.rng.u32(0..4) == 0 {
-            format!("dyn_{name}")
-        } else {
-            name
-        };
-        if name.starts_with("dyn") {
-            self.note(Construct::DynShared);
-            self.line(&format!("let mut {name} = DynShared::<{t}>::new();"));
-        } else {
-            self.line(&format!("let mut {name} = Shared::<{t}, {len}>::new();"));
-        }
-        self.line(&format!("{name}.write({v});"));
-        self.note(Construct::Barrier);
-        self.line("sync_threads();");
-        let read = self.fresh("v");
-        // `len` slots past the workgroup's threads hold zero: no thread wrote them.
-        let k = self.rng.usize(0..len + 1);
-        let otherwise = ty.literal(self.rng);
-        self.line(&format!(
-            "let {read}: {t} = if {name}.len() > 0 {{ {name}[(thread_rank() + {k}) % {name}.len()] }} else {{ {otherwise} }};"
-        ));
-        self.line("sync_threads();");
-        self.push_varying(read, ty);
-        self.shared.push((name, ty, len));
-    }
-
-    fn tree_reduction(&mut self) {
-        if self.shared.len() >= MAX_SHARED {
-            return;
-        }
-        let threads = (self.threads.iter().product::<u32>()) as usize;
-        let len = threads.next_power_of_two();
-        let ty = [T::I32, T::F32][self.rng.usize(..2)];
-        let (v, _) = self.expr(ty, 2);
-        let name = self.fresh("tree");
-        let t = ty.name();
-        self.note(Construct::TreeReductions);
-        self.line(&format!("let mut {name} = Shared::<{t}, {len}>::new();"));
-        self.line(&format!("{name}.write({v});"));
-        self.line("sync_threads();");
-        let s = self.fresh("s");
-        self.line(&format!("let mut {s} = {};", len / 2));
-        self.line(&format!("while {s} > 0 {{"));
-        self.indent += 1;
-        self.line(&format!(
-            "if thread_rank() < {s} {{ {name}[thread_rank()] += {name}[thread_rank() + {s}]; }}"
-        ));
-        self.line("sync_threads();");
-        self.line(&format!("{s} /= 2;"));
-        self.indent -= 1;
-        self.line("}");
-        let read = self.fresh("v");
-        self.line(&format!("let {read}: {t} = {name}[0];"));
-        self.line("sync_threads();");
-        // Every thread reads slot 0, but through memory, which the convergence check
-        // does not follow.
-        self.push_varying(read, ty);
-        self.shared.push((name, ty, len));
-    }
-
-    fn workgroup_reduction(&mut self) {
-        let ty = [T::I32, T::U32, T::F32, T::F64][self.rng.usize(..4)];
-        let (v, _) = self.expr(ty, 2);
-        let f = ["workgroup_sum", "workgroup_min", "workgroup_max"][self.rng.usize(..3)];
-        self.note(Construct::WorkgroupReductions);
-        let name = self.fresh("v");
-        self.line(&format!("let {name}: {} = {f}({v});", ty.name()));
-        // The same in every thread, but read from shared memory, which the convergence
-        // check does not follow: a branch on it counts as one that may diverge.
-        self.push_varying(name, ty);
-    }
-
-    fn push_varying(&mut self, name: String, ty: T) {
+    pub(super) fn push_varying(&mut self, name: String, ty: T) {
         self.vars.push(Var {
             name,
             ty,
             varying: true,
             mutable: false,
         });
-    }
-
-    /// An update of the `hist` atomic that commutes with every other thread's.
-    fn atomic(&mut self) {
-        if !self.has_hist {
-            return;
-        }
-        self.note(Construct::Atomics);
-        let (v, _) = self.expr(T::U32, 1);
-        let op = self.hist_op;
-        self.line(&format!(
-            "if hist.len() > 0 {{ hist.{op}(gid % hist.len(), {v}); }}"
-        ));
-    }
-
-    fn assertion(&mut self) {
-        let (a, _) = self.expr(T::I32, 1);
-        self.note(Construct::Panics);
-        match self.rng.u32(0..3) {
-            0 => self.line(&format!(
-                "assert!({a} != 123456, \"the sentinel came up\");"
-            )),
-            1 => self.line(&format!("assert_ne!({a}, 654321, \"never this value\");")),
-            _ => self.line(&format!(
-                "if {a} == 987654 {{ panic!(\"unexpected value\"); }}"
-            )),
-        }
-    }
-
-    fn device_call(&mut self) {
-        let (a, va) = self.expr(T::I32, 2);
-        let (b, vb) = self.expr(T::F32, 2);
-        self.note(Construct::DeviceFunctions);
-        let name = self.fresh("v");
-        self.line(&format!("let {name}: f32 = helper({a}, {b});"));
-        self.vars.push(Var {
-            name,
-            ty: T::F32,
-            varying: va || vb || !self.uniform,
-            mutable: false,
-        });
-    }
-
-    /// The write of the region's own element(s), last.
-    fn write_region(&mut self) {
-        // Only the threads with an element write it.
-        self.uniform = false;
-        let (value, _) = self.expr(self.elem, 3);
-        match self.shape {
-            Shape::Chunked(_) => {
-                self.note(Construct::Chunked);
-                self.line("if let Some(c) = y.get_mut() {");
-                self.line(&format!("    for k in 0..c.len() {{ c[k] = {value}; }}"));
-                self.line("}");
-            }
-            _ => {
-                self.line("if let Some(v) = y.get_mut() {");
-                let op = if self.rng.bool() { "=" } else { "+=" };
-                self.line(&format!("    *v {op} {value};"));
-                self.line("}");
-            }
-        }
     }
 }
 
