@@ -1,5 +1,5 @@
-//! Lowers offload MIR through the `offload` dialect to PTX for NVIDIA GPUs and to machine
-//! code for the CPU backend.
+//! Lowers offload MIR through the `offload` dialect to PTX for NVIDIA GPUs, to code
+//! objects (HSACO) for AMD GPUs, and to machine code for the CPU backend.
 //!
 //! The entry points take a [`Linked`] body (inlined, simplified, validated and verified
 //! safe by `offload_mir::link`), so everything here may assume valid MIR:

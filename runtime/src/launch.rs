@@ -100,7 +100,15 @@ pub fn launch(
     check_indexed_regions(args)?;
     LAUNCHES.fetch_add(1, Ordering::Relaxed);
     if options.all_devices {
-        return crate::split::run(body, descriptor, args, workgroups, workgroup_size, &options);
+        let launch = crate::split::ShareLaunch {
+            body,
+            descriptor,
+            workgroups,
+            workgroup_size,
+            dyn_cache: options.dyn_cache,
+            resident_workgroups: options.resident_workgroups,
+        };
+        return crate::split::run(launch, args);
     }
     if args
         .iter()

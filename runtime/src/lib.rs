@@ -18,9 +18,10 @@
 //! ```
 //!
 //! The macro translates the kernel's body to MIR at compile time; at run time the MIR is
-//! lowered through MLIR to PTX for an NVIDIA GPU, or to host code for the CPU backend,
-//! once per kernel and device, and launched. Without a GPU the CPU backend runs the same
-//! lowered code. `OFFLOAD_DEVICE=cpu|cuda:N` picks the device.
+//! lowered through MLIR to PTX for an NVIDIA GPU, a code object for an AMD GPU (through
+//! the HIP runtime; compiled and checked, not yet run on such a GPU), or host code for the
+//! CPU backend, once per kernel and device, and launched. Without a GPU the CPU backend
+//! runs the same lowered code. `OFFLOAD_DEVICE=cpu|cuda:N|hip:N` picks the device.
 //!
 //! # Data movement and failure
 //!

@@ -24,14 +24,8 @@ use crate::{
 };
 use offload_mir::{Body, Strategy};
 
-pub(crate) fn run(
-    body: &Body,
-    descriptor: &'static KernelDescriptor,
-    args: &mut [KernelArg<'_>],
-    workgroups: [u32; 3],
-    workgroup_size: [u32; 3],
-    options: &crate::LaunchOptions,
-) -> Result<(), Error> {
+pub(crate) fn run(launch: ShareLaunch<'_>, args: &mut [KernelArg<'_>]) -> Result<(), Error> {
+    let (workgroups, workgroup_size) = (launch.workgroups, launch.workgroup_size);
     if workgroups[1..] != [1, 1] || workgroup_size[1..] != [1, 1] {
         return Err(Error::InvalidLaunch(
             "`device = all` splits one-dimensional launches only".into(),
@@ -68,14 +62,6 @@ pub(crate) fn run(
             )));
         }
     }
-    let launch = ShareLaunch {
-        body,
-        descriptor,
-        workgroups,
-        workgroup_size,
-        dyn_cache: options.dyn_cache,
-        resident_workgroups: options.resident_workgroups,
-    };
     if devices.len() == 1 {
         // One device takes the whole launch: no shares to copy and merge.
         return launch.on(&devices[0], args, (0, workgroups[0]));
@@ -98,13 +84,13 @@ pub(crate) fn run(
 }
 
 /// What every share of a split launch runs: the kernel and the whole launch's geometry.
-struct ShareLaunch<'b> {
-    body: &'b Body,
-    descriptor: &'static KernelDescriptor,
-    workgroups: [u32; 3],
-    workgroup_size: [u32; 3],
-    dyn_cache: u32,
-    resident_workgroups: Option<u32>,
+pub(crate) struct ShareLaunch<'b> {
+    pub body: &'b Body,
+    pub descriptor: &'static KernelDescriptor,
+    pub workgroups: [u32; 3],
+    pub workgroup_size: [u32; 3],
+    pub dyn_cache: u32,
+    pub resident_workgroups: Option<u32>,
 }
 
 impl ShareLaunch<'_> {

@@ -10,7 +10,7 @@
 //!   at the offending argument.
 //!
 //! Unsupported Rust in a kernel is a compile error at its span, produced by the MIR
-//! translator in `offload-mir`. These macros never panic on user input.
+//! translator in `offload-frontend`. These macros never panic on user input.
 
 use offload_frontend::{
     ConstValue, ParamKind, instance_name, instances, kernel_consts, param_kind, translate_device,
