@@ -6,8 +6,12 @@
 //!   order; a file without them must link and lower.
 //! - `tests/filetests/passes/*.mlir`: each file names a pipeline in its first line
 //!   (`// pipeline: builtin.module(convert-offload-to-gpu)`), usually one offload pass, and
-//!   is run through it as `offload-opt FILE --pass-pipeline=...` would; `NAME.out` holds
-//!   the module printed after it, or `error: ` and the diagnostics.
+//!   is run through it as `offload-opt FILE --pass-pipeline=...` would. What the output
+//!   must hold is in the file's `// CHECK:`, `// CHECK-NEXT:` and `// CHECK-NOT:` lines,
+//!   as LLVM's `FileCheck` reads them (literal texts): the lines the pass is responsible
+//!   for, so that an MLIR upgrade that prints the rest differently changes no test. A file
+//!   without them is compared whole with `NAME.out`: the error tests, whose output is
+//!   `error: ` and the diagnostics.
 //!
 //! After an intended change, rerun with `OFFLOAD_BLESS=1` to rewrite the expectations,
 //! and review the diff.
@@ -124,6 +128,16 @@ fn pass_filetests() {
             Ok(module) => module,
             Err(e) => format!("error: {e}\n"),
         };
+        let checks = checks(&text);
+        if !checks.is_empty() {
+            if let Err(why) = check_lines(&checks, &actual) {
+                failures.push(format!(
+                    "{}: {why}\nin the output:\n{actual}",
+                    path.display()
+                ));
+            }
+            continue;
+        }
         let expected_path = path.with_extension("out");
         let expected = std::fs::read_to_string(&expected_path).unwrap_or_default();
         if actual != expected {
@@ -143,6 +157,69 @@ fn pass_filetests() {
         "{}\n(rerun with OFFLOAD_BLESS=1 to accept)",
         failures.join("\n")
     );
+}
+
+/// A `// CHECK...:` line of a pass file test: what kind, and the text to find.
+#[derive(Debug)]
+enum Check<'t> {
+    /// `CHECK:` a later line holds the text.
+    Later(&'t str),
+    /// `CHECK-NEXT:` the line right after the last match holds it.
+    Next(&'t str),
+    /// `CHECK-NOT:` no line between the last match and the next one (or the end) does.
+    Not(&'t str),
+}
+
+/// The `CHECK` lines of a file test, in order.
+fn checks(text: &str) -> Vec<Check<'_>> {
+    text.lines()
+        .filter_map(|l| {
+            let l = l.trim_start().strip_prefix("// ")?;
+            if let Some(t) = l.strip_prefix("CHECK-NEXT:") {
+                Some(Check::Next(t.trim()))
+            } else if let Some(t) = l.strip_prefix("CHECK-NOT:") {
+                Some(Check::Not(t.trim()))
+            } else {
+                l.strip_prefix("CHECK:").map(|t| Check::Later(t.trim()))
+            }
+        })
+        .collect()
+}
+
+/// Whether `output` satisfies `checks`, as LLVM's `FileCheck` reads them (texts are
+/// matched literally, no variables): each `CHECK` after the previous match, a
+/// `CHECK-NEXT` on the very next line, a `CHECK-NOT` nowhere in between.
+fn check_lines(checks: &[Check<'_>], output: &str) -> Result<(), String> {
+    let lines: Vec<&str> = output.lines().collect();
+    // The line after the last match, and the `CHECK-NOT`s waiting for the next one.
+    let (mut at, mut not): (usize, Vec<&str>) = (0, Vec::new());
+    let refuse_nots = |from: usize, to: usize, not: &mut Vec<&str>| -> Result<(), String> {
+        for n in not.drain(..) {
+            if let Some(k) = (from..to).find(|&k| lines[k].contains(n)) {
+                return Err(format!("`CHECK-NOT: {n}` found at output line {}", k + 1));
+            }
+        }
+        Ok(())
+    };
+    for check in checks {
+        match check {
+            Check::Not(t) => not.push(t),
+            Check::Later(t) => {
+                let found = (at..lines.len()).find(|&k| lines[k].contains(t));
+                let k = found.ok_or_else(|| format!("`CHECK: {t}` not found after line {at}"))?;
+                refuse_nots(at, k, &mut not)?;
+                at = k + 1;
+            }
+            Check::Next(t) => {
+                if !lines.get(at).is_some_and(|l| l.contains(t)) {
+                    return Err(format!("`CHECK-NEXT: {t}` is not output line {}", at + 1));
+                }
+                refuse_nots(at, at, &mut not)?;
+                at += 1;
+            }
+        }
+    }
+    refuse_nots(at, lines.len(), &mut not)
 }
 
 /// The files of `dir` whose extension is `ext`, sorted; at least one.

@@ -1,4 +1,12 @@
 // pipeline: builtin.module(offload-math-to-llvm-intrinsics)
+// Square roots are PTX's correctly rounded ones, fma and bit counts LLVM intrinsics;
+// transcendentals stay for libdevice.
+// CHECK-NOT: math.sqrt
+// CHECK: llvm.call_intrinsic "llvm.nvvm.sqrt.rn.f"
+// CHECK-NEXT: math.sin
+// CHECK-NEXT: llvm.intr.fma
+// CHECK: llvm.intr.ctpop
+// CHECK-NOT: math.fma
 module attributes {gpu.container_module} {
   gpu.module @math_and_casts_module {
     gpu.func @math_and_casts(%arg0: memref<?xf32>, %arg1: memref<?xf64>, %arg2: memref<?xi64>, %arg3: index, %arg4: index, %arg5: index) kernel {

@@ -1,4 +1,13 @@
 // pipeline: builtin.module(offload-partition)
+// A thread's chunk starts at its index times 4, and is at most 4 long, less at the end.
+// CHECK-NOT: offload.region_index
+// CHECK: func.func @chunks
+// CHECK: "offload.workgroup_dim"() {dim = 0 : i64}
+// CHECK-NEXT: arith.muli
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: , %c4 : index
+// CHECK: arith.minui
+// CHECK-NOT: offload.region_index
 module {
   func.func @chunks(%arg0: !offload.region<i8, "Chunked<4>">) attributes {offload.kernel} {
     %c1_i64 = arith.constant 1 : i64

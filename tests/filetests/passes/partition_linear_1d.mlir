@@ -1,4 +1,13 @@
 // pipeline: builtin.module(offload-partition)
+// A thread's index: its workgroup's times the workgroup size, plus its own.
+// CHECK-NOT: offload.region_index
+// CHECK: func.func @saxpy
+// CHECK: "offload.thread_id"() {dim = 0 : i64}
+// CHECK-NEXT: "offload.workgroup_id"() {dim = 0 : i64}
+// CHECK-NEXT: "offload.workgroup_dim"() {dim = 0 : i64}
+// CHECK-NEXT: arith.muli
+// CHECK-NEXT: arith.addi
+// CHECK-NOT: offload.region_index
 module {
   func.func @saxpy(%arg0: !offload.region<f32, "Linear1D">, %arg1: !offload.slice<f32>, %arg2: f32) attributes {offload.kernel} {
     %0 = "offload.region_index"(%arg0) : (!offload.region<f32, "Linear1D">) -> index

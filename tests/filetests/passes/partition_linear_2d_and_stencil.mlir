@@ -1,4 +1,17 @@
 // pipeline: builtin.module(offload-partition)
+// Coordinates start at the region's margin; a stencil's neighbour is clamped to the grid.
+// CHECK-NOT: offload.region_coord
+// CHECK: "offload.margin"(%arg1)
+// CHECK-NEXT: "offload.thread_id"() {dim = 1 : i64}
+// CHECK-NEXT: "offload.workgroup_id"() {dim = 1 : i64}
+// CHECK-NEXT: "offload.workgroup_dim"() {dim = 1 : i64}
+// CHECK-NEXT: arith.muli
+// CHECK-NEXT: arith.addi
+// CHECK-NEXT: arith.addi
+// CHECK: arith.maxsi
+// CHECK-NEXT: arith.minsi
+// CHECK: "offload.margin"(%arg0)
+// CHECK-NOT: offload.region_coord
 module {
   func.func @grid(%arg0: !offload.region<f32, "Linear2D">, %arg1: !offload.region<f32, "Stencil2D<1>">) attributes {offload.kernel} {
     %c0_i64 = arith.constant 0 : i64

@@ -1,4 +1,15 @@
 // pipeline: builtin.module(offload-partition)
+// The element of (x, y, z) is ((z * height) + y) * width + x, each from its margin.
+// CHECK-NOT: offload.region_index
+// CHECK: "offload.margin"(%arg0)
+// CHECK-NEXT: "offload.thread_id"() {dim = 2 : i64}
+// CHECK: "offload.extent"(%arg0) {dim = 1 : i64}
+// CHECK-NEXT: arith.muli
+// CHECK: "offload.thread_id"() {dim = 1 : i64}
+// CHECK: "offload.extent"(%arg0) {dim = 0 : i64}
+// CHECK-NEXT: arith.muli
+// CHECK: "offload.thread_id"() {dim = 0 : i64}
+// CHECK-NOT: offload.region_index
 module {
   func.func @fill(%arg0: !offload.region<f32, "Linear3D">, %arg1: f32) attributes {offload.kernel} {
     %0 = "offload.region_index"(%arg0) : (!offload.region<f32, "Linear3D">) -> index

@@ -1,4 +1,7 @@
 // pipeline: builtin.module(convert-offload-to-cpu)
+// CHECK: func.func @histogram
+// CHECK: memref.atomic_rmw addi %c1_i32, %arg9
+// CHECK-NOT: offload.
 module {
   func.func @histogram(%arg0: !offload.atomic<i32>, %arg1: !offload.slice<f32>, %arg2: !offload.region<i8, "Linear1D">) attributes {offload.kernel} {
     %c1_i8 = arith.constant 1 : i8

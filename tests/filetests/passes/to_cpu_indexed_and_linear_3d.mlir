@@ -1,4 +1,7 @@
 // pipeline: builtin.module(convert-offload-to-cpu)
+// CHECK: func.func @scatter
+// CHECK: memref.collapse_shape %arg11 [[0, 1, 2]]
+// CHECK-NOT: offload.
 module {
   func.func @scatter(%arg0: !offload.region<f32, "Indexed">, %arg1: !offload.region<f32, "Linear3D">, %arg2: index) attributes {offload.kernel} {
     %0 = "offload.len"(%arg0) : (!offload.region<f32, "Indexed">) -> index

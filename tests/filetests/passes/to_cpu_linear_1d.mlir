@@ -1,4 +1,12 @@
 // pipeline: builtin.module(convert-offload-to-cpu)
+// The host function: the leading arguments (workgroups, sizes, the shared block), then
+// the loops over a share of workgroups and over z, y and x.
+// CHECK: func.func @saxpy(%arg0: index, %arg1: index, %arg2: index, %arg3: index, %arg4: index, %arg5: index, %arg6: index, %arg7: index, %arg8: memref<?xi8>
+// CHECK: = %arg0 to %arg1 step %c1 iter_args
+// CHECK-NEXT: to %arg7 step %c1
+// CHECK: to %arg6 step %c1
+// CHECK: to %arg5 step %c1
+// CHECK-NOT: offload.
 module {
   func.func @saxpy(%arg0: !offload.region<f32, "Linear1D">, %arg1: !offload.slice<f32>, %arg2: f32) attributes {offload.kernel} {
     %0 = "offload.thread_id"() {dim = 0 : i64} : () -> index

@@ -1,4 +1,14 @@
 // pipeline: builtin.module(convert-offload-to-cpu, canonicalize)
+// The phase and each thread's stopped barrier; the workgroup's shared block zeroed
+// before it runs; its phases in a while loop, unswitched per phase.
+// CHECK: memref.alloca() : memref<i32>
+// CHECK-NEXT: memref.alloc(
+// CHECK: to %dim step %c1
+// CHECK-NEXT: memref.store %c0_i8, %arg8[
+// CHECK: scf.while
+// CHECK: scf.index_switch
+// CHECK-NEXT: case 1
+// CHECK-NOT: offload.
 module {
   func.func @sum(%arg0: !offload.atomic<f64>, %arg1: !offload.slice<f64>) attributes {offload.kernel} {
     %c0 = arith.constant 0 : index

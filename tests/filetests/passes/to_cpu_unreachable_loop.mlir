@@ -1,4 +1,7 @@
 // pipeline: builtin.module(offload-partition, convert-offload-to-cpu, canonicalize{top-down=false})
+// CHECK: func.func @fuzz_800157
+// CHECK: scf.index_switch
+// CHECK-NOT: offload.
 // A barrier kernel from fuzz seed 800157: in its copy for phase 0, a loop entered only
 // from phase 1 is unreachable once a branch folds; a top-down canonicalizer rewrote it forever.
 module {

@@ -1,4 +1,14 @@
 // pipeline: builtin.module(convert-offload-to-gpu)
+// A kernel in a gpu.module: its ABI arguments, the panic buffer, the hidden words; the
+// workgroup index offset by the group base; each panic report ends in `exit`.
+// CHECK: gpu.module @saxpy_module
+// CHECK-NEXT: gpu.func @saxpy(%arg0: memref<?xf32>, %arg1: memref<?xf32>, %arg2: f32, %arg3: memref<?xi64>, %arg4: index, %arg5: index, %arg6: index, %arg7: index, %arg8: index, %arg9: index, %arg10: index) kernel
+// CHECK-NEXT: gpu.thread_id  x
+// CHECK-NEXT: gpu.block_id  x
+// CHECK-NEXT: arith.addi %block_id_x, %arg4 : index
+// CHECK: llvm.inline_asm has_side_effects "// offload panic site 0"
+// CHECK-NEXT: llvm.inline_asm has_side_effects "exit;"
+// CHECK-NOT: offload.
 module {
   func.func @saxpy(%arg0: !offload.region<f32, "Linear1D">, %arg1: !offload.slice<f32>, %arg2: f32) attributes {offload.kernel} {
     %0 = "offload.thread_id"() {dim = 0 : i64} : () -> index

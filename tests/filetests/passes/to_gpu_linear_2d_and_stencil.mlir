@@ -1,4 +1,10 @@
 // pipeline: builtin.module(convert-offload-to-gpu)
+// 2-D regions arrive as 2-D memrefs, each followed by its margin, read through collapsed
+// views.
+// CHECK: gpu.func @grid(%arg0: memref<?x?xf32>, %arg1: index, %arg2: memref<?x?xf32>, %arg3: index, %arg4: memref<?xi64>
+// CHECK-NEXT: memref.collapse_shape %arg0 [[0, 1]]
+// CHECK-NEXT: memref.collapse_shape %arg2 [[0, 1]]
+// CHECK-NOT: offload.
 module {
   func.func @grid(%arg0: !offload.region<f32, "Linear2D">, %arg1: !offload.region<f32, "Stencil2D<1>">) attributes {offload.kernel} {
     %c0_i64 = arith.constant 0 : i64

@@ -1,4 +1,14 @@
 // pipeline: builtin.module(convert-offload-to-gpu)
+// A static shared array, zeroed then a barrier; the kernel's barriers are unaligned, as
+// it can panic; the subgroup reduction's shuffles.
+// CHECK: memref.global "private" @__offload_shared_sum_0 : memref<256xf64, #gpu.address_space<workgroup>>
+// CHECK: memref.get_global @__offload_shared_sum_0
+// CHECK: scf.for
+// CHECK-NEXT: %cast[
+// CHECK: gpu.barrier
+// CHECK: gpu.shuffle  xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.all"
+// CHECK-NOT: offload.
 module {
   func.func @sum(%arg0: !offload.atomic<f64>, %arg1: !offload.slice<f64>) attributes {offload.kernel} {
     %c0 = arith.constant 0 : index

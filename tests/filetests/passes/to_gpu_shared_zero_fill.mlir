@@ -1,4 +1,18 @@
 // pipeline: builtin.module(convert-offload-to-gpu)
+// CHECK: gpu.func @owned
+// CHECK: scf.for
+// CHECK-NEXT: %cast[
+// CHECK: scf.for
+// CHECK-NEXT: %view[
+// CHECK-NOT: gpu.barrier
+// CHECK: }
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: gpu.return
+// CHECK: gpu.func @waits
+// CHECK: scf.for
+// CHECK: gpu.barrier
+// CHECK-NEXT: gpu.barrier
+// CHECK-NEXT: gpu.return
 // Shared memory is zeroed when a workgroup starts, each thread at its own slots (rank,
 // rank + threads, ...): the static array, and dynamic shared memory through its first
 // view. A kernel the verifier proved to touch only its own slots before its first barrier

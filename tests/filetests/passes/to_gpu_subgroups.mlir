@@ -1,4 +1,19 @@
 // pipeline: builtin.module(convert-offload-to-gpu)
+// Shared arrays become workgroup globals and dynamic shared memory a view, zeroed (this
+// hand-written kernel is not marked as touching only its own slots first: a barrier
+// follows); subgroup reductions are butterfly shuffles; the kernel can panic, so its
+// barriers are the unaligned ones.
+// CHECK: memref.global "private" @__offload_shared_workgroup_sum_0 : memref<256xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: scf.for
+// CHECK-NEXT: %cast[
+// CHECK: scf.for
+// CHECK-NEXT: %view[
+// CHECK: gpu.barrier
+// CHECK: gpu.shuffle  xor
+// CHECK: llvm.call_intrinsic "llvm.nvvm.barrier.cta.sync.all"
+// CHECK: gpu.lane_id
+// CHECK-NOT: offload.
 module {
   func.func @workgroup_sum(%arg0: !offload.atomic<f32>, %arg1: !offload.slice<f32>) attributes {offload.kernel} {
     %c0 = arith.constant 0 : index
