@@ -2,7 +2,7 @@
 //! ([`crate::aot`]), else compiled from its embedded MIR by the JIT (the `jit` feature),
 //! which keeps what it compiles in the disk cache for later runs.
 
-use crate::{Error, kernel::KernelDescriptor};
+use crate::{CompileCause, Error, kernel::KernelDescriptor};
 use offload_mir::abi::CpuEntry;
 use std::{
     collections::HashMap,
@@ -312,18 +312,11 @@ fn no_code(descriptor: &'static KernelDescriptor, target: &str) -> Error {
         ),
         _ => "no code built ahead of time matches the kernel (see `offload-build`)".to_string(),
     };
-    Error::Compile {
-        kernel: descriptor.name.to_string(),
-        message: format!(
-            "no code for {target}: {built}, and this program has no JIT (the `jit` feature is off)"
-        ),
-    }
+    let target = target.to_string();
+    Error::compile(descriptor.name, CompileCause::NoCode { target, built })
 }
 
 #[cfg(feature = "jit")]
 fn compile_error(descriptor: &KernelDescriptor, e: offload_lowering::LowerError) -> Error {
-    Error::Compile {
-        kernel: descriptor.name.to_string(),
-        message: e.to_string(),
-    }
+    Error::compile(descriptor.name, CompileCause::Lower(e.to_string()))
 }

@@ -64,9 +64,12 @@ pub enum Error {
     Compile {
         /// The name of the kernel.
         kernel: String,
-        /// Why: its MIR did not link or pass the safety verifier, lowering it for the
-        /// device failed, or the program was built without the `jit` feature.
+        /// Why, in words: `cause`'s text.
         message: String,
+        /// Why: its MIR did not link or pass the safety verifier, lowering it for the
+        /// device failed, or the program has no code for the device and no JIT.
+        #[source]
+        cause: CompileCause,
     },
     /// A device (or the host, for the CPU backend) could not allocate the memory asked for.
     #[error("out of memory on {device}: {bytes} bytes could not be allocated")]
@@ -76,4 +79,39 @@ pub enum Error {
         /// The size of the allocation that failed, in bytes.
         bytes: u128,
     },
+}
+
+/// Why a kernel could not be compiled ([`Error::Compile`]'s source).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CompileCause {
+    /// Its MIR did not parse, link, or pass the safety verifier: each violation is listed
+    /// with its MIR location and Rust span.
+    #[error(transparent)]
+    Mir(#[from] crate::kernel::MirError),
+    /// Lowering it for the device failed (the lowering's error, in words: it holds MLIR
+    /// state that does not outlive the compilation).
+    #[error("{0}")]
+    Lower(String),
+    /// The program has no code for the device: none was built ahead of time for it, and
+    /// the `jit` feature, which would compile it, is off.
+    #[error(
+        "no code for {target}: {built}, and this program has no JIT (the `jit` feature is off)"
+    )]
+    NoCode {
+        /// The target, as ahead-of-time code names it (`cpu`, `sm_90`, `gfx942`).
+        target: String,
+        /// What was built ahead of time instead.
+        built: String,
+    },
+}
+
+impl Error {
+    /// [`Error::Compile`] for `kernel`, its message `cause`'s text.
+    pub(crate) fn compile(kernel: &str, cause: CompileCause) -> Error {
+        Error::Compile {
+            kernel: kernel.to_string(),
+            message: cause.to_string(),
+            cause,
+        }
+    }
 }

@@ -1,7 +1,7 @@
 //! Kernel descriptors: what `#[offload_kernel]` and `#[offload_device]` emit, and the
 //! kernel they describe, linked and verified once.
 
-use crate::{Error, aot::AotCode};
+use crate::{CompileCause, Error, aot::AotCode};
 use offload_mir::{Body, Linked};
 use std::sync::OnceLock;
 
@@ -17,7 +17,7 @@ pub struct KernelDescriptor {
     /// with `unsafe` blocks, whose descriptor the macro makes with
     /// [`new_unsafe`](Self::new_unsafe).
     allows_raw: bool,
-    body: OnceLock<Result<Linked, LinkError>>,
+    body: OnceLock<Result<Linked, MirError>>,
     /// The code built ahead of time for the linked body, looked up once: registration
     /// happens before `main`, so the answer does not change.
     aot: OnceLock<AotCode>,
@@ -101,14 +101,13 @@ impl KernelDescriptor {
     /// ([`offload_mir::link`]), once.
     pub fn body(&self) -> Result<&Linked, Error> {
         let linked = self.body.get_or_init(|| self.link());
-        linked.as_ref().map_err(|e| Error::Compile {
-            kernel: self.name.to_string(),
-            message: e.to_string(),
-        })
+        linked
+            .as_ref()
+            .map_err(|e| Error::compile(self.name, CompileCause::Mir(e.clone())))
     }
 
-    fn link(&self) -> Result<Linked, LinkError> {
-        let kernel = offload_mir::parse(self.mir).map_err(LinkError::KernelMir)?;
+    fn link(&self) -> Result<Linked, MirError> {
+        let kernel = offload_mir::parse(self.mir).map_err(MirError::KernelMir)?;
         // Raw operations escape parts of the safety verifier: they are taken only from a
         // kernel whose author wrote `unsafe` (see `new_unsafe`), never from device
         // functions, which have no raw operations to write.
@@ -118,7 +117,7 @@ impl KernelDescriptor {
                 .any(|bb| bb.statements.iter().any(|s| s.raw))
         };
         if has_raw(&kernel) && !self.allows_raw {
-            return Err(LinkError::UndeclaredRaw);
+            return Err(MirError::UndeclaredRaw);
         }
         // Every device function reachable from the kernel, each once.
         let mut reachable: Vec<&'static DeviceFn> = Vec::new();
@@ -132,12 +131,12 @@ impl KernelDescriptor {
         let mut bodies: Vec<Body> = Vec::new();
         for f in &reachable {
             for mir in f.instances {
-                let body = offload_mir::parse(mir).map_err(|error| LinkError::DeviceMir {
+                let body = offload_mir::parse(mir).map_err(|error| MirError::DeviceMir {
                     function: f.name,
                     error,
                 })?;
                 if has_raw(&body) {
-                    return Err(LinkError::RawInDeviceFunction(f.name));
+                    return Err(MirError::RawInDeviceFunction(f.name));
                 }
                 bodies.push(body);
             }
@@ -147,14 +146,19 @@ impl KernelDescriptor {
     }
 }
 
-/// Why a kernel's descriptor does not give a linked, verified body.
-#[derive(Debug, Clone, thiserror::Error)]
-enum LinkError {
+/// Why a kernel's descriptor does not give a linked, verified body
+/// ([`CompileCause::Mir`]).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MirError {
+    /// The kernel's embedded MIR does not parse.
     #[error("embedded MIR does not parse: {0}")]
     KernelMir(offload_mir::ParseError),
+    /// A device function's MIR does not parse.
     #[error("MIR of `{function}` does not parse: {error}")]
     DeviceMir {
+        /// The device function.
         function: &'static str,
+        /// Where and why its MIR does not parse.
         error: offload_mir::ParseError,
     },
     /// Raw operations in a kernel whose descriptor says it has no `unsafe` blocks.
@@ -162,6 +166,7 @@ enum LinkError {
         "the kernel's MIR has raw (`unsafe`) operations, but its descriptor was not made for a kernel with `unsafe` blocks"
     )]
     UndeclaredRaw,
+    /// Raw operations in a device function (named), which may have none.
     #[error(
         "the MIR of device function `{0}` has raw (`unsafe`) operations, which device functions cannot have"
     )]

@@ -51,7 +51,8 @@ mod split;
 
 pub use buffer::{DeviceBuffer, SplitBuffer};
 pub use device::{Device, parse_selection};
-pub use error::Error;
+pub use error::{CompileCause, Error};
+pub use kernel::MirError;
 pub use kernel_view::Atomic;
 pub use launch::LaunchOptions;
 

@@ -341,6 +341,16 @@ kernel unchecked_copy(mut _1: Region<f32, Linear1D>, _2: &[f32]) {
         error.to_string(),
         "kernel `unchecked_copy` could not be compiled: the kernel's MIR has raw (`unsafe`) operations, but its descriptor was not made for a kernel with `unsafe` blocks"
     );
+    // The cause is typed, and the error's source.
+    let Error::Compile { cause, .. } = &error else {
+        panic!("a compile error: {error:?}");
+    };
+    assert_eq!(
+        *cause,
+        offload::CompileCause::Mir(offload::MirError::UndeclaredRaw)
+    );
+    let source = std::error::Error::source(&error).map(|s| s.to_string());
+    assert_eq!(source, Some(cause.to_string()));
 
     static FORGED_DEVICE: DeviceFn = DeviceFn::new(
         "peek",
