@@ -69,7 +69,7 @@ pub enum Error {
         /// Why: its MIR did not link or pass the safety verifier, lowering it for the
         /// device failed, or the program has no code for the device and no JIT.
         #[source]
-        cause: CompileCause,
+        cause: Box<CompileCause>,
     },
     /// A device (or the host, for the CPU backend) could not allocate the memory asked for.
     #[error("out of memory on {device}: {bytes} bytes could not be allocated")]
@@ -111,7 +111,7 @@ impl Error {
         Error::Compile {
             kernel: kernel.to_string(),
             message: cause.to_string(),
-            cause,
+            cause: Box::new(cause),
         }
     }
 }

@@ -346,7 +346,7 @@ kernel unchecked_copy(mut _1: Region<f32, Linear1D>, _2: &[f32]) {
         panic!("a compile error: {error:?}");
     };
     assert_eq!(
-        *cause,
+        **cause,
         offload::CompileCause::Mir(offload::MirError::UndeclaredRaw)
     );
     let source = std::error::Error::source(&error).map(|s| s.to_string());
