@@ -20,32 +20,31 @@ mod stages;
 
 use offload_mir::{Body, Linked};
 
-/// The kernels of a file under `tests/kernels/`, every instance of generic ones, with the
-/// file's `#[offload_device]` functions inlined.
+/// The kernels of a file under `tests/kernels/`, every instance of generic ones, each
+/// linked with the file's `#[offload_device]` functions it calls.
 pub fn kernels(file: &str) -> Vec<Linked> {
-    use offload_frontend::{instances, translate_device, translate_instance};
+    use offload_frontend::gather::{Source, gather};
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
     let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let parsed = syn::parse_file(&source).expect("test kernels parse");
     let shown = format!("tests/kernels/{file}");
-    let (mut kernels, mut device) = (Vec::new(), Vec::new());
-    for item in &parsed.items {
-        let syn::Item::Fn(f) = item else { continue };
-        for subst in instances(&f.sig).expect("test kernels have valid generics") {
-            if f.attrs.iter().any(|a| a.path().is_ident("offload_kernel")) {
-                kernels
-                    .push(translate_instance(f, &shown, &subst).expect("test kernels translate"));
-            } else if f.attrs.iter().any(|a| a.path().is_ident("offload_device")) {
-                device.push(
-                    translate_device(f, &shown, &subst).expect("test device functions translate"),
-                );
-            }
-        }
-    }
-    let device: Vec<&Body> = device.iter().collect();
-    kernels
+    let sources = [Source {
+        name: &shown,
+        syntax: &parsed,
+    }];
+    let gathered = gather(&sources).unwrap_or_else(|e| panic!("test kernels translate: {e}"));
+    assert!(
+        gathered.skipped.is_empty(),
+        "test kernels resolve their calls"
+    );
+    gathered
+        .kernels
         .iter()
-        .map(|k| offload_mir::link(k, &device).unwrap_or_else(|e| panic!("test kernels link: {e}")))
+        .map(|k| {
+            let devices: Vec<&Body> = k.devices.iter().collect();
+            offload_mir::link(&k.body, &devices)
+                .unwrap_or_else(|e| panic!("test kernels link: {e}"))
+        })
         .collect()
 }
 

@@ -36,6 +36,7 @@ mod consts;
 mod control;
 mod expr;
 mod for_loops;
+pub mod gather;
 mod inference;
 mod methods;
 mod places;

@@ -328,48 +328,28 @@ fn out(bytes: &[u8]) -> Result<()> {
 }
 
 /// Translates every `#[offload_kernel]` and `#[offload_device]` function of a Rust source
-/// file, every instance of generic ones.
+/// file, every instance of generic ones (`offload_frontend::gather`): the kernels, then
+/// the device functions.
 fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
     check_nesting(source, display)?;
     let file = syn::parse_file(source).map_err(|e| {
         let at = e.span().start();
         anyhow::anyhow!("{display}:{}:{}: {e}", at.line, at.column + 1)
     })?;
-    // Integer `const` items of the file, which strategies and kernel bodies may name.
-    let consts: Vec<(String, translate::ConstValue)> = file
-        .items
-        .iter()
-        .filter_map(|item| match item {
-            syn::Item::Const(c) => Some((c.ident.to_string(), translate::const_value(&c.expr)?)),
-            _ => None,
-        })
-        .collect();
-    let mut bodies = Vec::new();
-    for item in &file.items {
-        let syn::Item::Fn(f) = item else { continue };
-        let marked = |name: &str| {
-            f.attrs
-                .iter()
-                .any(|a| a.path().segments.last().is_some_and(|s| s.ident == name))
-        };
-        let located = |e: translate::TranslateError| anyhow::anyhow!("{display}:{e}");
-        let (kernel, device) = (marked("offload_kernel"), marked("offload_device"));
-        if !kernel && !device {
-            continue;
-        }
-        for subst in translate::instances(&f.sig).map_err(located)? {
-            let body = if kernel {
-                translate::translate_instance_with(f, display, &subst, &consts)
-            } else {
-                translate::translate_device(f, display, &subst)
-            };
-            bodies.push(body.map_err(located)?);
-        }
+    let sources = [translate::gather::Source {
+        name: display,
+        syntax: &file,
+    }];
+    let gathered = translate::gather::gather(&sources)
+        .map_err(|e| anyhow::anyhow!("{}:{}:{}: {}", e.file, e.line, e.column, e.message))?;
+    if let Some(s) = gathered.skipped.first() {
+        bail!("{}: kernel `{}`: {}", s.file, s.kernel, s.why);
     }
-    if !bodies.iter().any(|b| b.kind == BodyKind::Kernel) {
+    if gathered.kernels.is_empty() {
         bail!("{display}: no `#[offload_kernel]` functions found");
     }
-    Ok(bodies)
+    let kernels = gathered.kernels.into_iter().map(|k| k.body);
+    Ok(kernels.chain(gathered.devices).collect())
 }
 
 /// The deepest nesting of brackets, and the most `else` branches in one block, that a
