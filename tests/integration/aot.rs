@@ -5,14 +5,15 @@
 use offload_build::Builder;
 use std::path::PathBuf;
 
-/// A crate's `src/` holding `lib.rs`, and an empty output directory.
-fn crate_with(name: &str, lib: &str) -> (PathBuf, PathBuf) {
-    let root = std::env::temp_dir().join(format!("offload-aot-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    let src = root.join("src");
+/// A crate's `src/` holding `lib.rs`, and an empty output directory, in a folder removed
+/// when the first value is dropped.
+fn crate_with(lib: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let root = tempfile::Builder::new().prefix("offload-aot-").tempdir().unwrap();
+    let src = root.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("lib.rs"), lib).unwrap();
-    (src, root.join("out"))
+    let out = root.path().join("out");
+    (root, src, out)
 }
 
 const KERNELS: &str = "use offload::prelude::*;
@@ -42,7 +43,7 @@ mod inner {
 
 #[test]
 fn every_kernel_instance_gets_code_for_every_target() {
-    let (src, out) = crate_with("targets", KERNELS);
+    let (_root, src, out) = crate_with(KERNELS);
     let report = Builder::new()
         .targets(["sm_80", "cpu"])
         .sources(&src)
@@ -80,13 +81,12 @@ fn every_kernel_instance_gets_code_for_every_target() {
     for symbol in &symbols {
         assert!(count(symbol) >= 3, "{symbol}");
     }
-    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 /// AMD chips get a code object per kernel instance, held by the registry.
 #[test]
 fn amd_targets_get_a_code_object_per_kernel() {
-    let (src, out) = crate_with("amd", KERNELS);
+    let (_root, src, out) = crate_with(KERNELS);
     let report = Builder::new()
         .targets(["gfx942", "gfx1100"])
         .sources(&src)
@@ -114,7 +114,6 @@ fn amd_targets_get_a_code_object_per_kernel() {
     );
     // saxpy's kernel descriptor, named in each code object's symbol tables and metadata.
     assert!(count(b"saxpy.kd") >= 2, "{}", count(b"saxpy.kd"));
-    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 /// A kernel's body may name the crate's integer `const` items; one defined by an
@@ -141,7 +140,7 @@ fn computed(mut y: Region<u32, Linear1D>) {
     }
 }
 ";
-    let (src, out) = crate_with("consts", lib);
+    let (_root, src, out) = crate_with(lib);
     let report = Builder::new()
         .targets(["cpu"])
         .sources(&src)
@@ -149,7 +148,6 @@ fn computed(mut y: Region<u32, Linear1D>) {
         .compile()
         .unwrap();
     assert_eq!(report.kernels, ["plain"]);
-    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 #[test]
@@ -162,7 +160,7 @@ fn bad(mut y: Region<f32, Linear1D>) {
     y.sort();
 }
 ";
-    let (src, out) = crate_with("bad", lib);
+    let (_root, src, out) = crate_with(lib);
     let error = Builder::new()
         .targets(["cpu"])
         .sources(&src)
@@ -176,12 +174,11 @@ fn bad(mut y: Region<f32, Linear1D>) {
         file.display()
     );
     assert!(error.starts_with(&want), "{error}");
-    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 #[test]
 fn unknown_targets_are_refused() {
-    let (src, out) = crate_with("unknown", KERNELS);
+    let (_root, src, out) = crate_with(KERNELS);
     let error = Builder::new()
         .targets(["sm_9x"])
         .sources(&src)
@@ -192,7 +189,6 @@ fn unknown_targets_are_refused() {
         error.to_string(),
         "unknown target `sm_9x`: expected `cpu`, an NVIDIA chip such as `sm_90` or an AMD one such as `gfx942`"
     );
-    let _ = std::fs::remove_dir_all(out.parent().unwrap());
 }
 
 #[test]

@@ -3,11 +3,11 @@
 
 use offload::DiskCache;
 
-fn fresh(name: &str) -> DiskCache {
-    let dir =
-        std::env::temp_dir().join(format!("offload-cache-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    DiskCache::at(dir)
+/// A cache in a folder of its own, removed when the first value is dropped.
+fn fresh() -> (tempfile::TempDir, DiskCache) {
+    let dir = tempfile::Builder::new().prefix("offload-cache-test-").tempdir().unwrap();
+    let cache = DiskCache::at(dir.path());
+    (dir, cache)
 }
 
 fn only_entry(cache: &DiskCache) -> std::path::PathBuf {
@@ -21,7 +21,7 @@ fn only_entry(cache: &DiskCache) -> std::path::PathBuf {
 
 #[test]
 fn entries_come_back_whole_or_not_at_all() {
-    let cache = fresh("whole");
+    let (_dir, cache) = fresh();
     assert_eq!(cache.get("kernel a"), None);
     cache.put("kernel a", b".version 8.0\n.target sm_90\n");
     assert_eq!(
@@ -42,12 +42,11 @@ fn entries_come_back_whole_or_not_at_all() {
     // Writing it again repairs it.
     cache.put("kernel a", b".version 8.0\n.target sm_90\n");
     assert!(cache.get("kernel a").is_some());
-    let _ = std::fs::remove_dir_all(cache.dir());
 }
 
 #[test]
 fn concurrent_writers_leave_one_whole_entry() {
-    let cache = fresh("concurrent");
+    let (_dir, cache) = fresh();
     let contents: Vec<Vec<u8>> = (0..8u8).map(|t| vec![t; 100_000]).collect();
     std::thread::scope(|s| {
         for content in &contents {
@@ -62,7 +61,6 @@ fn concurrent_writers_leave_one_whole_entry() {
     let got = cache.get("shared").expect("a whole entry");
     assert!(contents.contains(&got));
     only_entry(&cache);
-    let _ = std::fs::remove_dir_all(cache.dir());
 }
 
 mod second_run {
@@ -89,11 +87,10 @@ mod second_run {
 
     #[test]
     fn a_second_run_compiles_nothing() {
-        let dir = std::env::temp_dir().join(format!(
-            "offload-cache-test-{}-second-run",
-            std::process::id()
-        ));
-        let _ = std::fs::remove_dir_all(&dir);
+        let dir = tempfile::Builder::new()
+            .prefix("offload-cache-test-")
+            .tempdir()
+            .unwrap();
         let run = || {
             let out = std::process::Command::new(std::env::current_exe().unwrap())
                 .args([
@@ -103,7 +100,7 @@ mod second_run {
                     "--nocapture",
                     "--test-threads=1",
                 ])
-                .env("OFFLOAD_CACHE_DIR", &dir)
+                .env("OFFLOAD_CACHE_DIR", dir.path())
                 .env("OFFLOAD_DEVICE", "cpu")
                 .env_remove("OFFLOAD_CACHE")
                 .output()
@@ -124,6 +121,5 @@ mod second_run {
             run().contains("compiles=0\n"),
             "the second run finds it in the cache"
         );
-        let _ = std::fs::remove_dir_all(&dir);
     }
 }

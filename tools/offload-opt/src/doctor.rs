@@ -148,7 +148,8 @@ fn cuda() -> Vec<Finding> {
     out
 }
 
-/// Where compiled PTX is kept across runs, and how much is there.
+/// Where compiled kernels (PTX, AMD code objects, CPU objects) are kept across runs, and
+/// how much is there.
 fn cache_line() -> String {
     let Some(cache) = offload::DiskCache::from_env() else {
         return "ok   disk cache: off (OFFLOAD_CACHE=off, or no home directory)".into();
@@ -161,7 +162,7 @@ fn cache_line() -> String {
         })
         .unwrap_or((0, 0));
     format!(
-        "ok   disk cache: {} ({files} entries, {bytes} bytes; PTX only, the CPU backend compiles in memory)",
+        "ok   disk cache: {} ({files} entries, {bytes} bytes: PTX, AMD code objects and CPU objects)",
         cache.dir().display()
     )
 }

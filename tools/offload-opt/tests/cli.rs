@@ -4,11 +4,12 @@
 use std::process::Command;
 
 fn run(args: &[&str], input: Option<(&str, &str)>) -> (bool, String, String) {
-    // Tests run in parallel: each call gets its own folder.
-    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("offload-opt-test-{}-{call}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    // Each call its own folder (tests run in parallel), removed when the call returns.
+    let folder = tempfile::Builder::new()
+        .prefix("offload-opt-test-")
+        .tempdir()
+        .unwrap();
+    let dir = folder.path();
     let mut all: Vec<String> = Vec::new();
     if let Some((name, text)) = input {
         let path = dir.join(name);
@@ -197,9 +198,8 @@ fn other(mut y: Region<i32, Linear1D>) {
 
 #[test]
 fn pass_pipelines_run_on_mlir_files() {
-    let dir = std::env::temp_dir().join(format!("offload-opt-pipeline-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let offload = dir.join("k.mlir");
+    let dir = tempfile::tempdir().unwrap();
+    let offload = dir.path().join("k.mlir");
     let offload = offload.to_str().unwrap();
     let (ok, stdout, stderr) = run(&["--emit", "offload", "-o", offload], Some(("k.rs", SAXPY)));
     assert!(ok && stdout.is_empty(), "{stderr}");
@@ -266,9 +266,8 @@ fn pass_pipelines_run_on_mlir_files() {
 
 #[test]
 fn math_without_libdevice_is_an_error_not_unresolved_ptx() {
-    let dir = std::env::temp_dir().join(format!("offload-opt-libdevice-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("k.rs");
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("k.rs");
     std::fs::write(
         &file,
         "#[offload_kernel]\nfn k(mut y: Region<f32, Linear1D>) {\n    if let Some(v) = y.get_mut() {\n        *v = (*v).exp();\n    }\n}\n",
@@ -303,12 +302,11 @@ fn doctor_checks_the_machine() {
 /// The JIT leaves nothing in the temporary directory (LLVM's perf jitdumps, for one).
 #[test]
 fn the_jit_leaves_no_files_behind() {
-    let tmp = std::env::temp_dir().join(format!("offload-opt-tmpdir-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&tmp);
-    std::fs::create_dir_all(&tmp).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let tmp = folder.path();
     let out = Command::new(env!("CARGO_BIN_EXE_offload-opt"))
         .arg("doctor")
-        .env("TMPDIR", &tmp)
+        .env("TMPDIR", tmp)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -316,12 +314,11 @@ fn the_jit_leaves_no_files_behind() {
         stdout.contains("a kernel compiled and ran correctly"),
         "{stdout}"
     );
-    let left: Vec<_> = std::fs::read_dir(&tmp)
+    let left: Vec<_> = std::fs::read_dir(tmp)
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     assert!(left.is_empty(), "left behind: {left:?}");
-    let _ = std::fs::remove_dir_all(&tmp);
 }
 
 /// The conformance suite's kernels, by the names `--emit linked` prints them under.
@@ -387,8 +384,8 @@ fn the_conformance_suite_compiles_to_amd_code_objects() {
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/conformance/cases.rs"
     );
-    let dir = std::env::temp_dir().join(format!("offload-opt-hsaco-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let dir = folder.path();
     // CDNA 3 (wave64) and RDNA 3 (wave32).
     for (chip, mach) in [("gfx942", 0x04c), ("gfx1100", 0x041)] {
         let out = dir.join(format!("{chip}.hsaco"));
@@ -401,7 +398,6 @@ fn the_conformance_suite_compiles_to_amd_code_objects() {
         let held = check_code_object(&out, mach, &kernels);
         assert_eq!(held, kernels.len(), "{chip}: kernel descriptors");
     }
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
