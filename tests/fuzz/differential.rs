@@ -17,7 +17,7 @@
 
 use offload::{DeviceBuffer, DynamicArg, Error, KernelArg, KernelDescriptor, LaunchOptions};
 use offload_fuzz::{Program, compare, program};
-use offload_mir::interp::{self, ArgValue, InterpError, Limits, Outcome};
+use offload_mir::interp::{self, ArgValue, InterpError, Options, Outcome};
 use offload_mir::{Body, ScalarTy, Ty};
 use std::fmt;
 
@@ -69,10 +69,11 @@ pub fn check(seed: u64, gpu: bool) -> Class {
         return Class::Skipped;
     }
     let mut expected = p.args.clone();
-    let limits = Limits {
+    let options = Options {
         max_steps: 2_000_000,
+        f32_atomic_add_flushes_subnormals: gpu,
     };
-    let outcome = match interp::run(&p.body, &p.launch, &mut expected, &limits) {
+    let outcome = match interp::run(&p.body, &p.launch, &mut expected, &options) {
         Ok(outcome) => outcome,
         Err(
             e @ (InterpError::IndexOutOfBounds { .. }
@@ -100,11 +101,6 @@ pub fn check(seed: u64, gpu: bool) -> Class {
     let mut actual = p.args.clone();
     let result = launch(descriptor, &p, &mut actual, gpu);
     let mut before = p.args.clone();
-    if gpu {
-        for args in [&mut before, &mut expected, &mut actual] {
-            flush_atomic_subnormals(&p.body, args);
-        }
-    }
     if p.atomics_on_device && outcome.panic.is_some() {
         // Device buffers are updated where they live, also by a launch that panics: only
         // host data is all or nothing.
@@ -115,26 +111,6 @@ pub fn check(seed: u64, gpu: bool) -> Class {
         }
     }
     judge(&p.body, &before, &expected, &actual, &outcome, result)
-}
-
-/// NVIDIA GPUs' float atomic adds flush subnormal results to zero; the interpreter,
-/// like Rust, keeps them. Atomics' subnormals compare as zero on a GPU.
-fn flush_atomic_subnormals(body: &Body, args: &mut [ArgValue]) {
-    for ((_, decl), arg) in body.args().zip(args.iter_mut()) {
-        let (Ty::Atomic(elem), ArgValue::Buffer { data, .. }) = (decl.ty, arg) else {
-            continue;
-        };
-        for bits in data.iter_mut() {
-            let subnormal = match elem {
-                ScalarTy::F32 => f32::from_bits(*bits as u32).is_subnormal(),
-                ScalarTy::F64 => f64::from_bits(*bits).is_subnormal(),
-                _ => false,
-            };
-            if subnormal {
-                *bits = 0;
-            }
-        }
-    }
 }
 
 /// Compares the CPU backend's run with the interpreter's.

@@ -25,7 +25,7 @@
 //!
 //! What the lowering leaves undefined is an [`InterpError`], not a result: an index out of
 //! bounds, an integer division by zero or `MIN / -1`, reaching `unreachable`. So is running
-//! past the step budget of [`Limits`]. The interpreter never panics on a body that passes
+//! past the step budget of [`Options`]. The interpreter never panics on a body that passes
 //! [`crate::validate`]; it validates the body itself first.
 
 mod scalar;
@@ -84,17 +84,23 @@ impl ArgValue {
     }
 }
 
-/// How much work a run may do before it is cut off.
+/// How much work a run may do before it is cut off, and which device's arithmetic it
+/// models where devices differ from Rust's.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub struct Limits {
+pub struct Options {
     /// Statements and terminators executed, over all threads together.
     pub max_steps: u64,
+    /// An `f32` atomic add flushes subnormal operands and results to zero of the same
+    /// sign, as NVIDIA's `atom.add.f32` does (PTX ISA). Off: Rust's IEEE addition, as on
+    /// the CPU backend.
+    pub f32_atomic_add_flushes_subnormals: bool,
 }
 
-impl Default for Limits {
+impl Default for Options {
     fn default() -> Self {
-        Limits {
+        Options {
             max_steps: 10_000_000,
+            f32_atomic_add_flushes_subnormals: false,
         }
     }
 }
@@ -251,7 +257,7 @@ pub fn run(
     body: &Body,
     launch: &Launch,
     args: &mut [ArgValue],
-    limits: &Limits,
+    options: &Options,
 ) -> Result<Outcome, InterpError> {
     validate(body).map_err(InterpError::Invalid)?;
     check_supported(body)?;
@@ -261,7 +267,7 @@ pub fn run(
     let mut machine = Machine {
         body,
         launch: *launch,
-        limits: *limits,
+        options: *options,
         buffers,
         shared: SharedMemory::new(body, launch.dyn_shared_bytes),
         sites: body.panic_site_numbers(),
@@ -569,7 +575,7 @@ enum Flow {
 struct Machine<'a> {
     body: &'a Body,
     launch: Launch,
-    limits: Limits,
+    options: Options,
     buffers: Vec<Option<Buffer>>,
     shared: SharedMemory,
     sites: Vec<Option<usize>>,
@@ -687,9 +693,9 @@ impl Machine<'_> {
         let body = self.body;
         loop {
             self.steps += 1;
-            if self.steps > self.limits.max_steps {
+            if self.steps > self.options.max_steps {
                 return Err(InterpError::StepLimit {
-                    max_steps: self.limits.max_steps,
+                    max_steps: self.options.max_steps,
                 });
             }
             let block = &body.blocks[t.block];
@@ -884,7 +890,8 @@ impl Machine<'_> {
             }
             Rvalue::AtomicRmw(op, place, value) => {
                 let v = self.operand(t, value)?;
-                self.atomic(t, *place, |elem, old| atomic_rmw(*op, elem, old, v))?
+                let ftz = self.options.f32_atomic_add_flushes_subnormals;
+                self.atomic(t, *place, |elem, old| atomic_rmw(*op, elem, old, v, ftz))?
             }
             Rvalue::AtomicCas(place, current, new) => {
                 let (c, n) = (self.operand(t, current)?, self.operand(t, new)?);

@@ -1,7 +1,7 @@
 //! The generator's promises, checked over many seeds.
 
 use super::*;
-use offload_mir::interp::{self, ArgValue, InterpError, Limits};
+use offload_mir::interp::{self, ArgValue, InterpError, Options};
 use offload_mir::{Rvalue, ScalarTy, Ty, convergence, parse, validate};
 
 const SEEDS: u64 = 2000;
@@ -43,7 +43,7 @@ fn safe_programs_run_in_the_interpreter() {
         if p.broken.is_some() {
             continue;
         }
-        match interp::run(&p.body, &p.launch, &mut p.args, &Limits::default()) {
+        match interp::run(&p.body, &p.launch, &mut p.args, &Options::default()) {
             Ok(outcome) => panicked += outcome.panic.is_some() as u32,
             Err(e) => panic!("seed {seed}: {e}\n{}", p.body),
         }
@@ -76,8 +76,8 @@ fn mutants_are_valid_and_differ() {
         changed += (m != p.body) as u32;
         // Whatever a mutant does, the interpreter answers without panicking.
         let mut args = p.args.clone();
-        let limits = Limits { max_steps: 200_000 };
-        match interp::run(&m, &p.launch, &mut args, &limits) {
+        let options = Options { max_steps: 200_000, ..Options::default() };
+        match interp::run(&m, &p.launch, &mut args, &options) {
             Ok(_) | Err(InterpError::StepLimit { .. }) => {}
             Err(e) => assert!(!matches!(e, InterpError::Invalid(_)), "{e}"),
         }
@@ -221,7 +221,7 @@ fn statistics() {
     for seed in 0..n {
         let mut p = generate(seed);
         blocks += p.body.blocks.len();
-        match interp::run(&p.body, &p.launch, &mut p.args, &Limits::default()) {
+        match interp::run(&p.body, &p.launch, &mut p.args, &Options::default()) {
             Ok(o) => {
                 panics += o.panic.is_some() as u32;
                 steps += o.steps;
@@ -255,9 +255,9 @@ fn linking_keeps_the_results() {
             continue;
         };
         let (mut original, mut simplified) = (p.args.clone(), p.args.clone());
-        let limits = Limits::default();
-        let a = interp::run(&p.body, &p.launch, &mut original, &limits);
-        let b = interp::run(linked.body(), &p.launch, &mut simplified, &limits);
+        let options = Options::default();
+        let a = interp::run(&p.body, &p.launch, &mut original, &options);
+        let b = interp::run(linked.body(), &p.launch, &mut simplified, &options);
         let same = match (&a, &b) {
             (Ok(a), Ok(b)) => {
                 // Panic sites are renumbered when blocks are dropped: compare messages.
@@ -345,7 +345,7 @@ fn source_programs_translate_link_and_run() {
             continue;
         }
         let mut args = p.args.clone();
-        if let Err(e) = interp::run(&p.body, &p.launch, &mut args, &Limits::default()) {
+        if let Err(e) = interp::run(&p.body, &p.launch, &mut args, &Options::default()) {
             failures.push(format!("seed {seed}: interp: {e}\n{source}"));
         }
     }

@@ -381,9 +381,20 @@ pub(super) fn one_lane_subgroup(op: SubgroupOp, args: &[u64]) -> u64 {
 }
 
 /// `memref.atomic_rmw` of the kind the lowering picks for `op` on `elem`.
-pub(super) fn atomic_rmw(op: AtomicOp, elem: ScalarTy, old: u64, v: u64) -> u64 {
+/// With `ftz`, an `f32` add flushes subnormal operands and result to zero (see
+/// [`Options`](super::Options)).
+pub(super) fn atomic_rmw(op: AtomicOp, elem: ScalarTy, old: u64, v: u64, ftz: bool) -> u64 {
+    let flush = |x: f32| {
+        if ftz && x.is_subnormal() {
+            0.0f32.copysign(x)
+        } else {
+            x
+        }
+    };
     match op {
-        AtomicOp::Add if elem == ScalarTy::F32 => (f32::of(old) + f32::of(v)).bits(),
+        AtomicOp::Add if elem == ScalarTy::F32 => {
+            flush(flush(f32::of(old)) + flush(f32::of(v))).bits()
+        }
         AtomicOp::Add if elem == ScalarTy::F64 => (f64::of(old) + f64::of(v)).bits(),
         AtomicOp::Add => old.wrapping_add(v),
         AtomicOp::And => old & v,

@@ -71,7 +71,7 @@ fn saxpy_matches_a_host_loop() {
         ArgValue::Scalar(Const::Float(a as f64, ScalarTy::F32)),
     ];
     // 40 threads for 37 elements: the last three skip.
-    let outcome = run(&body, &launch(5, 8), &mut args, &Limits::default()).unwrap();
+    let outcome = run(&body, &launch(5, 8), &mut args, &Options::default()).unwrap();
     assert_eq!(outcome.panic, None);
     let want: Vec<f32> = x.iter().zip(&y).map(|(x, y)| a * x + y).collect();
     assert_eq!(data(&args[0]), f32s(&want));
@@ -86,7 +86,7 @@ fn saxpy_with_a_short_slice_panics_and_writes_nothing() {
         ArgValue::buffer(ScalarTy::F32, f32s(&[2.0; 5])),
         ArgValue::Scalar(Const::Float(1.0, ScalarTy::F32)),
     ];
-    let outcome = run(&body, &launch(2, 4), &mut args, &Limits::default()).unwrap();
+    let outcome = run(&body, &launch(2, 4), &mut args, &Options::default()).unwrap();
     let first = outcome.panic.expect("threads 5..8 index past the slice");
     assert_eq!((first.site, &first.values[..]), (0, &[5, 5][..]));
     assert_eq!((first.workgroup, first.thread), ([1, 0, 0], [1, 0, 0]));
@@ -150,7 +150,7 @@ bb3: {
 fn a_barrier_separates_writes_from_reads() {
     let body = crate::parse(ROTATE).unwrap();
     let mut args = vec![ArgValue::buffer(ScalarTy::U32, vec![0; 8])];
-    let outcome = run(&body, &launch(2, 4), &mut args, &Limits::default()).unwrap();
+    let outcome = run(&body, &launch(2, 4), &mut args, &Options::default()).unwrap();
     assert_eq!(outcome.panic, None);
     assert_eq!(data(&args[0]), [10, 20, 30, 0, 10, 20, 30, 0]);
 }
@@ -187,10 +187,10 @@ fn a_panic_is_reported_with_its_site_and_message() {
         ArgValue::Scalar(Const::Int(2, ScalarTy::I32)),
     ];
     // Thread 0 divides by zero before thread 2 panics: undefined, not a panic.
-    let err = run(&body, &launch(1, 4), &mut args, &Limits::default()).unwrap_err();
+    let err = run(&body, &launch(1, 4), &mut args, &Options::default()).unwrap_err();
     assert!(matches!(err, InterpError::DivisionByZero { .. }), "{err}");
     args[1] = ArgValue::Scalar(Const::Int(0, ScalarTy::I32));
-    let outcome = run(&body, &launch(1, 4), &mut args, &Limits::default()).unwrap();
+    let outcome = run(&body, &launch(1, 4), &mut args, &Options::default()).unwrap();
     let report = outcome.panic.unwrap();
     assert_eq!((report.site, report.thread), (0, [0, 0, 0]));
     assert_eq!(report.message(&body), "hit the forbidden thread");
@@ -202,12 +202,12 @@ fn endless_loops_run_out_of_steps() {
     let text = "// offload-mir v1\nkernel spin(_1: u32) {\n    file \"spin.rs\";\n    let mut _0: ();\n\n    bb0: {\n        goto -> bb0; // 1:1\n    }\n}\n";
     let body = crate::parse(text).unwrap();
     let mut args = vec![ArgValue::Scalar(Const::Int(1, ScalarTy::U32))];
-    let limits = Limits { max_steps: 1000 };
-    let err = run(&body, &launch(1, 1), &mut args, &limits).unwrap_err();
+    let options = Options { max_steps: 1000, ..Options::default() };
+    let err = run(&body, &launch(1, 1), &mut args, &options).unwrap_err();
     assert_eq!(err, InterpError::StepLimit { max_steps: 1000 });
-    let err = run(&body, &launch(1, 1), &mut args[..0], &limits).unwrap_err();
+    let err = run(&body, &launch(1, 1), &mut args[..0], &options).unwrap_err();
     assert!(matches!(err, InterpError::BadArguments(_)), "{err}");
-    let err = run(&body, &launch(0, 1), &mut args, &limits).unwrap_err();
+    let err = run(&body, &launch(0, 1), &mut args, &options).unwrap_err();
     assert!(matches!(err, InterpError::BadLaunch(_)), "{err}");
 }
 
@@ -322,7 +322,7 @@ fn a_used_result_of_a_contended_atomic_depends_on_thread_order() {
             ArgValue::buffer(ScalarTy::U32, vec![0; threads as usize]),
             ArgValue::buffer(ScalarTy::U32, vec![0]),
         ];
-        let outcome = run(&body, &launch(1, threads), &mut args, &Limits::default()).unwrap();
+        let outcome = run(&body, &launch(1, threads), &mut args, &Options::default()).unwrap();
         assert_eq!(data(&args[1]), [threads as u64]);
         outcome.order_dependent
     };
@@ -332,4 +332,54 @@ fn a_used_result_of_a_contended_atomic_depends_on_thread_order() {
     assert!(!run_counter(unused, 4));
     // One thread alone: nothing to be ordered against.
     assert!(!run_counter(used, 1));
+}
+
+#[test]
+fn an_f32_atomic_add_flushes_subnormals_only_when_modelling_nvidia() {
+    let body = crate::parse(
+        r#"// offload-mir v1
+kernel add(mut _1: Atomic<f32>, _2: f32) {
+file "add.rs";
+let mut _0: ();
+let mut _3: usize;
+let mut _4: usize;
+let mut _5: bool;
+let mut _6: f32;
+
+bb0: {
+    _3 = const 0usize; // 1:1
+    _4 = Len(_1); // 1:1
+    _5 = Lt(copy _3, copy _4); // 1:1
+    assert(copy _5, BoundsCheck { len: copy _4, index: copy _3 }) -> bb1; // 1:1
+}
+
+bb1: {
+    _6 = AtomicRmw(Add, _1[_3], copy _2); // 2:1
+    return; // 3:1
+}
+}
+"#,
+    )
+    .unwrap();
+    let tiny = f32::from_bits(1); // the least subnormal
+    let add = |old: f32, v: f32, ftz: bool| {
+        let mut args = vec![
+            ArgValue::buffer(ScalarTy::F32, f32s(&[old])),
+            ArgValue::Scalar(Const::Float(v as f64, ScalarTy::F32)),
+        ];
+        let options = Options {
+            f32_atomic_add_flushes_subnormals: ftz,
+            ..Options::default()
+        };
+        run(&body, &launch(1, 1), &mut args, &options).unwrap();
+        f32::from_bits(data(&args[0])[0] as u32)
+    };
+    let normal = f32::MIN_POSITIVE;
+    // Rust's addition keeps the subnormal operand; NVIDIA's flushes it first.
+    assert_eq!(add(tiny, normal, false).to_bits(), normal.to_bits() + 1);
+    assert_eq!(add(tiny, normal, true), normal);
+    assert_eq!(add(normal, tiny, true), normal);
+    // A subnormal result is flushed to zero of its sign.
+    assert_eq!(add(-1.5 * normal, normal, false), -0.5 * normal);
+    assert_eq!(add(-1.5 * normal, normal, true).to_bits(), (-0.0f32).to_bits());
 }
