@@ -264,9 +264,15 @@ impl ArgKind {
         }
     }
 
-    /// The argument's words in the kernel ABI, given where its data lives and, for an
-    /// `Indexed` region, where its indices do; `None` for scalars.
-    pub(crate) fn abi_words(&self, ptr: u64, indices: Option<u64>) -> Option<Vec<u64>> {
+    /// Appends the argument's words in the kernel ABI to `words`, given where its data
+    /// lives and, for an `Indexed` region, where its indices do; `None` for scalars,
+    /// which append nothing here. Returns how many words it appended.
+    pub(crate) fn abi_words(
+        &self,
+        ptr: u64,
+        indices: Option<u64>,
+        words: &mut crate::plan::Words,
+    ) -> Option<usize> {
         use offload_mir::abi::{self, Param};
         let (params, len, shape) = match *self {
             ArgKind::Region {
@@ -282,7 +288,7 @@ impl ArgKind {
         // Each parameter as `offload_mir::abi` describes it, which the lowering's
         // signatures follow too.
         let [w, h, d] = shape.map_or([len, 1, 1], |s| s.extents()).map(|e| e as u64);
-        let mut words = Vec::with_capacity(params.iter().map(|p| p.words()).sum());
+        let before = words.len();
         for param in params {
             match param {
                 Param::Data { rank: 1 } => words.extend(abi::memref_1d(ptr, len as u64)),
@@ -297,7 +303,7 @@ impl ArgKind {
                 Param::Scalar => unreachable!("containers' parameters are memrefs and margins"),
             }
         }
-        Some(words)
+        Some(words.len() - before)
     }
 
     /// An `Indexed` region's indices as a read-only argument of their own, placed on the

@@ -22,7 +22,7 @@ use std::marker::PhantomData;
 
 /// `len` elements of `T` on one device.
 pub struct DeviceBuffer<T> {
-    device: Device,
+    device: &'static Device,
     len: usize,
     memory: Box<dyn Memory>,
     _element: PhantomData<T>,
@@ -36,10 +36,11 @@ fn bytes_of<T: Scalar>(data: &[T]) -> &[u8] {
 impl<T: Scalar> DeviceBuffer<T> {
     /// A buffer on `device` holding a copy of `data`.
     pub fn from_slice(device: &Device, data: &[T]) -> Result<Self, Error> {
+        let device = crate::machine::registered(device)?;
         Ok(DeviceBuffer {
-            device: device.clone(),
+            device,
             len: data.len(),
-            memory: crate::backend::of(device).upload(bytes_of(data))?,
+            memory: crate::backend::of(device)?.upload(bytes_of(data))?,
             _element: PhantomData,
         })
     }
@@ -48,10 +49,11 @@ impl<T: Scalar> DeviceBuffer<T> {
     /// [`Error::OutOfMemory`].
     pub fn zeros(device: &Device, len: usize) -> Result<Self, Error> {
         let bytes = len as u128 * T::TY.size_bytes() as u128;
+        let device = crate::machine::registered(device)?;
         Ok(DeviceBuffer {
-            device: device.clone(),
+            device,
             len,
-            memory: crate::backend::of(device).allocate_zeroed(bytes)?,
+            memory: crate::backend::of(device)?.allocate_zeroed(bytes)?,
             _element: PhantomData,
         })
     }
@@ -92,7 +94,7 @@ impl<T: Scalar> DeviceBuffer<T> {
     /// Waits for the buffer's device as [`to_vec`](Self::to_vec) does, reporting the same
     /// panics, without reading the buffer.
     fn wait(&self) -> Result<(), Error> {
-        crate::backend::of(&self.device).synchronize()
+        crate::backend::of(self.device)?.synchronize()
     }
 
     /// The number of elements (not bytes).
@@ -108,12 +110,12 @@ impl<T: Scalar> DeviceBuffer<T> {
     /// The device the buffer lives on. A launch that uses the buffer must run there
     /// ([`Error::InvalidLaunch`] otherwise).
     pub fn device(&self) -> &Device {
-        &self.device
+        self.device
     }
 
     pub(crate) fn resident(&self) -> BufferLocation {
         BufferLocation {
-            device: self.device.clone(),
+            device: self.device,
             len: self.len,
             address: self.memory.address(),
             split: None,
@@ -238,10 +240,7 @@ impl<T: Scalar> SplitBuffer<T> {
         let parts: Vec<BufferLocation> = self.parts.iter().map(DeviceBuffer::resident).collect();
         BufferLocation {
             split: Some(std::sync::Arc::new(SplitParts {
-                parts: parts
-                    .iter()
-                    .map(|r| (r.device.clone(), r.address))
-                    .collect(),
+                parts: parts.iter().map(|r| (r.device, r.address)).collect(),
                 windows: self.windows.clone(),
                 replicated: self.replicated,
             })),

@@ -133,13 +133,25 @@ pub(crate) fn cpu(
     if let Some(entry) = descriptor.aot()?.cpu() {
         return Ok(entry);
     }
+    // A thread's recent kernels are found without formatting the key or locking.
+    type Recent = crate::recent::Recent<(usize, [u32; 3]), CpuEntry>;
+    thread_local! {
+        static RECENT: std::cell::RefCell<Recent> = const { std::cell::RefCell::new(Recent::new()) };
+    }
+    let fast = (
+        descriptor as *const KernelDescriptor as usize,
+        workgroup_size,
+    );
+    if let Ok(Some(entry)) = RECENT.try_with(|recent| recent.borrow().get(&fast)) {
+        return Ok(entry);
+    }
     static CACHE: CompileCache<CpuEntry> = CompileCache::new();
     let [x, y, z] = workgroup_size;
-    CACHE
-        .get_or_compile(key(descriptor, &format!("cpu {x}x{y}x{z}")), || {
-            jit_cpu(descriptor, workgroup_size)
-        })
-        .map(|entry| *entry)
+    let entry = *CACHE.get_or_compile(key(descriptor, &format!("cpu {x}x{y}x{z}")), || {
+        jit_cpu(descriptor, workgroup_size)
+    })?;
+    let _ = RECENT.try_with(|recent| recent.borrow_mut().put(fast, entry));
+    Ok(entry)
 }
 
 /// The CPU code compiled in this process or an earlier one ([`crate::disk_cache`]), else

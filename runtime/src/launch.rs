@@ -121,7 +121,7 @@ pub fn launch(
     let resident = args
         .iter()
         .find_map(|a| a.kind.resident())
-        .map(|r| r.device.clone());
+        .map(|r| r.device);
     let device = crate::machine::select(options.device, resident)?;
     for (i, arg) in args.iter().enumerate() {
         if let Some(r) = arg.kind.resident()
@@ -146,7 +146,7 @@ pub fn launch(
         group_base: 0,
         groups: workgroups,
     };
-    crate::backend::of(&device).launch(launch)
+    crate::backend::of(device)?.launch(launch)
 }
 
 /// The generated launch function makes rustc check argument types; this re-checks them

@@ -45,6 +45,7 @@ mod machine;
 mod memory;
 mod panic;
 mod plan;
+mod recent;
 mod region;
 mod scalar;
 mod split;

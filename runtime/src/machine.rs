@@ -12,7 +12,7 @@ pub fn devices() -> Vec<Device> {
 
 /// [`devices()`], listed once: the drivers' device lists do not change while a program
 /// runs, and a launch should not pay for a fresh copy.
-fn all_devices() -> &'static [Device] {
+pub(crate) fn all_devices() -> &'static [Device] {
     static ALL: std::sync::OnceLock<Vec<Device>> = std::sync::OnceLock::new();
     ALL.get_or_init(crate::backend::devices)
 }
@@ -36,27 +36,43 @@ fn environment_selection() -> &'static Option<Result<Device, Error>> {
 /// `OFFLOAD_DEVICE` if set, else the first GPU, else the CPU. The natural place for a
 /// program's `DeviceBuffer`s.
 pub fn default_device() -> Result<Device, Error> {
-    select(None, None)
+    select(None, None).cloned()
 }
 
 /// The device a launch runs on: `device = N` if given, else `OFFLOAD_DEVICE`
 /// (`cpu`, `cuda:N` or `hip:N`, read once, at the first launch), else the device of its device-resident buffers, else the first GPU,
 /// else the CPU.
-pub fn select(index: Option<usize>, resident: Option<Device>) -> Result<Device, Error> {
+pub fn select(
+    index: Option<usize>,
+    resident: Option<&'static Device>,
+) -> Result<&'static Device, Error> {
     let all = all_devices();
     if let Some(index) = index {
-        return all.get(index).cloned().ok_or(Error::NoSuchDevice {
+        return all.get(index).ok_or(Error::NoSuchDevice {
             index,
             available: all.len(),
         });
     }
-    if let Some(selected) = environment_selection() {
-        return selected.clone();
+    match environment_selection() {
+        Some(Ok(selected)) => return Ok(selected),
+        Some(Err(e)) => return Err(e.clone()),
+        None => {}
     }
     if let Some(device) = resident {
         return Ok(device);
     }
-    Ok(all.first().cloned().expect("the CPU is always listed"))
+    Ok(all.first().expect("the CPU is always listed"))
+}
+
+/// This machine's entry for `device`: what buffers keep, so that a launch compares and
+/// finds devices without copying one. A device this machine lacks (made by hand, or on
+/// another machine) is [`Error::InvalidBuffer`].
+pub(crate) fn registered(device: &Device) -> Result<&'static Device, Error> {
+    all_devices().iter().find(|d| *d == device).ok_or_else(|| {
+        Error::InvalidBuffer(format!(
+            "{device} is not a device of this machine (see `offload::devices()`)"
+        ))
+    })
 }
 
 /// Waits for every launch on every device, and reports the first panic of the calling
@@ -67,8 +83,8 @@ pub fn select(index: Option<usize>, resident: Option<Device>) -> Result<Device, 
 /// buffer back (`DeviceBuffer::to_vec`) does the same for its device.
 pub fn synchronize() -> Result<(), Error> {
     let mut first = None;
-    for device in devices() {
-        if let Err(e) = crate::backend::of(&device).synchronize() {
+    for device in all_devices() {
+        if let Err(e) = crate::backend::of(device).and_then(|b| b.synchronize()) {
             first.get_or_insert(e);
         }
     }

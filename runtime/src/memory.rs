@@ -6,7 +6,7 @@ use crate::{Device, Error};
 /// Where a buffer's data lives, as a launch needs it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct BufferLocation {
-    pub device: Device,
+    pub device: &'static Device,
     /// Elements in the buffer.
     pub len: usize,
     /// The device address (CUDA) or host address (CPU) of the first element.
@@ -24,7 +24,7 @@ pub(crate) struct BufferLocation {
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct SplitParts {
     /// Each part's device and the address of its element 0.
-    pub parts: Vec<(Device, u64)>,
+    pub parts: Vec<(&'static Device, u64)>,
     /// The elements each part holds: its window of a scattered buffer, all of them in a
     /// replicated one.
     pub windows: Vec<(usize, usize)>,

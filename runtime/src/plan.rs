@@ -7,6 +7,11 @@ use crate::{
     kernel::KernelDescriptor,
 };
 use offload_mir::{Body, abi};
+use smallvec::SmallVec;
+
+/// A launch's argument words: on the stack for up to six 3-D regions with the hidden
+/// words, so that a launch allocates nothing.
+pub(crate) type Words = SmallVec<[u64; 80]>;
 
 /// A checked launch, ready for a backend.
 pub(crate) struct LaunchPlan<'b, 'a> {
@@ -31,9 +36,8 @@ pub(crate) struct LaunchPlan<'b, 'a> {
 pub(crate) fn abi_words(
     args: &[KernelArg<'_>],
     mut place: impl FnMut(&ArgKind, *mut u8, usize) -> Result<u64, Error>,
-) -> Result<Vec<u64>, Error> {
-    // Room for every memref and the hidden words after them, so that it never grows.
-    let mut words = Vec::with_capacity(10 * args.len() + 16);
+) -> Result<Words, Error> {
+    let mut words = Words::new();
     for arg in args {
         let address = match (arg.kind.resident(), arg.kind.bytes(), &arg.kind) {
             (Some(resident), _, _) => resident.address,
@@ -52,11 +56,9 @@ pub(crate) fn abi_words(
             }
             None => None,
         };
-        words.extend(
-            arg.kind
-                .abi_words(address, indices)
-                .expect("arguments with data are memrefs"),
-        );
+        arg.kind
+            .abi_words(address, indices, &mut words)
+            .expect("arguments with data are memrefs");
     }
     Ok(words)
 }
@@ -76,7 +78,7 @@ pub(crate) struct GpuGrids {
 impl GpuGrids {
     /// Appends `launch`'s panic buffer at `report` and room for the hidden words to
     /// `words`.
-    pub(crate) fn new(launch: &LaunchPlan<'_, '_>, words: &mut Vec<u64>, report: u64) -> GpuGrids {
+    pub(crate) fn new(launch: &LaunchPlan<'_, '_>, words: &mut Words, report: u64) -> GpuGrids {
         GpuGrids::append(
             words,
             report,
@@ -87,7 +89,7 @@ impl GpuGrids {
     }
 
     fn append(
-        words: &mut Vec<u64>,
+        words: &mut Words,
         report: u64,
         group_base: u32,
         dyn_cache: u32,
@@ -128,13 +130,25 @@ pub(crate) struct GpuDispatch<'w> {
     pub words: &'w [u64],
 }
 
+impl GpuDispatch<'_> {
+    /// The driver's kernel parameters (`cuLaunchKernel`, `hipModuleLaunchKernel`): a
+    /// pointer to each 64-bit word. Drivers read as many bytes as each parameter has,
+    /// which on little-endian hosts are the value's own, and never write through them.
+    pub(crate) fn params(&self) -> SmallVec<[*mut std::ffi::c_void; 80]> {
+        self.words
+            .iter()
+            .map(|w| (w as *const u64).cast_mut().cast())
+            .collect()
+    }
+}
+
 /// Calls `dispatch` for each grid `launch` runs as ([`grid_parts`]), in order, with the
 /// kernel's own `words` followed by the panic buffer at `report` and that grid's hidden
 /// words ([`GpuGrids`]). Every GPU backend hands its driver exactly these, so CUDA and
 /// HIP launches agree word for word.
 pub(crate) fn dispatch_grids(
     launch: &LaunchPlan<'_, '_>,
-    mut words: Vec<u64>,
+    mut words: Words,
     report: u64,
     mut dispatch: impl FnMut(GpuDispatch<'_>) -> Result<(), Error>,
 ) -> Result<(), Error> {
@@ -173,14 +187,14 @@ pub(crate) fn folds(workgroups: [u32; 3]) -> bool {
 
 /// The grids a launch of `workgroups` runs as: one, unless an axis has more workgroups
 /// than a grid may.
-pub(crate) fn grid_parts(workgroups: [u32; 3]) -> Vec<GridPart> {
+pub(crate) fn grid_parts(workgroups: [u32; 3]) -> SmallVec<[GridPart; 1]> {
     let ranges = |d: usize| {
         (0..workgroups[d].div_ceil(MAX_GRID[d])).map(move |i| {
             let start = i * MAX_GRID[d];
             (start, (workgroups[d] - start).min(MAX_GRID[d]))
         })
     };
-    let mut parts = Vec::new();
+    let mut parts = SmallVec::new();
     for (z, nz) in ranges(2) {
         for (y, ny) in ranges(1) {
             for (x, nx) in ranges(0) {
@@ -211,20 +225,20 @@ mod tests {
     fn gpu_words_follow_the_kernel_abi() {
         // A kernel's own words, then the panic buffer's descriptor, then per grid the
         // hidden words in `GPU_HIDDEN`'s order.
-        let mut words = vec![11, 12];
+        let mut words: Words = [11, 12].into_iter().collect();
         let grids = GpuGrids::append(&mut words, 0x5000, 3, 256, [2, 70_000, 1]);
         let parts = grid_parts([2, 70_000, 1]);
         grids.enter(&mut words, &parts[1]);
         let mut want = vec![11, 12];
         want.extend(abi::memref_1d(0x5000, abi::PANIC_BUFFER_WORDS as u64));
         want.extend(abi::gpu_hidden_words([3, 65535, 0], 256, [2, 70_000, 1]));
-        assert_eq!(words, want);
+        assert_eq!(words[..], want[..]);
     }
 
     #[test]
     fn a_launch_within_the_grid_limits_is_one_grid() {
         assert_eq!(
-            grid_parts([4096, 65535, 3]),
+            grid_parts([4096, 65535, 3])[..],
             [GridPart {
                 start: [0, 0, 0],
                 count: [4096, 65535, 3]

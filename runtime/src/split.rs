@@ -112,7 +112,7 @@ impl ShareLaunch<'_> {
             group_base: start,
             groups: self.workgroups,
         };
-        crate::backend::of(device).launch(plan)
+        crate::backend::of(device)?.launch(plan)
     }
 
     /// Runs every share on its device at once, each on its own thread; each share's
@@ -201,7 +201,7 @@ fn share_arguments<'a>(
                 && let Some(r) = resident
                 && let Some(split) = r.split.take()
             {
-                (r.device, r.address) = split.parts[share].clone();
+                (r.device, r.address) = split.parts[share];
             }
             if let ArgKind::Region {
                 data,

@@ -8,7 +8,10 @@ use std::path::PathBuf;
 /// A crate's `src/` holding `lib.rs`, and an empty output directory, in a folder removed
 /// when the first value is dropped.
 fn crate_with(lib: &str) -> (tempfile::TempDir, PathBuf, PathBuf) {
-    let root = tempfile::Builder::new().prefix("offload-aot-").tempdir().unwrap();
+    let root = tempfile::Builder::new()
+        .prefix("offload-aot-")
+        .tempdir()
+        .unwrap();
     let src = root.path().join("src");
     std::fs::create_dir_all(&src).unwrap();
     std::fs::write(src.join("lib.rs"), lib).unwrap();

@@ -5,7 +5,10 @@ use offload::DiskCache;
 
 /// A cache in a folder of its own, removed when the first value is dropped.
 fn fresh() -> (tempfile::TempDir, DiskCache) {
-    let dir = tempfile::Builder::new().prefix("offload-cache-test-").tempdir().unwrap();
+    let dir = tempfile::Builder::new()
+        .prefix("offload-cache-test-")
+        .tempdir()
+        .unwrap();
     let cache = DiskCache::at(dir.path());
     (dir, cache)
 }

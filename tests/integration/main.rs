@@ -8,6 +8,7 @@
 //! Snapshots live in `integration/snapshots/`; after an intended change, review them with
 //! `cargo insta review` (or rerun with `INSTA_UPDATE=always` and read the diff).
 
+mod allocations;
 mod aot;
 mod conformance;
 mod cpu_backend;

@@ -159,23 +159,28 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         size: launch.workgroup_size.map(u64::from),
         kernel_words: &words,
     };
-    // The shares run on rayon's pool, whose threads outlive the launch: spawning threads
-    // per launch cost more than a small kernel's whole run.
-    rayon::scope(|scope| {
-        for t in 0..host {
-            let base = launch.group_base as u64;
-            let (begin, end) = (base + groups * t / host, base + groups * (t + 1) / host);
-            let workgroup = &workgroup;
-            scope.spawn(move |_| {
-                // 16-byte aligned, as the lowering lays shared arrays out.
-                let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
-                let shared = (shared.as_mut_ptr() as u64, shared_bytes as u64);
-                let mut words = workgroup.words([begin, end], shared);
-                // SAFETY: see `Workgroup::call`.
-                unsafe { workgroup.call(&mut words) };
-            });
-        }
-    });
+    let share = |t: u64| {
+        let base = launch.group_base as u64;
+        let (begin, end) = (base + groups * t / host, base + groups * (t + 1) / host);
+        // 16-byte aligned, as the lowering lays shared arrays out (nothing is allocated
+        // for none).
+        let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
+        let shared = (shared.as_mut_ptr() as u64, shared_bytes as u64);
+        let mut words = workgroup.words([begin, end], shared);
+        // SAFETY: see `Workgroup::call`.
+        unsafe { workgroup.call(&mut words) };
+    };
+    if host == 1 {
+        // One share runs on the calling thread: no hand-off to the pool.
+        share(0);
+    } else {
+        // The shares run on rayon's pool, whose threads outlive the launch: spawning
+        // threads per launch cost more than a small kernel's whole run.
+        use rayon::prelude::*;
+        (0..host as usize)
+            .into_par_iter()
+            .for_each(|t| share(t as u64));
+    }
 
     if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
         return Err(error);
@@ -307,7 +312,7 @@ struct Workgroup<'a> {
 impl Workgroup<'_> {
     /// The entry point's words: workgroups `groups`, the workgroup's shared memory
     /// `(address, bytes)`, the kernel's own.
-    fn words(&self, groups: [u64; 2], shared: (u64, u64)) -> Vec<u64> {
+    fn words(&self, groups: [u64; 2], shared: (u64, u64)) -> crate::plan::Words {
         let leading = CpuLeading {
             group_begin: groups[0],
             group_end: groups[1],
@@ -320,7 +325,7 @@ impl Workgroup<'_> {
             shared_address: shared.0,
             shared_bytes: shared.1,
         };
-        let mut words = leading.words().to_vec();
+        let mut words: crate::plan::Words = leading.words().into_iter().collect();
         words.extend_from_slice(self.kernel_words);
         words
     }
@@ -334,7 +339,7 @@ impl Workgroup<'_> {
     /// of different shares touch disjoint region elements (checked by the strategy's
     /// `check_launch`), and the panic buffer is claimed atomically.
     unsafe fn call(&self, words: &mut [u64]) {
-        let mut pointers: Vec<*mut c_void> =
+        let mut pointers: smallvec::SmallVec<[*mut c_void; 96]> =
             words.iter_mut().map(|w| (w as *mut u64).cast()).collect();
         unsafe { (self.entry)(pointers.as_mut_ptr()) };
     }

@@ -10,14 +10,15 @@
 
 use super::Backend;
 use crate::compile::LaunchShape;
-use crate::plan::{GpuDispatch, dispatch_grids};
+use crate::plan::{Words, dispatch_grids};
+use crate::recent::Recent;
 use crate::{
     Device, Error, KernelDescriptor,
     memory::Memory,
     panic::{Issuer, PANIC_BUFFER_WORDS, PanicWords, issuer, on_issuer_exit},
     plan::LaunchPlan as Launch,
 };
-use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice};
 use offload_mir::abi;
 use std::{
     collections::HashMap,
@@ -79,7 +80,7 @@ impl Backend for Cuda {
         let stream = stream(self.ordinal)?;
         let size = usize::try_from(bytes).map_err(|_| out_of_memory())?;
         // A zero-length allocation is refused by the driver; one byte stands in.
-        match stream.alloc_zeros::<u8>(size.max(1)) {
+        match trimmed_on_oom(self.ordinal, || stream.alloc_zeros::<u8>(size.max(1))) {
             Ok(slice) => Ok(Box::new(DeviceMemory {
                 slice,
                 ordinal: self.ordinal,
@@ -93,11 +94,13 @@ impl Backend for Cuda {
 
     fn upload(&self, data: &[u8]) -> Result<Box<dyn Memory>, Error> {
         let stream = stream(self.ordinal)?;
-        let slice = if data.is_empty() {
-            stream.alloc_zeros::<u8>(1)
-        } else {
-            stream.clone_htod(data)
-        }
+        let slice = trimmed_on_oom(self.ordinal, || {
+            if data.is_empty() {
+                stream.alloc_zeros::<u8>(1)
+            } else {
+                stream.clone_htod(data)
+            }
+        })
         .map_err(driver_error("copying a buffer to the device"))?;
         Ok(Box::new(DeviceMemory {
             slice,
@@ -120,18 +123,12 @@ impl Memory for DeviceMemory {
 
     fn read(&self, into: &mut [u8]) -> Result<(), Error> {
         // Waits for the launches that may write the memory, and reports this thread's
-        // unreported panics on the device.
-        synchronize(self.ordinal)?;
+        // unreported panics on the device; the copy is enqueued behind the panic
+        // buffers' own, so that one wait covers both.
         if into.is_empty() {
-            return Ok(());
+            return synchronize(self.ordinal);
         }
-        let stream = stream(self.ordinal)?;
-        stream
-            .memcpy_dtoh(&self.slice.slice(0..into.len()), into)
-            .map_err(driver_error("copying a buffer from the device"))?;
-        stream
-            .synchronize()
-            .map_err(driver_error("copying a buffer from the device"))
+        settle(self.ordinal, Some((&self.slice, into)))
     }
 
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
@@ -174,10 +171,71 @@ fn device_context(ordinal: usize) -> Result<DeviceContext, Error> {
         return Ok(made.clone());
     }
     let context = CudaContext::new(ordinal).map_err(driver_error("creating a context"))?;
+    // Every launch and copy goes to the one stream, in order: cudarc's events that
+    // order a buffer's uses across streams would cost two events per allocation and
+    // one record per use, for nothing.
+    // SAFETY: called before any buffer of the context exists.
+    unsafe { context.disable_event_tracking() };
+    keep_freed_memory(&context);
     let stream = context.default_stream();
     Ok(slot
         .get_or_init(|| DeviceContext { context, stream })
         .clone())
+}
+
+/// Device memory is allocated from the device's stream-ordered pool (cudarc uses
+/// `cuMemAllocAsync` where the device has one); by default the pool gives freed memory
+/// back to the driver at every synchronisation, so a launch over host data would map
+/// its buffers afresh each time. Kept instead, the pool is a cache: a launch's buffers
+/// reuse the last launch's. [`trimmed_on_oom`] gives the memory back when an allocation
+/// would fail for want of it.
+fn keep_freed_memory(context: &CudaContext) {
+    use cudarc::driver::sys;
+    let mut pool = std::ptr::null_mut();
+    let mut keep = u64::MAX;
+    // SAFETY: the device handle is the context's; the attribute takes a `u64`.
+    let result = unsafe {
+        match sys::cuDeviceGetDefaultMemPool(&mut pool, context.cu_device()) {
+            sys::CUresult::CUDA_SUCCESS => sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut keep as *mut u64).cast(),
+            ),
+            failed => failed,
+        }
+    };
+    if result != sys::CUresult::CUDA_SUCCESS {
+        tracing::debug!("device memory pool not kept: {result:?}");
+    }
+}
+
+/// Runs an allocation; if the device is out of memory, gives the pool's kept memory back
+/// to the driver and runs it once more.
+fn trimmed_on_oom<T>(
+    ordinal: usize,
+    allocate: impl Fn() -> Result<T, cudarc::driver::DriverError>,
+) -> Result<T, cudarc::driver::DriverError> {
+    use cudarc::driver::sys;
+    match allocate() {
+        Err(e) if e.0 == sys::cudaError_enum::CUDA_ERROR_OUT_OF_MEMORY => {
+            let Ok(ctx) = context(ordinal) else {
+                return Err(e);
+            };
+            let mut pool = std::ptr::null_mut();
+            // SAFETY: the device handle is the context's; trimming frees only memory
+            // no allocation holds.
+            unsafe {
+                if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+                    == sys::CUresult::CUDA_SUCCESS
+                {
+                    let _ = ctx.synchronize();
+                    sys::cuMemPoolTrimTo(pool, 0);
+                }
+            }
+            allocate()
+        }
+        other => other,
+    }
 }
 
 fn stream(ordinal: usize) -> Result<Arc<cudarc::driver::CudaStream>, Error> {
@@ -207,17 +265,13 @@ fn function(
             && launch.resident_workgroups.is_none(),
     };
     let key = (launch.descriptor as *const _ as usize, ordinal, shape);
-    // A thread launching one kernel again and again finds it without the shared lock.
+    // A thread launching the same few kernels again and again finds them without the
+    // shared lock.
     thread_local! {
-        static LAST: std::cell::RefCell<Option<(Key, CudaFunction)>> = const { std::cell::RefCell::new(None) };
+        static RECENT: std::cell::RefCell<Recent<Key, CudaFunction>> =
+            const { std::cell::RefCell::new(Recent::new()) };
     }
-    let last = LAST.try_with(|last| {
-        let last = last.borrow();
-        last.as_ref()
-            .filter(|(k, _)| *k == key)
-            .map(|(_, f)| f.clone())
-    });
-    if let Ok(Some(f)) = last {
+    if let Ok(Some(f)) = RECENT.try_with(|recent| recent.borrow().get(&key)) {
         return Ok(f);
     }
     let functions = FUNCTIONS.get_or_init(Default::default);
@@ -227,7 +281,7 @@ fn function(
         .get(&key)
         .cloned();
     if let Some(f) = found {
-        let _ = LAST.try_with(|last| *last.borrow_mut() = Some((key, f.clone())));
+        let _ = RECENT.try_with(|recent| recent.borrow_mut().put(key, f.clone()));
         return Ok(f);
     }
     let (major, minor) = ctx
@@ -308,7 +362,7 @@ fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
 /// A launch's arguments on the device: the kernel ABI's words, the device copies of host
 /// data (kept alive until the kernel has run), and which of them go back to the host.
 struct Uploaded {
-    words: Vec<u64>,
+    words: Words,
     buffers: Vec<CudaSlice<u8>>,
     /// Host data the kernel may write: the buffer's position in `buffers`, then the
     /// host slice (pointer, bytes) and where it sits in the buffer.
@@ -406,18 +460,23 @@ fn launch_sync(
         buffers,
         written,
     } = uploaded;
+    let mut slab = slab;
     // SAFETY: `slab` and `buffers` live until the stream is synchronised below.
     unsafe { enqueue(func, launch, words, slab.address, stream) }?;
+    // The panic buffer's copy to the host is enqueued behind the kernel: the wait below
+    // covers both.
+    stream
+        .memcpy_dtoh(&slab.slice.slice(0..PANIC_BUFFER_WORDS), &mut slab.host)
+        .map_err(driver_error("reading the panic buffer"))?;
     let entry = registry().get(&(issuer, ordinal)).cloned();
     let finished_inputs = entry.map(|entry| std::mem::take(&mut lock(&entry).inputs));
     stream
         .synchronize()
         .map_err(driver_error("running the kernel"))?;
     drop(finished_inputs);
-    let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
-    stream
-        .memcpy_dtoh(&slab.slice.slice(0..PANIC_BUFFER_WORDS), &mut panic[..])
-        .map_err(driver_error("reading the panic buffer"))?;
+    let panic: PanicWords = slab.read(1)[..PANIC_BUFFER_WORDS]
+        .try_into()
+        .expect("one panic buffer");
     if let Some(error) = decode(launch.descriptor, &panic) {
         // The slab is freed rather than zeroed for reuse: panics are rare.
         return Err(error);
@@ -445,34 +504,33 @@ fn launch_sync(
 unsafe fn enqueue(
     func: &CudaFunction,
     launch: &Launch<'_, '_>,
-    words: Vec<u64>,
+    words: Words,
     report: u64,
     stream: &Arc<cudarc::driver::CudaStream>,
 ) -> Result<(), Error> {
+    // `cuLaunchKernel` itself, with the parameters on the stack: cudarc's launch builder
+    // collects them into vectors of its own.
+    stream
+        .context()
+        .bind_to_thread()
+        .map_err(driver_error("launching the kernel"))?;
     dispatch_grids(launch, words, report, |grid| {
-        let mut builder = stream.launch_builder(func);
-        // Every parameter travels as a pointer to a 64-bit slot; the driver reads as many
-        // bytes as the parameter has, which on little-endian hosts are the value's own.
-        for w in grid.words {
-            builder.arg(w);
-        }
+        let mut params = grid.params();
+        let ([gx, gy, gz], [bx, by, bz]) = (grid.grid, grid.block);
         // SAFETY: the parameters match the kernel ABI the PTX was compiled with (checked
         // against the MIR signature), and the caller keeps what they point to alive.
-        unsafe { builder.launch(launch_config(&grid)) }
-            .map_err(driver_error("launching the kernel"))?;
-        Ok(())
+        unsafe {
+            cudarc::driver::result::launch_kernel(
+                func.cu_function(),
+                (gx, gy, gz),
+                (bx, by, bz),
+                grid.shared_bytes,
+                stream.cu_stream(),
+                &mut params,
+            )
+        }
+        .map_err(driver_error("launching the kernel"))
     })
-}
-
-/// The driver's launch configuration for one grid.
-pub(super) fn launch_config(grid: &GpuDispatch<'_>) -> LaunchConfig {
-    let [gx, gy, gz] = grid.grid;
-    let [bx, by, bz] = grid.block;
-    LaunchConfig {
-        grid_dim: (gx, gy, gz),
-        block_dim: (bx, by, bz),
-        shared_mem_bytes: grid.shared_bytes,
-    }
 }
 
 // Panics of asynchronous launches.
@@ -490,10 +548,31 @@ pub(super) fn launch_config(grid: &GpuDispatch<'_>) -> LaunchConfig {
 /// used, one copy per slab.
 const SLOTS: usize = 256;
 
-/// `SLOTS` panic buffers on a device, zeroed while in the pool.
+/// `SLOTS` panic buffers on a device, zeroed while in the pool, and the page-locked host
+/// memory their used slots are copied into: a copy the host need not wait for.
 struct Slab {
     slice: CudaSlice<i64>,
     address: u64,
+    host: cudarc::driver::PinnedHostSlice<i64>,
+}
+
+impl Slab {
+    /// The first `slots` panic buffers as last copied to the host.
+    fn read(&self, slots: usize) -> &[i64] {
+        // SAFETY: the host memory holds `SLOTS` initialised words (zeroed when made,
+        // then copies), and the stream was synchronised after the last copy into it.
+        let all =
+            unsafe { std::slice::from_raw_parts(self.host_words(), SLOTS * PANIC_BUFFER_WORDS) };
+        &all[..slots * PANIC_BUFFER_WORDS]
+    }
+
+    fn host_words(&self) -> *const i64 {
+        // Without event tracking nothing is recorded to wait for: the caller's stream
+        // synchronisation is what orders the copy before this read.
+        self.host
+            .as_slice()
+            .map_or(std::ptr::null(), |s| s.as_ptr())
+    }
 }
 
 /// Slabs that were read back as all zeros, per device, for reuse by any issuer.
@@ -511,7 +590,22 @@ fn slab(ordinal: usize, stream: &Arc<cudarc::driver::CudaStream>) -> Result<Slab
         .alloc_zeros::<i64>(SLOTS * PANIC_BUFFER_WORDS)
         .map_err(driver_error("allocating panic buffers"))?;
     let address = device_address(&slice, stream);
-    Ok(Slab { slice, address })
+    // SAFETY: plain page-locked memory (not write-combined: the host reads it), zeroed
+    // before anything reads it.
+    let mut host = unsafe {
+        stream
+            .context()
+            .alloc_pinned_with_flags::<i64>(SLOTS * PANIC_BUFFER_WORDS, 0)
+    }
+    .map_err(driver_error("allocating panic buffers"))?;
+    host.as_mut_slice()
+        .map_err(driver_error("allocating panic buffers"))?
+        .fill(0);
+    Ok(Slab {
+        slice,
+        address,
+        host,
+    })
 }
 
 /// Returns slabs read back as all zeros to the pool.
@@ -599,49 +693,84 @@ fn retire(issuer: Issuer) {
 /// order, of the calling thread's asynchronous launches there that no earlier
 /// synchronisation reported. Other threads' launches are never reported here.
 fn synchronize(ordinal: usize) -> Result<(), Error> {
+    settle(ordinal, None)
+}
+
+/// [`synchronize`], with `read` (device memory and where on the host its first bytes go)
+/// copied too, behind the panic buffers' copies, so that one wait covers everything. A
+/// panic is reported even though the bytes were copied.
+fn settle(ordinal: usize, read: Option<(&CudaSlice<u8>, &mut [u8])>) -> Result<(), Error> {
     let stream = stream(ordinal)?;
     // Taken before waiting: every launch in them was enqueued before it was recorded
     // (under the entry's lock), so the wait below covers it.
     let entry = registry().get(&(issuer(), ordinal)).cloned();
-    let mine = entry.map(|entry| std::mem::take(&mut *lock(&entry)));
-    let orphans = retired().remove(&ordinal).unwrap_or_default();
+    let mut mine = entry
+        .as_ref()
+        .map(|entry| std::mem::take(&mut *lock(entry)));
+    let mut orphans = retired().remove(&ordinal).unwrap_or_default();
+    let mut copied = Ok(());
+    for pending in orphans.iter_mut().chain(mine.iter_mut()) {
+        copied = copied.and(enqueue_panic_reads(&stream, pending));
+    }
+    if let Some((memory, into)) = read {
+        copied = copied.and(
+            stream
+                .memcpy_dtoh(&memory.slice(0..into.len()), into)
+                .map_err(driver_error("copying a buffer from the device")),
+        );
+    }
     stream
         .synchronize()
         .map_err(driver_error("running the kernel"))?;
-    for pending in orphans {
-        if let Err(e) = check(ordinal, &stream, pending) {
+    copied?;
+    for mut pending in orphans {
+        if let Err(e) = check(ordinal, &mut pending) {
             tracing::warn!(
                 "not reported, since the thread that launched it ended without synchronising: {e}"
             );
         }
     }
-    mine.map_or(Ok(()), |pending| check(ordinal, &stream, pending))
+    let Some(mut pending) = mine else {
+        return Ok(());
+    };
+    let result = check(ordinal, &mut pending);
+    // The emptied lists go back to the entry, so that the next launches do not grow
+    // new ones.
+    if let Some(entry) = entry {
+        let mut now = lock(&entry);
+        if now.kernels.is_empty() && now.slabs.is_empty() && now.inputs.is_empty() {
+            *now = pending;
+        }
+    }
+    result
 }
 
-/// Reads finished launches' panic buffers: the first panic they record, in launch order.
-/// Slabs without one go back to the pool.
-fn check(
-    ordinal: usize,
+/// Enqueues the copies of `pending`'s used panic buffers to their slabs' host memory.
+fn enqueue_panic_reads(
     stream: &Arc<cudarc::driver::CudaStream>,
-    pending: Pending,
+    pending: &mut Pending,
 ) -> Result<(), Error> {
-    let Pending {
-        slabs,
-        kernels,
-        inputs,
-    } = pending;
+    for (slab, kernels) in pending.slabs.iter_mut().zip(pending.kernels.chunks(SLOTS)) {
+        // Only the used slots: nothing writes the others, which stay zero.
+        let used = slab.slice.slice(0..kernels.len() * PANIC_BUFFER_WORDS);
+        stream
+            .memcpy_dtoh(&used, &mut slab.host)
+            .map_err(driver_error("reading the panic buffer"))?;
+    }
+    Ok(())
+}
+
+/// Reads finished launches' panic buffers, copied to the host by
+/// [`enqueue_panic_reads`] before a synchronisation: the first panic they record, in
+/// launch order. Slabs without one go back to the pool. Leaves `pending`'s lists empty.
+fn check(ordinal: usize, pending: &mut Pending) -> Result<(), Error> {
     // The launches have finished with them.
-    drop(inputs);
+    pending.inputs.clear();
+    let kernels = std::mem::take(&mut pending.kernels);
     let mut first = None;
     let mut clean = Vec::new();
-    for (slab, kernels) in slabs.into_iter().zip(kernels.chunks(SLOTS)) {
-        // Only the used slots: nothing writes the others, which stay zero.
-        let mut words = vec![0i64; kernels.len() * PANIC_BUFFER_WORDS];
-        let used = slab.slice.slice(0..words.len());
-        if let Err(e) = stream.memcpy_dtoh(&used, &mut words) {
-            first.get_or_insert(driver_error("reading the panic buffer")(e));
-            continue;
-        }
+    for (slab, kernels) in pending.slabs.drain(..).zip(kernels.chunks(SLOTS)) {
+        let words = slab.read(kernels.len());
         if first.is_none() {
             first = kernels
                 .iter()
@@ -655,6 +784,8 @@ fn check(
         }
     }
     release(ordinal, clean);
+    pending.kernels = kernels;
+    pending.kernels.clear();
     first.map_or(Ok(()), Err)
 }
 

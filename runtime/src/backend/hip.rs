@@ -441,7 +441,7 @@ impl Backend for HipDevice {
         let e = unsafe { (hip.memset)(report.ptr, 0, PANIC_BUFFER_WORDS * 8) };
         hip.check(e, "zeroing the panic buffer")?;
         dispatch_grids(&launch, words, report.ptr as u64, |grid| {
-            let mut params = kernel_params(grid.words);
+            let mut params = grid.params();
             let [bx, by, bz] = grid.block;
             let [gx, gy, gz] = grid.grid;
             // SAFETY: the parameters match the kernel ABI the code object was compiled
@@ -534,16 +534,6 @@ fn panic_bytes(words: &mut PanicWords) -> &mut [u8] {
     }
 }
 
-/// `hipModuleLaunchKernel`'s parameters: a pointer to each 64-bit word. HIP reads as
-/// many bytes as each parameter has, which on little-endian hosts are the value's own,
-/// and never writes through them.
-pub(super) fn kernel_params(words: &[u64]) -> Vec<*mut c_void> {
-    words
-        .iter()
-        .map(|w| (w as *const u64).cast_mut().cast())
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -556,18 +546,6 @@ mod tests {
         assert_eq!(arch_name(0), None);
         assert_eq!(wavefront("gfx942"), 64);
         assert_eq!(wavefront("gfx1100"), 32);
-    }
-
-    #[test]
-    fn each_parameter_points_at_its_word() {
-        let words = vec![1u64, 2, 3];
-        let params = kernel_params(&words);
-        let read: Vec<u64> = params
-            .iter()
-            // SAFETY: each pointer points at a live word of `words`.
-            .map(|p| unsafe { *p.cast::<u64>() })
-            .collect();
-        assert_eq!(read, [1, 2, 3]);
     }
 
     #[test]

@@ -51,6 +51,7 @@ mod compile_time;
 mod cpu;
 mod examples;
 mod fuzz;
+mod launch;
 mod suite;
 
 #[offload_kernel]
@@ -776,16 +777,7 @@ fn main() -> Result<()> {
                 _ => matmul_bench(n, reps),
             };
         }
-        "launch" => {
-            if first_gpu_chip().is_none() {
-                bail!("no CUDA device");
-            }
-            let k = RawKernel::load(&__OFFLOAD_KERNEL_saxpy, [BLOCK, 1, 1], true)?;
-            for _ in 0..3 {
-                launch_overhead(&k)?;
-            }
-            return Ok(());
-        }
+        "launch" => return launch::run(args),
         "cpu" => {
             return cpu::run(
                 args.next()
@@ -810,8 +802,7 @@ fn main() -> Result<()> {
 }
 
 /// `offload-bench saxpy N REPS`: saxpy through `offload!` against the host, split over
-/// every GPU, on device buffers; then the kernel's time against a device-to-device copy
-/// and the launch overhead against raw `cuLaunchKernel`.
+/// every GPU, on device buffers; then the kernel's time against a device-to-device copy.
 fn saxpy_suite(n: usize, reps: usize) -> Result<()> {
     println!(
         "devices: {}",
@@ -853,7 +844,7 @@ fn saxpy_suite(n: usize, reps: usize) -> Result<()> {
         "ratio: offload saxpy kernel / d2d copy of the same bytes = {:.3}",
         kernel.0 / copy.0
     );
-    launch_overhead(&k)
+    Ok(())
 }
 
 /// The words of saxpy `y = a * x + y` over `n` elements at `y` and `x`.
@@ -866,44 +857,6 @@ fn saxpy_words(k: &RawKernel, y: u64, x: u64, n: usize, a: f32, workgroups: u32)
         ],
         [workgroups, 1, 1],
     )
-}
-
-/// Launch overhead with device-resident data: many small launches through `offload!`
-/// (asynchronous on device buffers) against raw launches of the same PTX.
-fn launch_overhead(k: &RawKernel) -> Result<()> {
-    let small = 1024usize;
-    let launches = 5000;
-    let device = offload::default_device()?;
-    let sx = offload::DeviceBuffer::from_slice(&device, &vec![1.0f32; small])?;
-    let mut sy = offload::DeviceBuffer::from_slice(&device, &vec![0.0f32; small])?;
-    try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
-    offload::synchronize()?;
-    let t = Instant::now();
-    for _ in 0..launches {
-        try_offload! { kernel = saxpy, args = (&mut sy, &sx, 1.0f32) }?;
-    }
-    offload::synchronize()?;
-    let ours = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
-    let rx = k.stream.clone_htod(&vec![1.0f32; small])?;
-    let ry = k.stream.clone_htod(&vec![0.0f32; small])?;
-    let workgroups = (small as u32).div_ceil(BLOCK);
-    let words = saxpy_words(k, k.addr(&ry), k.addr(&rx), small, 1.0, workgroups);
-    k.stream.synchronize()?;
-    let t = Instant::now();
-    for _ in 0..launches {
-        k.launch(&words, linear(workgroups))?;
-    }
-    k.stream.synchronize()?;
-    let raw = t.elapsed().as_secs_f64() * 1e6 / launches as f64;
-    let values = sy.to_vec()?;
-    if values.iter().any(|&v| v != (launches + 1) as f32) {
-        bail!("the small launches did not all run: {}", values[0]);
-    }
-    println!(
-        "launch overhead: offload! on device buffers {ours:.2} us per launch, raw cuLaunchKernel {raw:.2} us, ratio {:.2} ({launches} launches of n={small})",
-        ours / raw
-    );
-    Ok(())
 }
 
 /// The chip of the first device, if it is a CUDA GPU (`sm_90`).

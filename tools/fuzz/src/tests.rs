@@ -76,7 +76,10 @@ fn mutants_are_valid_and_differ() {
         changed += (m != p.body) as u32;
         // Whatever a mutant does, the interpreter answers without panicking.
         let mut args = p.args.clone();
-        let options = Options { max_steps: 200_000, ..Options::default() };
+        let options = Options {
+            max_steps: 200_000,
+            ..Options::default()
+        };
         match interp::run(&m, &p.launch, &mut args, &options) {
             Ok(_) | Err(InterpError::StepLimit { .. }) => {}
             Err(e) => assert!(!matches!(e, InterpError::Invalid(_)), "{e}"),

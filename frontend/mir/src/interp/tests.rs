@@ -202,7 +202,10 @@ fn endless_loops_run_out_of_steps() {
     let text = "// offload-mir v1\nkernel spin(_1: u32) {\n    file \"spin.rs\";\n    let mut _0: ();\n\n    bb0: {\n        goto -> bb0; // 1:1\n    }\n}\n";
     let body = crate::parse(text).unwrap();
     let mut args = vec![ArgValue::Scalar(Const::Int(1, ScalarTy::U32))];
-    let options = Options { max_steps: 1000, ..Options::default() };
+    let options = Options {
+        max_steps: 1000,
+        ..Options::default()
+    };
     let err = run(&body, &launch(1, 1), &mut args, &options).unwrap_err();
     assert_eq!(err, InterpError::StepLimit { max_steps: 1000 });
     let err = run(&body, &launch(1, 1), &mut args[..0], &options).unwrap_err();
@@ -381,5 +384,8 @@ bb1: {
     assert_eq!(add(normal, tiny, true), normal);
     // A subnormal result is flushed to zero of its sign.
     assert_eq!(add(-1.5 * normal, normal, false), -0.5 * normal);
-    assert_eq!(add(-1.5 * normal, normal, true).to_bits(), (-0.0f32).to_bits());
+    assert_eq!(
+        add(-1.5 * normal, normal, true).to_bits(),
+        (-0.0f32).to_bits()
+    );
 }
