@@ -394,3 +394,32 @@ fn each_workgroup_size_gets_its_own_cpu_code() {
         }
     }
 }
+
+/// Host regions of one-dimensional launches are written where they live, after a backup
+/// of what each workgroup owns: a panic puts exactly that back, and elements no workgroup
+/// owns are neither written nor restored.
+#[test]
+fn in_place_host_regions_are_all_or_nothing() {
+    let n = 5000;
+    let covering = LaunchOptions {
+        workgroup_dim: Some([16, 1, 1]),
+        thread_dim: Some([256, 1, 1]),
+        ..on_cpu()
+    };
+    // 4096 threads own y[..4096]; the last reads x[4096], past a slice of 4096.
+    let short: Vec<i32> = (0..4096).collect();
+    let mut y = vec![-7i32; n];
+    let e = shifted_copy(covering, &mut y, &short).unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("the len is 4096 but the index is 4096"),
+        "{e}"
+    );
+    assert_eq!(y, vec![-7; n]);
+    let long: Vec<i32> = (0..4097).collect();
+    shifted_copy(covering, &mut y, &long).unwrap();
+    let want: Vec<i32> = (0..n as i32)
+        .map(|i| if i < 4096 { i + 1 } else { -7 })
+        .collect();
+    assert_eq!(y, want);
+}

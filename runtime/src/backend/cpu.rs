@@ -7,8 +7,12 @@
 //! `workgroup_loops`), so no thread passes a barrier before every unfinished thread of
 //! its workgroup has reached it, and threads that have returned do not count, as on a GPU.
 //!
-//! Region data is copied into a scratch buffer for the kernel and copied back only if no
-//! thread panicked, so a failed launch leaves the caller's data untouched, as on a GPU.
+//! A failed launch leaves the caller's data untouched, as on a GPU. Host regions of the
+//! one-dimensional strategies, whose threads each own a contiguous piece, are written
+//! where they live: each share first copies the pieces it is about to run to a backup
+//! (while they are in its cache for the kernel), and the backups go back if a thread
+//! panicked; a kernel without a panic site needs none. Other written host data is copied
+//! into a scratch buffer for the kernel and copied back only if no thread panicked.
 
 use super::Backend;
 use crate::panic::{PANIC_BUFFER_WORDS, PanicWords};
@@ -120,10 +124,18 @@ fn zeroed_words(bytes: u128) -> Option<Vec<u64>> {
 fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     let entry = crate::compile::cpu(launch.descriptor, launch.workgroup_size)?;
 
-    // Scratch copies of writable regions, 8-byte aligned for any element type.
+    let mut in_place = InPlace::of(&launch);
+    // Scratch copies of writable regions, 8-byte aligned for any element type (or the
+    // backups of regions written in place).
     let mut scratch = Scratch(Vec::new());
     let mut words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
         if !kind.copied_back() {
+            return Ok(data as u64);
+        }
+        if let Some(in_place) = &in_place {
+            if in_place.backed_up {
+                scratch.0.push(Scratch::take(bytes.div_ceil(8), 0, bytes));
+            }
             return Ok(data as u64);
         }
         let (offset, full) = kind.placement().expect("arguments with data are placed");
@@ -135,6 +147,13 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         scratch.0.push(copy);
         Ok(address)
     })?;
+    if let Some(in_place) = &mut in_place {
+        in_place.backups = scratch
+            .0
+            .iter_mut()
+            .map(|b| b.as_mut_ptr() as usize)
+            .collect();
+    }
     let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
     let p = panic.as_mut_ptr() as u64;
     words.extend(offload_mir::abi::memref_1d(p, PANIC_BUFFER_WORDS as u64));
@@ -166,9 +185,26 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         // for none).
         let mut shared = vec![0u128; shared_bytes.div_ceil(16)];
         let shared = (shared.as_mut_ptr() as u64, shared_bytes as u64);
-        let mut words = workgroup.words([begin, end], shared);
-        // SAFETY: see `Workgroup::call`.
-        unsafe { workgroup.call(&mut words) };
+        let Some(in_place) = &in_place else {
+            let mut words = workgroup.words([begin, end], shared);
+            // SAFETY: see `Workgroup::call`.
+            unsafe { workgroup.call(&mut words) };
+            return;
+        };
+        // Pieces small enough to stay in this core's cache between their backup and the
+        // kernel.
+        let step = (PIECE_BYTES / in_place.workgroup_bytes.max(1)).max(1) as u64;
+        let mut first = begin;
+        while first < end {
+            let last = (first + step).min(end);
+            if in_place.backed_up {
+                in_place.back_up([first, last]);
+            }
+            let mut words = workgroup.words([first, last], shared);
+            // SAFETY: see `Workgroup::call`.
+            unsafe { workgroup.call(&mut words) };
+            first = last;
+        }
     };
     if host == 1 {
         // One share runs on the calling thread: no hand-off to the pool.
@@ -183,7 +219,13 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
     }
 
     if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
+        if let Some(in_place) = &in_place {
+            in_place.restore();
+        }
         return Err(error);
+    }
+    if in_place.is_some() {
+        return Ok(());
     }
     // The scratch copies, in order, are those of the written arguments with host data
     // (device buffers are written in place).
@@ -196,6 +238,109 @@ fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
         unsafe { parallel_copy(copy.as_ptr().cast::<u8>().add(offset), data, bytes) };
     }
     Ok(())
+}
+
+/// How many bytes of written regions a share backs up and runs at a time.
+const PIECE_BYTES: usize = 64 << 10;
+
+/// A launch whose written host data are all one-dimensional regions (`Linear1D`,
+/// `Chunked<N>`, over the whole region) in a one-dimensional launch: thread `t` of
+/// workgroup `g` owns the piece at `(g * size + t) * N` elements, so workgroups
+/// `a..b` own one contiguous stretch of each, which the kernel may write where it lives.
+struct InPlace {
+    /// Each written region's host data, its bytes, and the bytes one workgroup owns.
+    regions: smallvec::SmallVec<[(usize, usize, usize); 4]>,
+    /// The most bytes one workgroup owns over all regions.
+    workgroup_bytes: usize,
+    /// Whether the kernel can panic, so that what it overwrites is backed up first (into
+    /// the launch's scratch buffers, one per region, at the same offsets).
+    backed_up: bool,
+    /// Where each region's backup starts: the launch's scratch buffers, which outlive it.
+    backups: smallvec::SmallVec<[usize; 4]>,
+    /// The launch's workgroups: what they own is all that is backed up.
+    groups: u64,
+}
+
+impl InPlace {
+    fn of(launch: &Launch<'_, '_>) -> Option<InPlace> {
+        if launch.group_base != 0
+            || launch.workgroups[1..] != [1, 1]
+            || launch.workgroup_size[1..] != [1, 1]
+        {
+            return None;
+        }
+        let threads = launch.workgroup_size[0] as usize;
+        let mut regions: smallvec::SmallVec<[(usize, usize, usize); 4]> = smallvec::SmallVec::new();
+        for arg in launch.args.iter() {
+            let (data, bytes) = match arg.kind.bytes() {
+                Some(host) if arg.kind.copied_back() => host,
+                _ => continue,
+            };
+            let crate::args::ArgKind::Region {
+                strategy,
+                elem,
+                window: None,
+                ..
+            } = arg.kind
+            else {
+                return None;
+            };
+            let per_thread = match strategy {
+                offload_mir::Strategy::Linear1D => 1,
+                offload_mir::Strategy::Chunked(n) => n as usize,
+                _ => return None,
+            };
+            let owned = threads
+                .checked_mul(per_thread)?
+                .checked_mul(elem.size_bytes())?;
+            regions.push((data as usize, bytes, owned));
+        }
+        if regions.is_empty() {
+            return None;
+        }
+        Some(InPlace {
+            workgroup_bytes: regions.iter().map(|r| r.2).max().unwrap_or(0),
+            regions,
+            backed_up: !launch.body.panic_sites().is_empty(),
+            backups: smallvec::SmallVec::new(),
+            groups: launch.workgroups[0] as u64,
+        })
+    }
+
+    /// The bytes workgroups `groups` own of a region of `bytes` bytes, `owned` per
+    /// workgroup.
+    fn stretch(groups: [u64; 2], bytes: usize, owned: usize) -> std::ops::Range<usize> {
+        let at = |g: u64| (g as u128 * owned as u128).min(bytes as u128) as usize;
+        at(groups[0])..at(groups[1])
+    }
+
+    /// Copies what workgroups `groups` own of each region to its backup.
+    fn back_up(&self, groups: [u64; 2]) {
+        for (&(data, bytes, owned), &backup) in self.regions.iter().zip(&self.backups) {
+            let r = Self::stretch(groups, bytes, owned);
+            // SAFETY: `data` is the region's exclusively borrowed `bytes` bytes and the
+            // backup has as many; shares back up disjoint stretches, before their own
+            // threads (the stretches' only writers) run.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    (data as *const u8).add(r.start),
+                    (backup as *mut u8).add(r.start),
+                    r.len(),
+                )
+            };
+        }
+    }
+
+    /// Puts every region back as it was before the launch.
+    /// Elements no workgroup owns were neither backed up nor written.
+    fn restore(&self) {
+        for (&(data, bytes, owned), &backup) in self.regions.iter().zip(&self.backups) {
+            let r = Self::stretch([0, self.groups], bytes, owned);
+            // SAFETY: every stretch the launch's workgroups own was backed up before any
+            // thread wrote it, and the launch has ended.
+            unsafe { parallel_copy(backup as *const u8, data as *mut u8, r.len()) };
+        }
+    }
 }
 
 /// The scratch copies of one launch, handed back to [`SCRATCH_POOL`] when it ends.
