@@ -17,12 +17,10 @@
 //! the kernel carries `offload.no_fp_contract`.
 //!
 //! Region and slice arguments are `llvm.noalias` (a region is borrowed exclusively, a
-//! slice or stencil region only read), slices and stencil regions also `llvm.readonly`:
-//! the GPU lowering copies the latter onto the memref's pointers, and a `noalias
-//! readonly` kernel pointer ([`readonly_is_noalias`]) is what lets NVPTX read through
-//! the read-only data cache (`ld.global.nc`): a slice every thread of a warp reads at
-//! one index, such as a filter's taps, is then served as one broadcast, and a stencil's
-//! neighbours from the cache.
+//! slice only read), slices also `llvm.readonly`: the GPU lowering copies both onto the
+//! memref's pointers, and a `noalias readonly` kernel pointer is what lets NVPTX read
+//! through the read-only data cache (`ld.global.nc`): a slice every thread of a warp
+//! reads at one index, such as a filter's taps, is then served as one broadcast.
 
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
@@ -79,13 +77,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     .map(|a| {
                         let marks: &[&str] = match OffloadType::of(context, rewrite::value_type(a))
                         {
-                            Ok(Some(OffloadType::Region { strategy, .. }))
-                                if strategy.is_writable() =>
-                            {
-                                &["llvm.noalias"]
-                            }
-                            // A slice, or a stencil region: only read.
-                            Ok(Some(OffloadType::Region { .. } | OffloadType::Slice { .. })) => {
+                            Ok(Some(OffloadType::Region { .. })) => &["llvm.noalias"],
+                            Ok(Some(OffloadType::Slice { .. })) => {
                                 &["llvm.noalias", "llvm.readonly"]
                             }
                             _ => &[],
