@@ -15,18 +15,12 @@
 //!
 //! Float multiplies, adds and subtracts are marked `contract` (fusable into FMAs) unless
 //! the kernel carries `offload.no_fp_contract`.
-//!
-//! Region and slice arguments are `llvm.noalias` (a region is borrowed exclusively, a
-//! slice only read), slices also `llvm.readonly`: the GPU lowering copies both onto the
-//! memref's pointers, and a `noalias readonly` kernel pointer is what lets NVPTX read
-//! through the read-only data cache (`ld.global.nc`): a slice every thread of a warp
-//! reads at one index, such as a filter's taps, is then served as one broadcast.
 
 use crate::rewrite::{PassError, refuse};
 use crate::{kernel_abi, rewrite};
 use melior::Context;
 use melior::dialect::arith;
-use melior::ir::attribute::{ArrayAttribute, DictionaryAttribute, StringAttribute, TypeAttribute};
+use melior::ir::attribute::{StringAttribute, TypeAttribute};
 use melior::ir::operation::OperationBuilder;
 use melior::ir::r#type::{FunctionType, MemRefType};
 use melior::ir::{
@@ -35,7 +29,7 @@ use melior::ir::{
 };
 use mlir_sys::*;
 use offload_dialect::build::{Combine, ShuffleMode};
-use offload_dialect::{OffloadType, ops};
+use offload_dialect::ops;
 
 pub const NAME: &str = "convert-offload-to-gpu";
 
@@ -70,22 +64,6 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
         // each handle is used before the operation it names is erased.
         unsafe {
             let may_panic = !rewrite::collect(OperationRef::from_raw(func), ops::PANIC).is_empty();
-            // Each argument's LLVM attributes, decided on its offload type.
-            let attributes: Vec<(MlirValue, &[&str])> =
-                rewrite::arguments(rewrite::entry_block(func))
-                    .into_iter()
-                    .map(|a| {
-                        let marks: &[&str] = match OffloadType::of(context, rewrite::value_type(a))
-                        {
-                            Ok(Some(OffloadType::Region { .. })) => &["llvm.noalias"],
-                            Ok(Some(OffloadType::Slice { .. })) => {
-                                &["llvm.noalias", "llvm.readonly"]
-                            }
-                            _ => &[],
-                        };
-                        (a, marks)
-                    })
-                    .collect();
             if !subgroups_of.amd {
                 end_panic_reports(context, OperationRef::from_raw(func))?;
             }
@@ -157,9 +135,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
 
             let name = kernel_abi::name(func_ref)?;
             let location = rewrite::location(func);
-            let argument_attributes = argument_attributes(context, func, &attributes);
             let (module, gpu_func) = gpu_module(context, location, &name, func, globals);
-            rewrite::set_attribute(gpu_func, "arg_attrs", argument_attributes);
             rewrite::move_body(func, gpu_func);
             rewrite::insert_before(func, module);
             rewrite::erase(func);
@@ -169,37 +145,6 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
     // SAFETY: `root` is the live module operation.
     unsafe { rewrite::set_attribute(root.to_raw(), "gpu.container_module", unit) };
     Ok(())
-}
-
-/// The `arg_attrs` of the lowered kernel `func`: for each argument, the marks `marked`
-/// lists for it (the arguments before the kernel ABI's lowering, which keeps their
-/// values), none for the others.
-///
-/// # Safety
-///
-/// `func` is a live function.
-unsafe fn argument_attributes<'c>(
-    context: &'c Context,
-    func: MlirOperation,
-    marked: &[(MlirValue, &[&str])],
-) -> Attribute<'c> {
-    let unit = Attribute::unit(context);
-    // SAFETY: per the contract.
-    let each: Vec<Attribute> = unsafe { rewrite::arguments(rewrite::entry_block(func)) }
-        .into_iter()
-        .map(|a| {
-            let marks = (marked.iter())
-                // SAFETY: both are arguments of the live function.
-                .find(|(m, _)| rewrite::same_value(*m, a))
-                .map_or(&[][..], |(_, marks)| *marks);
-            let named: Vec<(Identifier, Attribute)> = marks
-                .iter()
-                .map(|m| (Identifier::new(context, m), unit))
-                .collect();
-            DictionaryAttribute::new(context, &named).into()
-        })
-        .collect();
-    ArrayAttribute::new(context, &each).into()
 }
 
 /// Threads per warp, the subgroup of NVIDIA GPUs, and the width without
@@ -514,52 +459,6 @@ unsafe fn subgroups(
 /// `DynShared` values, and racecheck reported the two writes racing), and through which
 /// every access is out of bounds to LLVM. An external one is what both backends place
 /// after the static arrays, where the driver puts the launch's dynamic shared memory.
-/// Gives every kernel parameter the GPU lowering marked `llvm.readonly` (a slice's
-/// pointers, marked in [`run`]) `llvm.noalias` too, which that lowering does not copy
-/// from a memref argument to its pointers: NVPTX reads through the read-only data cache
-/// only from `noalias readonly` kernel pointers.
-pub fn readonly_is_noalias(context: &Context, root: OperationRef<'_, '_>) {
-    let unit = Attribute::unit(context);
-    for func in rewrite::collect(root, "llvm.func") {
-        // SAFETY: `func` was just collected from the live module; attributes are read
-        // through the C API while it lives.
-        unsafe {
-            let name = melior::StringRef::new("arg_attrs");
-            let all = mlirOperationGetAttributeByName(func, name.to_raw());
-            if all.ptr.is_null() || !mlirAttributeIsAArray(all) {
-                continue;
-            }
-            let readonly = melior::StringRef::new("llvm.readonly");
-            let each: Vec<Attribute> = (0..mlirArrayAttrGetNumElements(all))
-                .map(|i| {
-                    let dict = mlirArrayAttrGetElement(all, i);
-                    let marked = mlirAttributeIsADictionary(dict)
-                        && !mlirDictionaryAttrGetElementByName(dict, readonly.to_raw())
-                            .ptr
-                            .is_null();
-                    if marked {
-                        DictionaryAttribute::new(
-                            context,
-                            &[
-                                (Identifier::new(context, "llvm.readonly"), unit),
-                                (Identifier::new(context, "llvm.noalias"), unit),
-                            ],
-                        )
-                        .into()
-                    } else {
-                        Attribute::from_raw(dict)
-                    }
-                })
-                .collect();
-            rewrite::set_attribute(
-                func,
-                "arg_attrs",
-                ArrayAttribute::new(context, &each).into(),
-            );
-        }
-    }
-}
-
 pub fn extern_dynamic_shared(context: &Context, root: OperationRef<'_, '_>) {
     let external =
         Attribute::parse(context, "#llvm.linkage<external>").expect("the LLVM dialect is loaded");

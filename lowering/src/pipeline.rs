@@ -275,7 +275,6 @@ impl Session {
         );
         self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)?;
         crate::offload_to_gpu::extern_dynamic_shared(&self.context, module.as_operation());
-        crate::offload_to_gpu::readonly_is_noalias(&self.context, module.as_operation());
         if let Some(n) = target.resident_workgroups {
             // PTX `.minnctapersm`: ptxas keeps registers few enough for `n` workgroups.
             let n = melior::ir::attribute::IntegerAttribute::new(
@@ -329,7 +328,6 @@ impl Session {
         );
         self.run(module, "rocdl", &[MATH_TO_INTRINSICS], &pipeline)?;
         crate::offload_to_gpu::extern_dynamic_shared(&self.context, module.as_operation());
-        crate::offload_to_gpu::readonly_is_noalias(&self.context, module.as_operation());
         Ok(())
     }
 

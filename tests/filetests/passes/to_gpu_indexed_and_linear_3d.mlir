@@ -1,7 +1,7 @@
 // pipeline: builtin.module(convert-offload-to-gpu)
 // An Indexed region takes its indices after its data; a 3-D region is read through a
 // collapsed view, and takes its margin after it.
-// CHECK: gpu.func @scatter(%arg0: memref<?xf32> {llvm.noalias}, %arg1: memref<?xi64>, %arg2: memref<?x?x?xf32> {llvm.noalias}, %arg3: index
+// CHECK: gpu.func @scatter(%arg0: memref<?xf32>, %arg1: memref<?xi64>, %arg2: memref<?x?x?xf32>, %arg3: index
 // CHECK-NEXT: memref.collapse_shape %arg2 [[0, 1, 2]]
 // CHECK: memref.load %arg1[%arg4] : memref<?xi64>
 // CHECK-NOT: offload.

@@ -2,7 +2,7 @@
 // A kernel in a gpu.module: its ABI arguments, the panic buffer, the hidden words; the
 // workgroup index offset by the group base; each panic report ends in `exit`.
 // CHECK: gpu.module @saxpy_module
-// CHECK-NEXT: gpu.func @saxpy(%arg0: memref<?xf32> {llvm.noalias}, %arg1: memref<?xf32> {llvm.noalias, llvm.readonly}, %arg2: f32, %arg3: memref<?xi64>, %arg4: index, %arg5: index, %arg6: index, %arg7: index, %arg8: index, %arg9: index, %arg10: index) kernel
+// CHECK-NEXT: gpu.func @saxpy(%arg0: memref<?xf32>, %arg1: memref<?xf32>, %arg2: f32, %arg3: memref<?xi64>, %arg4: index, %arg5: index, %arg6: index, %arg7: index, %arg8: index, %arg9: index, %arg10: index) kernel
 // CHECK-NEXT: gpu.thread_id  x
 // CHECK-NEXT: gpu.block_id  x
 // CHECK-NEXT: arith.addi %block_id_x, %arg4 : index

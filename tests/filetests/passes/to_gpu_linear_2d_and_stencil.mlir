@@ -1,7 +1,7 @@
 // pipeline: builtin.module(convert-offload-to-gpu)
 // 2-D regions arrive as 2-D memrefs, each followed by its margin, read through collapsed
 // views.
-// CHECK: gpu.func @grid(%arg0: memref<?x?xf32> {llvm.noalias}, %arg1: index, %arg2: memref<?x?xf32> {llvm.noalias}, %arg3: index, %arg4: memref<?xi64>
+// CHECK: gpu.func @grid(%arg0: memref<?x?xf32>, %arg1: index, %arg2: memref<?x?xf32>, %arg3: index, %arg4: memref<?xi64>
 // CHECK-NEXT: memref.collapse_shape %arg0 [[0, 1]]
 // CHECK-NEXT: memref.collapse_shape %arg2 [[0, 1]]
 // CHECK-NOT: offload.
