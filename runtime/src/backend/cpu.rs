@@ -322,7 +322,7 @@ impl InPlace {
             // backup has as many; shares back up disjoint stretches, before their own
             // threads (the stretches' only writers) run.
             unsafe {
-                std::ptr::copy_nonoverlapping(
+                copy_streaming(
                     (data as *const u8).add(r.start),
                     (backup as *mut u8).add(r.start),
                     r.len(),
@@ -340,6 +340,39 @@ impl InPlace {
             // thread wrote it, and the launch has ended.
             unsafe { parallel_copy(backup as *const u8, data as *mut u8, r.len()) };
         }
+    }
+}
+
+/// Copies `bytes` bytes from `from` to `to` without bringing `to` into the cache: a
+/// backup is read back only if a thread panics, so caching it would only evict the
+/// kernel's data and cost a read of each line before it is written. Ends with a store
+/// fence, so that the copy is visible to the threads that join this one.
+///
+/// # Safety
+///
+/// As `std::ptr::copy_nonoverlapping`.
+unsafe fn copy_streaming(from: *const u8, to: *mut u8, bytes: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: the caller's; SSE2 is part of x86-64. The streaming stores write whole
+    // 16-byte lines of `to` within `bytes`; the unaligned ends are copied plainly.
+    unsafe {
+        use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_sfence, _mm_stream_si128};
+        let head = to.align_offset(16).min(bytes);
+        std::ptr::copy_nonoverlapping(from, to, head);
+        let lines = (bytes - head) / 16;
+        for i in 0..lines {
+            let at = head + i * 16;
+            let v = _mm_loadu_si128(from.add(at).cast::<__m128i>());
+            _mm_stream_si128(to.add(at).cast::<__m128i>(), v);
+        }
+        let done = head + lines * 16;
+        std::ptr::copy_nonoverlapping(from.add(done), to.add(done), bytes - done);
+        _mm_sfence();
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's.
+    unsafe {
+        std::ptr::copy_nonoverlapping(from, to, bytes)
     }
 }
 
