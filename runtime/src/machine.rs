@@ -10,11 +10,8 @@ pub fn devices() -> Vec<Device> {
     all_devices().to_vec()
 }
 
-/// [`devices()`], listed once: the drivers' device lists do not change while a program
-/// runs, and a launch should not pay for a fresh copy.
-pub(crate) fn all_devices() -> &'static [Device] {
-    static ALL: std::sync::OnceLock<Vec<Device>> = std::sync::OnceLock::new();
-    ALL.get_or_init(crate::backend::devices)
+fn all_devices() -> &'static [Device] {
+    crate::backend::devices()
 }
 
 /// What `OFFLOAD_DEVICE` selects, read at the first launch (as CUDA reads

@@ -30,7 +30,7 @@ pub(crate) trait Backend: Send + Sync {
 /// [`Error::InvalidLaunch`].
 pub(crate) fn of(device: &Device) -> Result<&'static dyn Backend, Error> {
     static BACKENDS: std::sync::OnceLock<Vec<Box<dyn Backend>>> = std::sync::OnceLock::new();
-    let all = crate::machine::all_devices();
+    let all = devices();
     let backends = BACKENDS.get_or_init(|| all.iter().map(make).collect());
     // Launches pass this machine's own entries, found by address; a copy by value.
     let index = (all.iter().position(|d| std::ptr::eq(d, device)))
@@ -58,12 +58,16 @@ fn make(device: &Device) -> Box<dyn Backend> {
 }
 
 /// Every device of every backend: CUDA GPUs first, in driver order, then AMD GPUs in
-/// HIP's order, then the CPU.
-pub(crate) fn devices() -> Vec<Device> {
-    let mut all = cuda::devices();
-    all.extend(hip::devices());
-    all.push(Device::Cpu);
-    all
+/// HIP's order, then the CPU. Listed once: the drivers' device lists do not change while
+/// a program runs, and a launch should not pay for a fresh copy.
+pub(crate) fn devices() -> &'static [Device] {
+    static ALL: std::sync::OnceLock<Vec<Device>> = std::sync::OnceLock::new();
+    ALL.get_or_init(|| {
+        let mut all = cuda::devices();
+        all.extend(hip::devices());
+        all.push(Device::Cpu);
+        all
+    })
 }
 
 /// Why there are no AMD GPUs, when the HIP runtime is not there.
