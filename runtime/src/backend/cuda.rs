@@ -332,7 +332,7 @@ fn run(launch: Launch<'_, '_>, ordinal: usize) -> Result<(), Error> {
         )
         .map_err(driver_error("allowing the requested dynamic shared memory (`dyn_cache`)"))?;
     }
-    let uploaded = upload(&launch, &stream)?;
+    let uploaded = upload(&launch, ordinal, &stream)?;
     let writes_host = launch
         .args
         .iter()
@@ -372,6 +372,7 @@ struct Uploaded {
 /// Copies each argument with host data (and an `Indexed` region's indices) to the device.
 fn upload(
     launch: &Launch<'_, '_>,
+    ordinal: usize,
     stream: &Arc<cudarc::driver::CudaStream>,
 ) -> Result<Uploaded, Error> {
     let mut buffers: Vec<CudaSlice<u8>> = Vec::new();
@@ -381,19 +382,21 @@ fn upload(
         let host = unsafe { std::slice::from_raw_parts(data as *const u8, bytes) };
         let (offset, full) = kind.placement().expect("arguments with data are placed");
         // A zero-length allocation is refused by the driver; one byte stands in.
-        let buffer = if full == bytes && bytes > 0 {
-            stream.clone_htod(host)
-        } else {
-            stream
-                .alloc_zeros::<u8>(full.max(1))
-                .and_then(|mut buffer| {
-                    if bytes > 0 {
-                        let mut window = buffer.slice_mut(offset..offset + bytes);
-                        stream.memcpy_htod(host, &mut window)?;
-                    }
-                    Ok(buffer)
-                })
-        }
+        let buffer = trimmed_on_oom(ordinal, || {
+            if full == bytes && bytes > 0 {
+                stream.clone_htod(host)
+            } else {
+                stream
+                    .alloc_zeros::<u8>(full.max(1))
+                    .and_then(|mut buffer| {
+                        if bytes > 0 {
+                            let mut window = buffer.slice_mut(offset..offset + bytes);
+                            stream.memcpy_htod(host, &mut window)?;
+                        }
+                        Ok(buffer)
+                    })
+            }
+        })
         .map_err(driver_error("copying an argument to the device"))?;
         let address = device_address(&buffer, stream);
         if kind.copied_back() && bytes > 0 {
