@@ -12,6 +12,10 @@ use crate::{
 use offload_mir::{ScalarTy, Strategy};
 use std::marker::PhantomData;
 
+/// A launch's argument words in the kernel ABI: on the stack for up to six 3-D regions
+/// with the hidden words, so that a launch allocates nothing.
+pub(crate) type Words = smallvec::SmallVec<[u64; 80]>;
+
 /// A launch argument described at run time; see [`KernelArg::dynamic`].
 #[doc(hidden)]
 pub enum DynamicArg<'a> {
@@ -271,7 +275,7 @@ impl ArgKind {
         &self,
         ptr: u64,
         indices: Option<u64>,
-        words: &mut crate::plan::Words,
+        words: &mut Words,
     ) -> Option<usize> {
         use offload_mir::abi::{self, Param};
         let (params, len, shape) = match *self {

@@ -1,6 +1,7 @@
 //! The launch plan: a checked launch, ready for a backend, and its arguments as the
 //! kernel ABI's words.
 
+pub(crate) use crate::args::Words;
 use crate::{
     Error,
     args::{ArgKind, KernelArg},
@@ -8,10 +9,6 @@ use crate::{
 };
 use offload_mir::{Body, abi};
 use smallvec::SmallVec;
-
-/// A launch's argument words: on the stack for up to six 3-D regions with the hidden
-/// words, so that a launch allocates nothing.
-pub(crate) type Words = SmallVec<[u64; 80]>;
 
 /// A checked launch, ready for a backend.
 pub(crate) struct LaunchPlan<'b, 'a> {
