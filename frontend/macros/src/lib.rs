@@ -18,7 +18,7 @@ use offload_frontend::{
 };
 use proc_macro::TokenStream;
 use proc_macro2::{Span, TokenStream as TokenStream2};
-use quote::{format_ident, quote, quote_spanned};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::{
     Expr, Ident, ItemFn, Token, parse::Parse, parse::ParseStream, parse_macro_input,
     punctuated::Punctuated, spanned::Spanned,
@@ -191,13 +191,7 @@ fn instance_descriptor(
     let name = &item.sig.ident;
     let name_str = name.to_string();
     let body = translate_instance_with(item, file, subst, &probe(PROBE_A)).map_err(to_syn)?;
-    // The translator should only produce valid MIR; if it did not, say so at the kernel.
-    offload_mir::validate(&body).map_err(|e| {
-        syn::Error::new(
-            name.span(),
-            format!("internal error: the kernel's MIR is invalid: {e}"),
-        )
-    })?;
+    offload_mir::validate(&body).map_err(|e| not_fitting(item, &e))?;
     let mir = if consts.is_empty() {
         let mir = body.to_string();
         quote! { #mir }
@@ -353,6 +347,61 @@ pub fn offload_device(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
+/// The error for a translated body the MIR validator refuses. The translator follows the
+/// types the source gives, so a refusal comes from a body whose types do not fit (an
+/// `i32` offset where `isize` is taken, a `u32` index), which rustc would refuse too: the
+/// error stands at the expression the validator names and says what does not fit and how
+/// to convert, without the MIR's own names for values.
+fn not_fitting(item: &ItemFn, e: &offload_mir::ValidationError) -> syn::Error {
+    let span = token_at(item.block.to_token_stream(), e.span).unwrap_or(item.sig.ident.span());
+    syn::Error::new(
+        span,
+        format!(
+            "the types here do not fit: {}; kernels index with `usize` and take `isize` offsets (convert with `as`, or give the literal or range that type)",
+            without_locals(&e.message)
+        ),
+    )
+}
+
+/// `message` with each MIR local (`` `_12` ``) called "a value".
+fn without_locals(message: &str) -> String {
+    let mut out = String::new();
+    let mut rest = message;
+    while let Some(at) = rest.find("`_") {
+        let digits = rest[at + 2..]
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len() - at - 2);
+        let closes = rest[at + 2 + digits..].starts_with('`');
+        if digits > 0 && closes {
+            out.push_str(&rest[..at]);
+            out.push_str("a value");
+            rest = &rest[at + 3 + digits..];
+        } else {
+            out.push_str(&rest[..at + 2]);
+            rest = &rest[at + 2..];
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The span of the token that starts at `at` (1-based line and column, as the
+/// translator records them), searched through groups.
+fn token_at(tokens: TokenStream2, at: offload_mir::Span) -> Option<Span> {
+    for tree in tokens {
+        let start = tree.span().start();
+        if start.line as u32 == at.line && start.column as u32 + 1 == at.column {
+            return Some(tree.span());
+        }
+        if let proc_macro2::TokenTree::Group(g) = tree
+            && let Some(found) = token_at(g.stream(), at)
+        {
+            return Some(found);
+        }
+    }
+    None
+}
+
 fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
     let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
     let file = item.sig.ident.span().file();
@@ -361,12 +410,7 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
     let mut checks = Vec::new();
     for subst in instances(&item.sig).map_err(to_syn)? {
         let body = translate_device(item, &file, &subst).map_err(to_syn)?;
-        offload_mir::validate(&body).map_err(|e| {
-            syn::Error::new(
-                name.span(),
-                format!("internal error: the function's MIR is invalid: {e}"),
-            )
-        })?;
+        offload_mir::validate(&body).map_err(|e| not_fitting(item, &e))?;
         checks.extend(signature_checks(&item.block, &body));
         bodies.push(body.to_string());
     }
