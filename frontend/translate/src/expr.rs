@@ -215,7 +215,7 @@ impl Translator {
                 e,
                 "`let` in this position is not supported; only `if let Some(v) = region.get_mut()`",
             ),
-            _ => error(e, "this expression is not supported in kernels"),
+            other => error(e, unsupported(other)),
         }
     }
 
@@ -642,5 +642,35 @@ fn wrap_to(v: i128, to: ScalarTy) -> i128 {
         masked - (1i128 << bits)
     } else {
         masked
+    }
+}
+
+/// Why an expression of a kind kernels do not take is refused, and what to write
+/// instead where there is something.
+fn unsupported(e: &syn::Expr) -> String {
+    match e {
+        syn::Expr::Array(_) | syn::Expr::Repeat(_) => {
+            "an array is a value only as a local's initialiser: `let mut acc = [0.0f32; 4];` or `let taps = [1.0, 2.0, 1.0];`".into()
+        }
+        syn::Expr::Tuple(_) => {
+            "a tuple is a value only where it is taken apart at once: `let (a, b) = (x, y);` or `(a, b) = (b, a);`; hold its parts in variables".into()
+        }
+        syn::Expr::Field(_) => {
+            "field access (`t.0`, `s.x`) is not supported in kernels: kernels have no tuples or structs as values; hold the parts in variables".into()
+        }
+        syn::Expr::Range(_) => {
+            "a range is a value only as what a `for` loop runs over (`for i in a..b`) or what `map` is called on; hold its ends in variables".into()
+        }
+        syn::Expr::Struct(_) => {
+            "struct literals are not supported in kernels: hold the fields in variables".into()
+        }
+        syn::Expr::Try(_) => {
+            "`?` is not supported in kernels (a kernel returns nothing): use `if let` or `match`".into()
+        }
+        syn::Expr::Async(_) | syn::Expr::Await(_) => "async code is not supported in kernels".into(),
+        syn::Expr::Const(_) => {
+            "`const` blocks are not supported in kernels: declare a `const` item (`const N: usize = 4;`)".into()
+        }
+        _ => "this kind of expression is not supported in kernels; see the README's table of what kernels take".into(),
     }
 }
