@@ -38,7 +38,15 @@ impl Translator {
             other => (other, None),
         };
         let Some(of) = super::syntax::iterated(iter) else {
-            return Ok(None);
+            // `sum`, `product` and `fold` run over the elements of a whole slice, array
+            // or chunk; anything else (a range, a sub-slice, an iterator adaptor kernels
+            // lack) is refused here by what it is, not as a method of its own.
+            return error(
+                &m.method,
+                format!(
+                    "`{name}` runs over a whole slice's, array's or chunk's elements (`x.iter()`, with `copied`, `enumerate`, `rev`, `zip` and one `map`); for a range or part of a slice, loop and accumulate: `let mut acc = 0.0; for i in a..b {{ acc += x[i]; }}`"
+                ),
+            );
         };
         let span = m.method.span();
         self.element_loops += 1;
