@@ -499,6 +499,19 @@ impl Translator {
                 let result_ty = self.operand_type(&result);
                 Ok(Some((result, result_ty)))
             }
+            // Swapping two elements has a spelling kernels take.
+            None if name == "swap" && m.args.len() == 2 => {
+                let (recv, (i, j)) = (&m.receiver, (&m.args[0], &m.args[1]));
+                error(
+                    &m.method,
+                    format!(
+                        "`swap` is not a kernel method; write the swap as an assignment: `({r}[{i}], {r}[{j}]) = ({r}[{j}], {r}[{i}])`",
+                        r = quote::quote!(#recv),
+                        i = quote::quote!(#i),
+                        j = quote::quote!(#j),
+                    ),
+                )
+            }
             _ => error(
                 &m.method,
                 format!(
