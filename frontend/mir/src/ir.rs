@@ -971,6 +971,11 @@ impl Body {
             .collect()
     }
 
+    /// Whether the kernel has a panic site (an `assert` terminator), without listing them.
+    pub fn can_panic(&self) -> bool {
+        (self.blocks.iter()).any(|b| matches!(b.terminator.kind, TerminatorKind::Assert { .. }))
+    }
+
     /// Every `assert` terminator in block order: the kernel's panic sites. The position of
     /// a site in this list is its number in device panic reports
     /// ([`Self::panic_site_numbers`]).

@@ -301,7 +301,7 @@ impl InPlace {
         Some(InPlace {
             workgroup_bytes: regions.iter().map(|r| r.2).max().unwrap_or(0),
             regions,
-            backed_up: !launch.body.panic_sites().is_empty(),
+            backed_up: launch.body.can_panic(),
             backups: smallvec::SmallVec::new(),
             groups: launch.workgroups[0] as u64,
         })

@@ -457,13 +457,12 @@ fn launch_sync(
     // reports only its own panic; the issuer's earlier asynchronous launches stay pending
     // for its next `to_vec` or `offload::synchronize`, but the copies of their host inputs
     // are freed once the wait below has covered them.
-    let slab = slab(ordinal, stream)?;
+    let mut slab = slab(ordinal, stream)?;
     let Uploaded {
         words,
         buffers,
         written,
     } = uploaded;
-    let mut slab = slab;
     // SAFETY: `slab` and `buffers` live until the stream is synchronised below.
     unsafe { enqueue(func, launch, words, slab.address, stream) }?;
     // The panic buffer's copy to the host is enqueued behind the kernel: the wait below
@@ -477,9 +476,7 @@ fn launch_sync(
         .synchronize()
         .map_err(driver_error("running the kernel"))?;
     drop(finished_inputs);
-    let panic: PanicWords = slab.read(1)[..PANIC_BUFFER_WORDS]
-        .try_into()
-        .expect("one panic buffer");
+    let panic: PanicWords = slab.read(1)?.try_into().expect("one panic buffer");
     if let Some(error) = decode(launch.descriptor, &panic) {
         // The slab is freed rather than zeroed for reuse: panics are rare.
         return Err(error);
@@ -560,21 +557,12 @@ struct Slab {
 }
 
 impl Slab {
-    /// The first `slots` panic buffers as last copied to the host.
-    fn read(&self, slots: usize) -> &[i64] {
-        // SAFETY: the host memory holds `SLOTS` initialised words (zeroed when made,
-        // then copies), and the stream was synchronised after the last copy into it.
-        let all =
-            unsafe { std::slice::from_raw_parts(self.host_words(), SLOTS * PANIC_BUFFER_WORDS) };
-        &all[..slots * PANIC_BUFFER_WORDS]
-    }
-
-    fn host_words(&self) -> *const i64 {
-        // Without event tracking nothing is recorded to wait for: the caller's stream
-        // synchronisation is what orders the copy before this read.
-        self.host
-            .as_slice()
-            .map_or(std::ptr::null(), |s| s.as_ptr())
+    /// The first `slots` panic buffers as last copied to the host. Without event
+    /// tracking cudarc records nothing to wait for here: the caller's synchronisation of
+    /// the stream is what orders the copy before this read.
+    fn read(&self, slots: usize) -> Result<&[i64], Error> {
+        let all = (self.host.as_slice()).map_err(driver_error("reading the panic buffer"))?;
+        Ok(&all[..slots * PANIC_BUFFER_WORDS])
     }
 }
 
@@ -773,7 +761,13 @@ fn check(ordinal: usize, pending: &mut Pending) -> Result<(), Error> {
     let mut first = None;
     let mut clean = Vec::new();
     for (slab, kernels) in pending.slabs.drain(..).zip(kernels.chunks(SLOTS)) {
-        let words = slab.read(kernels.len());
+        let words = match slab.read(kernels.len()) {
+            Ok(words) => words,
+            Err(e) => {
+                first.get_or_insert(e);
+                continue;
+            }
+        };
         if first.is_none() {
             first = kernels
                 .iter()
