@@ -222,11 +222,7 @@ pub fn evaluate(rv: &Rvalue, operand: &dyn Fn(&Operand) -> Option<Const>) -> Opt
             (cast(t, *to, v), *to)
         }
         Rvalue::Intrinsic(i, args) => {
-            use Intrinsic::*;
-            if matches!(
-                i,
-                Exp | Exp2 | Ln | Log2 | Log10 | Sin | Cos | Tan | Tanh | Powf
-            ) {
+            if !i.is_exact() {
                 return None;
             }
             let values: Vec<(u64, ScalarTy)> = args.iter().map(known).collect::<Option<_>>()?;

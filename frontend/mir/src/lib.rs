@@ -76,6 +76,7 @@ mod code_key;
 pub mod convergence;
 pub mod inline;
 pub mod interp;
+mod intrinsic;
 mod ir;
 mod link;
 mod parse;
@@ -88,6 +89,7 @@ mod validate;
 
 pub use code_key::code_key;
 pub use inline::InlineError;
+pub use intrinsic::{Def as IntrinsicDef, TABLE as INTRINSICS};
 pub use ir::*;
 pub use link::{LinkError, Linked, TargetFacts, Violation, link};
 pub use parse::{ParseError, parse, parse_module};

@@ -2,6 +2,7 @@
 //! name to region methods, the numeric methods of `methods.rs` and intrinsics), atomics,
 //! and the panic and assertion macros.
 
+use super::builtins::{self, Form, Function};
 use super::{Binding, Result, TranslateError, Translator, Value, error, starts_type_path};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
@@ -46,35 +47,23 @@ impl Translator {
             return Ok(value);
         }
         let in_device = self.body.kind == BodyKind::Device;
-        if func == "sync_threads" {
-            return self.sync_threads(c, in_device);
-        }
-        if let Some(&(name, op)) = super::WORKGROUP_REDUCTIONS.iter().find(|(n, _)| *n == func) {
-            return self.workgroup_reduce(c, name, op, expected);
-        }
-        let subgroup = match func.as_str() {
-            "subgroup_broadcast" => Some(SubgroupOp::Shuffle),
-            _ => SubgroupOp::ALL.into_iter().find(|o| o.name() == func),
-        };
-        if let Some(op) = subgroup {
-            if in_device {
-                return error(
-                    c,
-                    format!("only kernels can call `{func}`, not device functions"),
-                );
+        match builtins::function(&func) {
+            Some(Function::SyncThreads) => self.sync_threads(c, in_device),
+            Some(Function::WorkgroupReduce(name, op)) => {
+                self.workgroup_reduce(c, name, op, expected)
             }
-            return self.subgroup_call(c, op, expected);
-        }
-        if func == "thread_rank" {
-            if !c.args.is_empty() {
-                return error(c, "`thread_rank()` takes no arguments");
+            Some(Function::Subgroup(_)) if in_device => error(
+                c,
+                format!("only kernels can call `{func}`, not device functions"),
+            ),
+            Some(Function::Subgroup(op)) => self.subgroup_call(c, op, expected),
+            Some(Function::ThreadRank) if !c.args.is_empty() => {
+                error(c, "`thread_rank()` takes no arguments")
             }
-            return Ok(Some((self.rank(c.span()), ScalarTy::Usize)));
+            Some(Function::ThreadRank) => Ok(Some((self.rank(c.span()), ScalarTy::Usize))),
+            Some(Function::Position(position)) => self.position_call(c, position, &func),
+            None => self.device_function_call(c, p, func, expected),
         }
-        if let Some(position) = Position::ALL.into_iter().find(|p| p.name() == func) {
-            return self.position_call(c, position, &func);
-        }
-        self.device_function_call(c, p, func, expected)
     }
 
     /// `sync_threads()`: a workgroup barrier, which only kernels may wait at.
@@ -228,34 +217,25 @@ impl Translator {
                 self.region_geometry_call(m, &name, span)
             }
             "get_clamped" if m.args.len() == 2 => self.get_clamped_call(m, span),
-            "wrapping_add" | "wrapping_sub" | "wrapping_mul" if m.args.len() == 1 => {
-                self.wrapping_call(m, &name, span)
-            }
-            "clamp" if m.args.len() == 2 => self.clamp_call(m, span),
             "iter" | "enumerate" | "copied" | "cloned" => error(
                 m,
                 "iterators are supported only as what a `for` loop runs over: `for v in x.iter()`, `for (k, v) in x.iter().enumerate()`",
             ),
-            "is_nan" | "is_infinite" | "is_finite" | "signum" if m.args.is_empty() => {
-                self.class_call(m, &name, span)
-            }
-            "abs_diff" | "rem_euclid" | "div_euclid" if m.args.len() == 1 => {
-                self.euclid_call(m, &name, span)
-            }
-            "recip" | "fract" | "to_radians" | "to_degrees" | "is_sign_positive"
-            | "is_sign_negative" | "is_positive" | "is_negative"
-                if m.args.is_empty() =>
-            {
-                self.derived_call(m, &name, span)
-            }
-            "rotate_left" | "rotate_right" | "saturating_add" | "saturating_sub"
-            | "saturating_mul"
-                if m.args.len() == 1 =>
-            {
-                self.bits_call(m, &name, span)
-            }
-            "pow" if m.args.len() == 1 => self.pow_call(m, span),
-            _ => self.intrinsic_call(m, &name, span),
+            _ => match builtins::method(&name) {
+                Some(method) if method.arguments == m.args.len() => match method.form {
+                    Form::Intrinsic(i) => self.intrinsic_method(m, i, method.rule, span),
+                    Form::Expanded(expand) => expand(self, m, &name, span),
+                },
+                Some(method) => error(
+                    m,
+                    format!(
+                        "`{name}` takes {} argument{}",
+                        method.arguments,
+                        if method.arguments == 1 { "" } else { "s" }
+                    ),
+                ),
+                None => self.unknown_method(m, &name),
+            },
         }
     }
 

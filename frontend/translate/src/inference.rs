@@ -14,10 +14,11 @@
 //! method, a closure's parameters) it adds no constraint, and the translator reports
 //! what it meets there (see `translate_body`).
 
+use super::builtins::{self, Function, Rule};
 use super::syntax::{Elements, element_iteration, strip_parens, turbofish_type};
-use super::types::{binop, literal_suffix_type, scalar_type, unsigned_of};
+use super::types::{binop, literal_suffix_type, scalar_type};
 use super::{ConstValues, ParamKind, Substitution, param_kind, position};
-use offload_mir::{Position, ScalarTy};
+use offload_mir::ScalarTy;
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 
@@ -760,12 +761,6 @@ impl Inference<'_> {
             return Term::Unknown;
         };
         let name = last.ident.to_string();
-        let usize_ = Term::Known(ScalarTy::Usize);
-        if Position::ALL.iter().any(|q| name == q.name())
-            || ["thread_rank", "subgroup_size", "subgroup_lane"].contains(&name.as_str())
-        {
-            return usize_;
-        }
         // `T::from_f64(x)`, `f32::max(a, b)`, `u64::from(x)`: of the named type.
         if p.path.segments.len() >= 2 {
             let ty = &p.path.segments[p.path.segments.len() - 2].ident;
@@ -783,18 +778,29 @@ impl Inference<'_> {
             }
             return Term::Unknown;
         }
+        if let Some(function) = builtins::function(&name) {
+            for (k, a) in args.iter().enumerate() {
+                if let Some(t) = function.argument(k) {
+                    self.unify(*a, Term::Known(t));
+                }
+            }
+            let first = args.first().map(|a| self.resolve(*a));
+            let first = match first {
+                Some(Term::Known(t)) => Some(t),
+                _ => None,
+            };
+            return match (function.result(first), function) {
+                (Some(t), _) => Term::Known(t),
+                // A workgroup reduction or subgroup exchange of a value not yet typed
+                // has that value's type.
+                (None, Function::WorkgroupReduce(..) | Function::Subgroup(_)) => {
+                    args.first().copied().unwrap_or(Term::Unknown)
+                }
+                (None, _) => Term::Unknown,
+            };
+        }
         match name.as_str() {
-            "subgroup_ballot" => Term::Known(ScalarTy::U64),
-            "subgroup_any" | "subgroup_all" => Term::Known(ScalarTy::Bool),
-            "subgroup_shuffle"
-            | "subgroup_shuffle_xor"
-            | "subgroup_sum"
-            | "subgroup_min"
-            | "subgroup_max"
-            | "workgroup_sum"
-            | "workgroup_min"
-            | "workgroup_max" => args.first().copied().unwrap_or(Term::Unknown),
-            "swap" | "sync_threads" | "workgroup_barrier" => Term::Unknown,
+            "swap" => Term::Unknown,
             // A device function: its literal arguments share the typed ones' type.
             _ => {
                 let mut joined = Term::Unknown;
@@ -818,33 +824,24 @@ impl Inference<'_> {
         let receiver = self.expr(&m.receiver);
         let args: Vec<Term> = m.args.iter().map(|a| self.expr(a)).collect();
         let known = |t| Term::Known(t);
-        match name.as_str() {
-            "leading_zeros" | "trailing_zeros" | "count_ones" | "count_zeros" => {
-                known(ScalarTy::U32)
-            }
-            "is_nan" | "is_infinite" | "is_finite" | "is_sign_positive" | "is_sign_negative"
-            | "is_positive" | "is_negative" => known(ScalarTy::Bool),
-            "pow" | "rotate_left" | "rotate_right" => {
-                self.unify(args[0], known(ScalarTy::U32));
-                receiver
-            }
-            "powi" => {
-                self.unify(args[0], known(ScalarTy::I32));
-                receiver
-            }
-            "to_bits" | "from_bits" => match self.resolve(receiver) {
-                Term::Known(of) => offload_mir::Intrinsic::from_name(&name)
-                    .and_then(|i| i.result_type(&[of]).ok())
-                    .map_or(Term::Unknown, known),
-                _ => Term::Unknown,
-            },
-            "abs_diff" => {
-                self.unify(receiver, args[0]);
-                match self.resolve(receiver) {
-                    Term::Known(t) => known(unsigned_of(t)),
-                    _ => Term::Unknown,
+        if let Some(method) = builtins::method(&name) {
+            for a in args {
+                match method.rule.argument() {
+                    Some(t) => self.unify(a, known(t)),
+                    None => self.unify(receiver, a),
                 }
             }
+            let of = match self.resolve(receiver) {
+                Term::Known(t) => Some(t),
+                _ => None,
+            };
+            return match (method.rule.result(of), method.rule) {
+                (Some(t), _) => known(t),
+                (None, Rule::Receiver | Rule::ArgumentsOf(_)) => self.resolve(receiver),
+                (None, _) => Term::Unknown,
+            };
+        }
+        match name.as_str() {
             // `x.get(i).copied().unwrap_or(d)`: an option is typed by its value, so `d`
             // is of the slice's elements.
             "unwrap_or" if args.len() == 1 => {

@@ -30,6 +30,7 @@ impl std::error::Error for TranslateError {}
 
 // The translator is one `Translator`, defined here with its block-building helpers; each
 // child module adds the methods for one kind of syntax.
+mod builtins;
 mod calls;
 mod closures;
 mod consts;
@@ -125,12 +126,7 @@ pub fn is_builtin(segments: &[String]) -> bool {
     {
         return true;
     }
-    Position::ALL.iter().any(|p| p.name() == last)
-        || SubgroupOp::ALL.iter().any(|o| o.name() == last)
-        || last == "subgroup_broadcast"
-        || last == "sync_threads"
-        || last == "thread_rank"
-        || WORKGROUP_REDUCTIONS.iter().any(|(name, _)| name == last)
+    builtins::function(last).is_some()
 }
 
 /// Whether a path starting with `segment` names a type's function: a scalar type, or a
@@ -138,13 +134,6 @@ pub fn is_builtin(segments: &[String]) -> bool {
 fn starts_type_path(segment: &str) -> bool {
     ScalarTy::from_name(segment).is_some() || segment.starts_with(|c: char| c.is_ascii_uppercase())
 }
-
-/// The workgroup reductions, by name, and the subgroup operation each is made of.
-const WORKGROUP_REDUCTIONS: [(&str, SubgroupOp); 3] = [
-    ("workgroup_sum", SubgroupOp::Sum),
-    ("workgroup_min", SubgroupOp::Min),
-    ("workgroup_max", SubgroupOp::Max),
-];
 
 /// A source position as a map key.
 fn position(s: SynSpan) -> (usize, usize) {

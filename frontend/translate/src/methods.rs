@@ -3,6 +3,7 @@
 //! `rem_euclid`, `rotate_*`...), float classes and signs, bit conversions, `clamp`,
 //! powers, and the calls that map to one intrinsic. `calls.rs` dispatches to them by name.
 
+use super::builtins::{self, On, Rule};
 use super::{Binding, Result, Translator, Value, error};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
@@ -474,58 +475,50 @@ impl Translator {
         Ok(Some((self.int_pow(base, exp, t, span), t)))
     }
 
-    /// `x.sqrt()`, `x.min(y)` and the other methods that are [`Intrinsic`]s, named as
-    /// the Rust method; any other method is not supported.
-    pub(super) fn intrinsic_call(
+    /// `x.sqrt()`, `x.min(y)` and the other methods that are one [`Intrinsic`], their
+    /// arguments typed by the method's rule.
+    pub(super) fn intrinsic_method(
         &mut self,
         m: &syn::ExprMethodCall,
-        name: &str,
+        intrinsic: Intrinsic,
+        rule: Rule,
         span: SynSpan,
     ) -> Result<Value> {
-        match Intrinsic::from_name(name) {
-            Some(intrinsic) if m.args.len() + 1 == intrinsic.arity() => {
-                let ty = self.infer(&m.receiver);
-                let (receiver, t) = self.scalar_expr(&m.receiver, ty)?;
-                let mut args = vec![receiver];
-                for arg in &m.args {
-                    let expected = if intrinsic == Intrinsic::Powi {
-                        ScalarTy::I32
-                    } else {
-                        t
-                    };
-                    args.push(self.scalar_expr(arg, Some(expected))?.0);
-                }
-                let result = self.intrinsic(intrinsic, args, span)?;
-                let result_ty = self.operand_type(&result);
-                Ok(Some((result, result_ty)))
-            }
-            // Swapping two elements has a spelling kernels take.
-            None if name == "swap" && m.args.len() == 2 => {
-                let (recv, (i, j)) = (&m.receiver, (&m.args[0], &m.args[1]));
-                error(
-                    &m.method,
-                    format!(
-                        "`swap` is not a kernel method; write the swap as an assignment: `({r}[{i}], {r}[{j}]) = ({r}[{j}], {r}[{i}])`",
-                        r = quote::quote!(#recv),
-                        i = quote::quote!(#i),
-                        j = quote::quote!(#j),
-                    ),
-                )
-            }
-            _ => error(
+        let ty = self.infer(&m.receiver);
+        let (receiver, t) = self.scalar_expr(&m.receiver, ty)?;
+        let mut args = vec![receiver];
+        for arg in &m.args {
+            args.push(self.scalar_expr(arg, Some(rule.argument().unwrap_or(t)))?.0);
+        }
+        let result = self.intrinsic(intrinsic, args, span)?;
+        let result_ty = self.operand_type(&result);
+        Ok(Some((result, result_ty)))
+    }
+
+    /// A method that is not a kernel's: named, with the ones that are.
+    pub(super) fn unknown_method(&mut self, m: &syn::ExprMethodCall, name: &str) -> Result<Value> {
+        // Swapping two elements has a spelling kernels take.
+        if name == "swap" && m.args.len() == 2 {
+            let (recv, (i, j)) = (&m.receiver, (&m.args[0], &m.args[1]));
+            return error(
                 &m.method,
                 format!(
-                    "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
-                     `len`, the float methods `sqrt cbrt exp exp2 exp_m1 ln ln_1p log2 log10 sin cos tan asin acos atan \
-                     atan2 sinh cosh tanh floor ceil round trunc fract abs recip min max powf powi mul_add clamp \
-                     signum is_nan is_infinite is_finite is_sign_positive is_sign_negative to_radians to_degrees \
-                     to_bits`, `f32::from_bits` and `f64::from_bits`, and the integer methods `min max abs pow clamp \
-                     signum is_positive is_negative abs_diff rem_euclid div_euclid rotate_left rotate_right \
-                     saturating_add saturating_sub wrapping_add wrapping_sub wrapping_mul leading_zeros \
-                     trailing_zeros count_ones`"
+                    "`swap` is not a kernel method; write the swap as an assignment: `({r}[{i}], {r}[{j}]) = ({r}[{j}], {r}[{i}])`",
+                    r = quote::quote!(#recv),
+                    i = quote::quote!(#i),
+                    j = quote::quote!(#j),
                 ),
-            ),
+            );
         }
+        error(
+            &m.method,
+            format!(
+                "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
+                 `len`, the float methods `{}`, `f32::from_bits` and `f64::from_bits`, and the integer methods `{}`",
+                builtins::method_names(On::Floats),
+                builtins::method_names(On::Integers),
+            ),
+        )
     }
 
     /// Integer `base.pow(exp)` by square-and-multiply, wrapping like rustc in release.

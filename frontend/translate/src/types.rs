@@ -102,27 +102,9 @@ impl Translator {
                 .map(|(_, t)| *t)
                 .or_else(|| ScalarTy::from_name(&name));
         }
-        if Position::ALL.iter().any(|q| last.ident == q.name())
-            || ["thread_rank", "subgroup_size", "subgroup_lane"]
-                .iter()
-                .any(|f| last.ident == f)
-        {
-            return Some(ScalarTy::Usize);
-        }
-        match last.ident.to_string().as_str() {
-            "subgroup_ballot" => Some(ScalarTy::U64),
-            "subgroup_any" | "subgroup_all" => Some(ScalarTy::Bool),
-            // The other subgroup operations and workgroup reductions have their value's type.
-            "subgroup_shuffle"
-            | "subgroup_shuffle_xor"
-            | "subgroup_sum"
-            | "subgroup_min"
-            | "subgroup_max"
-            | "workgroup_sum"
-            | "workgroup_min"
-            | "workgroup_max" => self.infer(c.args.first()?),
-            _ => None,
-        }
+        let function = super::builtins::function(&last.ident.to_string())?;
+        let first = c.args.first().and_then(|a| self.infer(a));
+        function.result(first)
     }
 
     /// [`Translator::infer`] for a method call: the receiver's type, except for the
@@ -139,14 +121,6 @@ impl Translator {
                 }
             }
             "row" | "col" | "x" | "y" | "z" | "width" | "height" | "depth" => Some(ScalarTy::Usize),
-            "leading_zeros" | "trailing_zeros" | "count_ones" => Some(ScalarTy::U32),
-            "is_nan" | "is_infinite" | "is_finite" => Some(ScalarTy::Bool),
-            "to_bits" | "from_bits" => {
-                let of = self.infer(&m.receiver)?;
-                let i = offload_mir::Intrinsic::from_name(&m.method.to_string())?;
-                i.result_type(&[of]).ok()
-            }
-            "abs_diff" => self.infer(&m.receiver).map(super::types::unsigned_of),
             // Iterator reductions: `fold` has its initial value's type; `sum` and
             // `product` the turbofish's, else the elements'.
             "fold" if m.args.len() == 2 => self.infer(&m.args[0]),
@@ -173,7 +147,13 @@ impl Translator {
                 Some(_) if method == "len" => Some(ScalarTy::Usize),
                 Some(atomic) => self.body.locals[atomic.index()].ty.element(),
                 None if method == "index" || method == "len" => Some(ScalarTy::Usize),
-                None => self.infer(&m.receiver),
+                None => {
+                    let receiver = self.infer(&m.receiver);
+                    match super::builtins::method(method) {
+                        Some(builtin) => builtin.rule.result(receiver),
+                        None => receiver,
+                    }
+                }
             },
         }
     }

@@ -6,6 +6,7 @@
 //! thread's linear index in it. Reads may touch any slot. The race check in
 //! [`offload_mir::convergence`] then proves a barrier separates writes from reads.
 
+use super::builtins::Function;
 use super::{Binding, Result, Translator, Value, error, span_of};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
@@ -498,11 +499,9 @@ impl Translator {
         let mut args = Vec::new();
         let mut first = None;
         for (i, arg) in c.args.iter().enumerate() {
-            let want = match (op, i) {
-                (SubgroupOp::Ballot | SubgroupOp::Any | SubgroupOp::All, _) => Some(ScalarTy::Bool),
-                (_, 1) => Some(ScalarTy::Usize),
-                _ => self.infer(arg).or(expected),
-            };
+            let want = Function::Subgroup(op)
+                .argument(i)
+                .or_else(|| self.infer(arg).or(expected));
             let (operand, ty) = self.scalar_expr(arg, want)?;
             first.get_or_insert(ty);
             args.push(operand);

@@ -313,36 +313,11 @@ impl<'c, 'a> Emitter<'c, 'a> {
         let (a, ty) = args[0];
         let t = self.scalar(ty);
         let values: Vec<Value<'c, 'a>> = args.iter().map(|(v, _)| *v).collect();
-        let unary = match i {
-            Intrinsic::Sqrt => Some("math.sqrt"),
-            Intrinsic::Exp => Some("math.exp"),
-            Intrinsic::Exp2 => Some("math.exp2"),
-            Intrinsic::Ln => Some("math.log"),
-            Intrinsic::Log2 => Some("math.log2"),
-            Intrinsic::Log10 => Some("math.log10"),
-            Intrinsic::Sin => Some("math.sin"),
-            Intrinsic::Cos => Some("math.cos"),
-            Intrinsic::Tan => Some("math.tan"),
-            Intrinsic::Tanh => Some("math.tanh"),
-            Intrinsic::Asin => Some("math.asin"),
-            Intrinsic::Acos => Some("math.acos"),
-            Intrinsic::Atan => Some("math.atan"),
-            Intrinsic::Sinh => Some("math.sinh"),
-            Intrinsic::Cosh => Some("math.cosh"),
-            Intrinsic::Cbrt => Some("math.cbrt"),
-            Intrinsic::ExpM1 => Some("math.expm1"),
-            Intrinsic::Ln1p => Some("math.log1p"),
-            Intrinsic::Floor => Some("math.floor"),
-            Intrinsic::Ceil => Some("math.ceil"),
-            // Rust rounds half away from zero, as `math.round` does.
-            Intrinsic::Round => Some("math.round"),
-            Intrinsic::Trunc => Some("math.trunc"),
-            Intrinsic::Abs if ty.is_float() => Some("math.absf"),
-            Intrinsic::Abs => Some("math.absi"),
-            _ => None,
-        };
-        if let Some(op) = unary {
-            return (self.value(op, &[a], t, span), ty);
+        // On floats, most functions are one `math` op, named by the intrinsic table.
+        if let Some(op) = i.def().math
+            && ty.is_float()
+        {
+            return (self.value(op, &values, t, span), ty);
         }
         match i {
             Intrinsic::ToBits | Intrinsic::FromBits => {
@@ -362,10 +337,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 };
                 (v, ty)
             }
-            Intrinsic::Powf => (self.value("math.powf", &values, t, span), ty),
-            Intrinsic::Atan2 => (self.value("math.atan2", &values, t, span), ty),
-            Intrinsic::Powi => (self.value("math.fpowi", &values, t, span), ty),
-            Intrinsic::MulAdd => (self.value("math.fma", &values, t, span), ty),
+            Intrinsic::Abs => (self.value("math.absi", &[a], t, span), ty),
             Intrinsic::LeadingZeros | Intrinsic::TrailingZeros | Intrinsic::CountOnes => {
                 let op = match i {
                     Intrinsic::LeadingZeros => "math.ctlz",
@@ -375,7 +347,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 let v = self.value(op, &[a], t, span);
                 (self.cast(v, ty, ScalarTy::U32, span), ScalarTy::U32)
             }
-            _ => unreachable!("unary intrinsics are handled above"),
+            _ => unreachable!("validated: `{}` on `{ty}` is a `math` op", i.name()),
         }
     }
 

@@ -67,42 +67,20 @@ const TYPES: [ScalarTy; 16] = [
     ScalarTy::F64,
 ];
 
-/// Float functions whose CPU results are the host libm's, which other targets need not
-/// match bit for bit.
-pub(crate) const TRANSCENDENTAL: [Intrinsic; 19] = [
-    Intrinsic::Exp,
-    Intrinsic::Exp2,
-    Intrinsic::Ln,
-    Intrinsic::Log2,
-    Intrinsic::Log10,
-    Intrinsic::Sin,
-    Intrinsic::Cos,
-    Intrinsic::Tan,
-    Intrinsic::Tanh,
-    Intrinsic::Asin,
-    Intrinsic::Acos,
-    Intrinsic::Atan,
-    Intrinsic::Atan2,
-    Intrinsic::Sinh,
-    Intrinsic::Cosh,
-    Intrinsic::Cbrt,
-    Intrinsic::ExpM1,
-    Intrinsic::Ln1p,
-    Intrinsic::Powf,
-];
-
-const EXACT_FLOAT: [Intrinsic; 10] = [
-    Intrinsic::Sqrt,
-    Intrinsic::Floor,
-    Intrinsic::Ceil,
-    Intrinsic::Round,
-    Intrinsic::Trunc,
-    Intrinsic::Abs,
-    Intrinsic::Min,
-    Intrinsic::Max,
-    Intrinsic::MulAdd,
-    Intrinsic::Powi,
-];
+/// The float functions of the intrinsic table that are `exact` (every target computes
+/// the same bits) or not (transcendental ones, whose CPU results are the host libm's,
+/// which other targets need not match bit for bit), in the table's order.
+fn float_functions(exact: bool) -> Vec<Intrinsic> {
+    Intrinsic::all()
+        .filter(|i| i.is_exact() == exact)
+        .filter(|i| {
+            matches!(
+                i.def().signature,
+                Signature::Float | Signature::Signed | Signature::Ordered | Signature::FloatI32
+            )
+        })
+        .collect()
+}
 
 impl Gen<'_> {
     /// A type, often one the pool has values of, so that values flow into each other.
@@ -342,11 +320,8 @@ impl Gen<'_> {
             let (a, v) = self.operand(bits);
             return (ty, Rvalue::Intrinsic(Intrinsic::FromBits, vec![a]), v);
         }
-        let f = if self.cfg.transcendentals && self.rng.u32(0..3) == 0 {
-            TRANSCENDENTAL[self.rng.usize(..TRANSCENDENTAL.len())]
-        } else {
-            EXACT_FLOAT[self.rng.usize(..EXACT_FLOAT.len())]
-        };
+        let functions = float_functions(!(self.cfg.transcendentals && self.rng.u32(0..3) == 0));
+        let f = functions[self.rng.usize(..functions.len())];
         let (a, mut varying) = self.operand(ty);
         let mut args = vec![a];
         if f == Intrinsic::Powi {

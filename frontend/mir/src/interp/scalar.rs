@@ -226,14 +226,13 @@ pub(super) trait Float:
     fn of(bits: u64) -> Self;
     fn bits(self) -> u64;
     fn is_nan(self) -> bool;
-    fn unary(self, i: Intrinsic) -> Self;
-    fn powf(self, e: Self) -> Self;
-    fn atan2(self, x: Self) -> Self;
-    fn mul_add(self, b: Self, c: Self) -> Self;
+    /// The function of `meaning` for this type, on `args`' bits; `None` for a rule of
+    /// the interpreter's own.
+    fn apply(meaning: Meaning, args: &[u64]) -> Option<Self>;
 }
 
 macro_rules! impl_float {
-    ($t:ty, $u:ty) => {
+    ($t:ty, $u:ty, $pick:tt => $f:ident) => {
         impl Float for $t {
             const ONE: Self = 1.0;
             fn of(bits: u64) -> Self {
@@ -245,50 +244,22 @@ macro_rules! impl_float {
             fn is_nan(self) -> bool {
                 <$t>::is_nan(self)
             }
-            fn unary(self, i: Intrinsic) -> Self {
-                match i {
-                    Intrinsic::Sqrt => self.sqrt(),
-                    Intrinsic::Exp => self.exp(),
-                    Intrinsic::Exp2 => self.exp2(),
-                    Intrinsic::Ln => self.ln(),
-                    Intrinsic::Log2 => self.log2(),
-                    Intrinsic::Log10 => self.log10(),
-                    Intrinsic::Sin => self.sin(),
-                    Intrinsic::Cos => self.cos(),
-                    Intrinsic::Tan => self.tan(),
-                    Intrinsic::Tanh => self.tanh(),
-                    Intrinsic::Asin => self.asin(),
-                    Intrinsic::Acos => self.acos(),
-                    Intrinsic::Atan => self.atan(),
-                    Intrinsic::Sinh => self.sinh(),
-                    Intrinsic::Cosh => self.cosh(),
-                    Intrinsic::Cbrt => self.cbrt(),
-                    Intrinsic::ExpM1 => self.exp_m1(),
-                    Intrinsic::Ln1p => self.ln_1p(),
-                    Intrinsic::Floor => self.floor(),
-                    Intrinsic::Ceil => self.ceil(),
-                    // Half away from zero, as `math.round`.
-                    Intrinsic::Round => self.round(),
-                    Intrinsic::Trunc => self.trunc(),
-                    Intrinsic::Abs => self.abs(),
-                    _ => unreachable!("`{}` is not a unary float function", i.name()),
-                }
-            }
-            fn powf(self, e: Self) -> Self {
-                <$t>::powf(self, e)
-            }
-            fn atan2(self, x: Self) -> Self {
-                <$t>::atan2(self, x)
-            }
-            fn mul_add(self, b: Self, c: Self) -> Self {
-                <$t>::mul_add(self, b, c)
+            fn apply(meaning: Meaning, args: &[u64]) -> Option<Self> {
+                let a = |k: usize| Self::of(args[k]);
+                Some(match meaning {
+                    Meaning::Unary $pick => $f(a(0)),
+                    Meaning::Binary $pick => $f(a(0), a(1)),
+                    Meaning::Ternary $pick => $f(a(0), a(1), a(2)),
+                    Meaning::Rule => return None,
+                })
             }
         }
     };
 }
 
-impl_float!(f32, u32);
-impl_float!(f64, u64);
+// Each row holds Rust's function for `f32` first and for `f64` second.
+impl_float!(f32, u32, (f, _) => f);
+impl_float!(f64, u64, (_, f) => f);
 
 pub(super) fn float_binary<T: Float>(op: BinOp, a: T, b: T) -> u64 {
     let bool_bits = |b: bool| b as u64;
@@ -311,14 +282,14 @@ pub(super) fn float_binary<T: Float>(op: BinOp, a: T, b: T) -> u64 {
 }
 
 pub(super) fn float_intrinsic<T: Float>(i: Intrinsic, args: &[u64]) -> u64 {
+    if let Some(v) = T::apply(i.def().meaning, args) {
+        return v.bits();
+    }
     let a = T::of(args[0]);
     match i {
         Intrinsic::Min | Intrinsic::Max => min_max_num(i == Intrinsic::Min, a, T::of(args[1])),
-        Intrinsic::Powf => a.powf(T::of(args[1])).bits(),
-        Intrinsic::Atan2 => a.atan2(T::of(args[1])).bits(),
         Intrinsic::Powi => powi(a, args[1] as u32 as i32).bits(),
-        Intrinsic::MulAdd => a.mul_add(T::of(args[1]), T::of(args[2])).bits(),
-        _ => a.unary(i).bits(),
+        _ => unreachable!("validated: `{}` has a meaning on floats", i.name()),
     }
 }
 
