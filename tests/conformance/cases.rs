@@ -88,6 +88,7 @@ macro_rules! for_each_case {
         $m!(float_classes_signs_and_euclidean_remainders);
         $m!(floats_from_and_to_their_bits);
         $m!(more_float_and_integer_methods);
+        $m!(inverse_hyperbolic_functions);
         $m!(integer_constants_from_outside_the_kernel);
     };
 }
@@ -3627,6 +3628,53 @@ pub fn more_float_and_integer_methods(o: LaunchOptions) -> CaseResult {
             return Err(format!(
                 "transcendentals: element {i}: got {got}, want {want}"
             ));
+        }
+    }
+    Ok(())
+}
+
+#[offload_kernel]
+fn inverse_hyperbolic_f64(mut out: Region<f64, Linear1D>, x: &[f64]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let v = x[i];
+        *o = v.asinh() + (v.abs() + 1.0).acosh() + (v * 0.1).atanh();
+    }
+}
+
+#[offload_kernel]
+fn inverse_hyperbolic_f32(mut out: Region<f32, Linear1D>, x: &[f32]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let v = x[i];
+        *o = v.asinh() + (v.abs() + 1.0).acosh() + (v * 0.1).atanh();
+    }
+}
+
+/// `asinh`, `acosh` and `atanh` in `f32` and `f64`, within a few units in the last place
+/// of the host's (each target has its own math library), NaN where the host's is.
+pub fn inverse_hyperbolic_functions(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f64> = vec![0.0, -0.0, 0.5, -0.75, 3.0, -8.5, 9.99, 1e-7, 11.0, -20.0];
+    let want = |v: f64| v.asinh() + (v.abs() + 1.0).acosh() + (v * 0.1).atanh();
+    let mut out = vec![0.0f64; x.len()];
+    inverse_hyperbolic_f64(o, &mut out, &x).map_err(|e| e.to_string())?;
+    for (i, (got, v)) in out.iter().zip(&x).enumerate() {
+        let want = want(*v);
+        let close =
+            (got - want).abs() <= 1e-13 * want.abs().max(1.0) || (got.is_nan() && want.is_nan());
+        if !close {
+            return Err(format!("f64: element {i}: got {got}, want {want}"));
+        }
+    }
+    let x32: Vec<f32> = x.iter().map(|v| *v as f32).collect();
+    let mut out = vec![0.0f32; x.len()];
+    inverse_hyperbolic_f32(o, &mut out, &x32).map_err(|e| e.to_string())?;
+    for (i, (got, v)) in out.iter().zip(&x32).enumerate() {
+        let want = v.asinh() + (v.abs() + 1.0).acosh() + (v * 0.1).atanh();
+        let close =
+            (got - want).abs() <= 1e-5 * want.abs().max(1.0) || (got.is_nan() && want.is_nan());
+        if !close {
+            return Err(format!("f32: element {i}: got {got}, want {want}"));
         }
     }
     Ok(())

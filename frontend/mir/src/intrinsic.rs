@@ -109,6 +109,9 @@ intrinsics! {
     Atan2 = "atan2", 2, Float, varies, Some("math.atan2"), Binary(f32::atan2, f64::atan2);
     Sinh = "sinh", 1, Float, varies, Some("math.sinh"), Unary(f32::sinh, f64::sinh);
     Cosh = "cosh", 1, Float, varies, Some("math.cosh"), Unary(f32::cosh, f64::cosh);
+    Asinh = "asinh", 1, Float, varies, Some("math.asinh"), Unary(f32::asinh, f64::asinh);
+    Acosh = "acosh", 1, Float, varies, Some("math.acosh"), Unary(f32::acosh, f64::acosh);
+    Atanh = "atanh", 1, Float, varies, Some("math.atanh"), Unary(f32::atanh, f64::atanh);
     Cbrt = "cbrt", 1, Float, varies, Some("math.cbrt"), Unary(f32::cbrt, f64::cbrt);
     /// `exp_m1` (`e^x - 1`) and `ln_1p` (`ln(1 + x)`), exact near zero.
     ExpM1 = "exp_m1", 1, Float, varies, Some("math.expm1"), Unary(f32::exp_m1, f64::exp_m1);
