@@ -24,7 +24,7 @@ use offload_mir::{Body, Linked};
 /// The kernels of a file under `tests/kernels/`, every instance of generic ones, each
 /// linked with the file's `#[offload_device]` functions it calls.
 pub fn kernels(file: &str) -> Vec<Linked> {
-    use offload_frontend::gather::{Source, gather};
+    use offload_translate::gather::{Source, gather};
     let path = format!("{}/kernels/{file}", env!("CARGO_MANIFEST_DIR"));
     let source = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let parsed = syn::parse_file(&source).expect("test kernels parse");

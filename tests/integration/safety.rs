@@ -487,7 +487,7 @@ kernel fill2(mut _1: Region<f32, Linear2D>) {
 /// need not zero them), by name, for the kernel in `source`.
 fn written_before_read(source: &str) -> Vec<String> {
     let item: syn::ItemFn = syn::parse_str(source).expect("the kernel parses");
-    let body = offload_frontend::translate_instance(&item, "k.rs", &[]).expect("translates");
+    let body = offload_translate::translate_instance(&item, "k.rs", &[]).expect("translates");
     let linked = offload_mir::link(&body, &[]).expect("links");
     let names = |l: &offload_mir::Local| {
         let decl = &linked.body().locals[l.index()];

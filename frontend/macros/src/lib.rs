@@ -10,9 +10,9 @@
 //!   at the offending argument.
 //!
 //! Unsupported Rust in a kernel is a compile error at its span, produced by the MIR
-//! translator in `offload-frontend`. These macros never panic on user input.
+//! translator in `offload-translate`. These macros never panic on user input.
 
-use offload_frontend::{
+use offload_translate::{
     ConstValue, ParamKind, instance_name, instances, kernel_consts, param_kind, translate_device,
     translate_instance_with,
 };
@@ -43,7 +43,7 @@ pub fn offload_kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
-    let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
+    let to_syn = |e: offload_translate::TranslateError| syn::Error::new(e.span, e.message);
     let file = item.sig.ident.span().file();
     let name = &item.sig.ident;
     let name_str = name.to_string();
@@ -124,7 +124,7 @@ fn parameters(
     first: &[(String, offload_mir::ScalarTy)],
     consts: &[(String, ConstValue)],
 ) -> syn::Result<Parameters> {
-    let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
+    let to_syn = |e: offload_translate::TranslateError| syn::Error::new(e.span, e.message);
     let mut check_params = Vec::new();
     let mut host_params = Vec::new();
     let mut args = Vec::new();
@@ -187,7 +187,7 @@ fn instance_descriptor(
     consts: &[String],
     probe: &dyn Fn(u32) -> Vec<(String, ConstValue)>,
 ) -> syn::Result<(TokenStream2, TokenStream2)> {
-    let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
+    let to_syn = |e: offload_translate::TranslateError| syn::Error::new(e.span, e.message);
     let name = &item.sig.ident;
     let name_str = name.to_string();
     let body = translate_instance_with(item, file, subst, &probe(PROBE_A)).map_err(to_syn)?;
@@ -403,7 +403,7 @@ fn token_at(tokens: TokenStream2, at: offload_mir::Span) -> Option<Span> {
 }
 
 fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
-    let to_syn = |e: offload_frontend::TranslateError| syn::Error::new(e.span, e.message);
+    let to_syn = |e: offload_translate::TranslateError| syn::Error::new(e.span, e.message);
     let file = item.sig.ident.span().file();
     let name = &item.sig.ident;
     let mut bodies = Vec::new();
@@ -439,7 +439,7 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
 /// a compile error at the call, not a failure to link at launch.
 fn signature_checks(block: &syn::Block, body: &offload_mir::Body) -> Vec<TokenStream2> {
     use offload_mir::{Operand, TerminatorKind};
-    let paths = offload_frontend::device_call_paths(block);
+    let paths = offload_translate::device_call_paths(block);
     let mut seen = std::collections::HashSet::new();
     let mut checks = Vec::new();
     for bb in &body.blocks {
@@ -483,7 +483,7 @@ fn signature_checks(block: &syn::Block, body: &offload_mir::Body) -> Vec<TokenSt
 /// References to the `DeviceFn` of every function a body calls, resolved where the call
 /// is written (`f(..)` → `&f::DEVICE`, `m::f(..)` → `&m::f::DEVICE`).
 fn device_calls(block: &syn::Block) -> Vec<TokenStream2> {
-    offload_frontend::device_call_paths(block)
+    offload_translate::device_call_paths(block)
         .into_iter()
         .map(|path| quote_spanned! {path.span()=> &#path::DEVICE })
         .collect()

@@ -1,4 +1,4 @@
-//! `offload-frontend`: translates the body of an `#[offload_kernel]` Rust function, as
+//! `offload-translate`: translates the body of an `#[offload_kernel]` Rust function, as
 //! parsed by `syn`, into MIR. The macros, `offload-opt` and build scripts share it; the
 //! IR crate and the runtime do not depend on `syn`. Anything outside the supported subset is a [`TranslateError`] carrying the span of
 //! the offending syntax, which the proc macro turns into a compile error there.

@@ -112,13 +112,13 @@ fn measure(shape: Shape, n: usize) -> Result<Times> {
     let Some(syn::Item::Fn(f)) = parsed.items.iter().find(|i| matches!(i, syn::Item::Fn(_))) else {
         return Err(anyhow!("{file}: no kernel function"));
     };
-    let located = |e: offload_frontend::TranslateError| anyhow!("{file}:{e}");
-    let subst = offload_frontend::instances(&f.sig)
+    let located = |e: offload_translate::TranslateError| anyhow!("{file}:{e}");
+    let subst = offload_translate::instances(&f.sig)
         .map_err(located)?
         .into_iter()
         .next()
         .context("a non-generic kernel has one instance")?;
-    let body = offload_frontend::translate_instance(f, &file, &subst).map_err(located)?;
+    let body = offload_translate::translate_instance(f, &file, &subst).map_err(located)?;
     offload_mir::validate(&body)?;
     let frontend = ms(t);
 

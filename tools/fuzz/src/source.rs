@@ -4,7 +4,7 @@
 //! guards, labelled loops, loop values, the thread's own arrays, `const` arrays, methods
 //! by path, device functions, generic kernels, `Shared2D`, tree reductions, workgroup
 //! reductions, every strategy and interiors). [`generate_source`] writes one, translates
-//! it with `offload-frontend` as the macro would, inlines its device function, and gives
+//! it with `offload-translate` as the macro would, inlines its device function, and gives
 //! its inputs and launch, so the differential check runs it like any generated program.
 //!
 //! Every kernel is well typed and follows the safety rules the README states (barriers
@@ -597,7 +597,7 @@ fn translate(source: &str, generic: Option<ScalarTy>) -> Result<Body, String> {
         }
     }
     let (kernel, device) = (kernel.ok_or("no kernel")?, device.ok_or("no helper")?);
-    let at = |e: offload_frontend::TranslateError| {
+    let at = |e: offload_translate::TranslateError| {
         let start = e.span.start();
         format!("{}:{}: {}", start.line, start.column, e.message)
     };
@@ -605,8 +605,8 @@ fn translate(source: &str, generic: Option<ScalarTy>) -> Result<Body, String> {
         .map(|ty| ("E".to_string(), ty))
         .into_iter()
         .collect();
-    let body = offload_frontend::translate_instance(kernel, "fuzz.rs", &subst).map_err(at)?;
-    let helper = offload_frontend::translate_device(device, "fuzz.rs", &[]).map_err(at)?;
+    let body = offload_translate::translate_instance(kernel, "fuzz.rs", &subst).map_err(at)?;
+    let helper = offload_translate::translate_device(device, "fuzz.rs", &[]).map_err(at)?;
     let mut by_name: offload_mir::inline::DeviceFunctions = Default::default();
     by_name
         .entry(helper.name.as_str())

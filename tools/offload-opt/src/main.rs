@@ -5,7 +5,7 @@
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
-use offload_frontend as translate;
+use offload_translate as translate;
 use offload_lowering::{AmdTarget, GpuTarget, Session, Stage};
 use offload_mir::{Body, BodyKind, print_module, validate};
 use std::{path::PathBuf, process::ExitCode};
@@ -328,7 +328,7 @@ fn out(bytes: &[u8]) -> Result<()> {
 }
 
 /// Translates every `#[offload_kernel]` and `#[offload_device]` function of a Rust source
-/// file, every instance of generic ones (`offload_frontend::gather`): the kernels, then
+/// file, every instance of generic ones (`offload_translate::gather`): the kernels, then
 /// the device functions.
 fn kernels_in_rust(source: &str, display: &str) -> Result<Vec<Body>> {
     check_nesting(source, display)?;

@@ -2,7 +2,7 @@
 //! the runtime would.
 
 use crate::Error;
-use offload_frontend::gather::{Source, gather};
+use offload_translate::gather::{Source, gather};
 use offload_mir::{Body, Linked};
 use std::path::Path;
 
@@ -74,7 +74,7 @@ impl Kernel {
 }
 
 /// Every kernel instance of `files`, linked with the device functions it reaches
-/// (`offload_frontend::gather`). A kernel whose calls or constants the crate's sources do
+/// (`offload_translate::gather`). A kernel whose calls or constants the crate's sources do
 /// not resolve is left to the JIT, with a warning.
 pub(crate) fn link_kernels(files: &[SourceFile]) -> Result<Vec<Kernel>, Error> {
     let sources: Vec<Source<'_>> = files
