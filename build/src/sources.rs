@@ -2,8 +2,8 @@
 //! the runtime would.
 
 use crate::Error;
-use offload_translate::gather::{Source, gather};
 use offload_mir::{Body, Linked};
+use offload_translate::gather::{Source, gather};
 use std::path::Path;
 
 /// A source file of the crate, parsed.

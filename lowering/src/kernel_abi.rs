@@ -123,7 +123,7 @@ unsafe fn retype_arguments(
             };
             let rank = *rank as usize;
             let b = Inserter::before(context, first_op);
-            if !(elem.is_integer() || elem.is_f32() || elem.is_f64() || elem.is_index()) {
+            if !(elem.is_integer() || elem.is_float() || elem.is_index()) {
                 return Err(refuse(func, format!("cannot form a memref of `{elem}`")));
             }
             let memref = b.memref(elem, rank, None);
@@ -412,6 +412,7 @@ impl<'c> SharedArray<'c> {
             };
             let bits = match melior::ir::r#type::IntegerType::try_from(elem) {
                 Ok(int) => Some(int.width()),
+                Err(_) if elem.is_f16() || elem.is_bf16() => Some(16),
                 Err(_) if elem.is_f32() => Some(32),
                 Err(_) if elem.is_f64() => Some(64),
                 Err(_) => None,

@@ -48,8 +48,10 @@
 //! - **Device memory** a kernel can read is always written first: host data is copied in,
 //!   `DeviceBuffer`s are made from a slice or zeroed.
 
+mod bf16_to_integers;
 mod cpu;
 mod cpu_host;
+mod half_in_f32;
 mod kernel_abi;
 pub mod libdevice;
 mod llvm;

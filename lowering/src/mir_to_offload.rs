@@ -41,6 +41,8 @@ pub fn mlir_scalar(t: ScalarTy) -> &'static str {
         ScalarTy::I64 | ScalarTy::U64 | ScalarTy::Isize | ScalarTy::Usize => "i64",
         ScalarTy::F32 => "f32",
         ScalarTy::F64 => "f64",
+        ScalarTy::F16 => "f16",
+        ScalarTy::Bf16 => "bf16",
     }
 }
 
@@ -49,6 +51,8 @@ fn scalar_type(context: &Context, t: ScalarTy) -> Type<'_> {
     match t {
         ScalarTy::F32 => Type::float32(context),
         ScalarTy::F64 => Type::float64(context),
+        ScalarTy::F16 => Type::float16(context),
+        ScalarTy::Bf16 => Type::bfloat16(context),
         t => IntegerType::new(context, t.bits()).into(),
     }
 }

@@ -14,7 +14,10 @@
 //! `OFFLOAD_PASS_TIMING=1` makes each pass manager print MLIR's per-pass timing report to
 //! stderr when it finishes.
 
-use crate::{LowerError, math_to_llvm_intrinsics, offload_to_cpu, offload_to_gpu, partition};
+use crate::{
+    LowerError, bf16_to_integers, half_in_f32, math_to_llvm_intrinsics, offload_to_cpu,
+    offload_to_gpu, partition,
+};
 use melior::{
     Context,
     dialect::DialectRegistry,
@@ -273,7 +276,12 @@ impl Session {
              gpu.module(convert-gpu-to-nvvm, canonicalize, cse, reconcile-unrealized-casts))",
             target.chip, target.features
         );
-        self.run(module, "llvm", &[MATH_TO_INTRINSICS], &pipeline)?;
+        self.run(
+            module,
+            "llvm",
+            &[HALF_IN_F32, MATH_TO_INTRINSICS],
+            &pipeline,
+        )?;
         crate::offload_to_gpu::extern_dynamic_shared(&self.context, module.as_operation());
         if let Some(n) = target.resident_workgroups {
             // PTX `.minnctapersm`: ptxas keeps registers few enough for `n` workgroups.
@@ -326,7 +334,12 @@ impl Session {
              reconcile-unrealized-casts))",
             chip = target.chip
         );
-        self.run(module, "rocdl", &[MATH_TO_INTRINSICS], &pipeline)?;
+        self.run(
+            module,
+            "rocdl",
+            &[HALF_IN_F32, MATH_TO_INTRINSICS],
+            &pipeline,
+        )?;
         crate::offload_to_gpu::extern_dynamic_shared(&self.context, module.as_operation());
         Ok(())
     }
@@ -449,7 +462,7 @@ impl Session {
         self.run(
             module,
             "cpu",
-            &[PARTITION, TO_CPU],
+            &[PARTITION, TO_CPU, HALF_IN_F32, BF16_TO_INTEGERS],
             // Bottom-up: a top-down canonicalizer (MLIR 22) that folds a branch whose
             // condition it has just made constant can leave a loop no path reaches, fold
             // its block argument into `%x = arith.addi %x, %c` and rewrite that forever
@@ -584,6 +597,8 @@ static PARTITION_ID: PassId = PassId;
 static TO_GPU_ID: PassId = PassId;
 static TO_CPU_ID: PassId = PassId;
 static MATH_TO_INTRINSICS_ID: PassId = PassId;
+static BF16_TO_INTEGERS_ID: PassId = PassId;
+static HALF_IN_F32_ID: PassId = PassId;
 
 type PassBody = fn(&Context, OperationRef<'_, '_>) -> Result<(), crate::rewrite::PassError>;
 
@@ -599,8 +614,23 @@ const MATH_TO_INTRINSICS: PassSpec = (
     math_to_llvm_intrinsics::run,
 );
 
+const BF16_TO_INTEGERS: PassSpec = (
+    &BF16_TO_INTEGERS_ID,
+    bf16_to_integers::NAME,
+    bf16_to_integers::run,
+);
+
+const HALF_IN_F32: PassSpec = (&HALF_IN_F32_ID, half_in_f32::NAME, half_in_f32::run);
+
 /// Every offload pass, by the name pipelines given as text use.
-const PASSES: [PassSpec; 4] = [PARTITION, TO_GPU, TO_CPU, MATH_TO_INTRINSICS];
+const PASSES: [PassSpec; 6] = [
+    PARTITION,
+    TO_GPU,
+    TO_CPU,
+    MATH_TO_INTRINSICS,
+    BF16_TO_INTEGERS,
+    HALF_IN_F32,
+];
 
 /// `loc("FILE":LINE:COL)`, as MLIR prints a position in a file, as `FILE:LINE:COL`;
 /// other locations as printed.

@@ -633,6 +633,19 @@ pub unsafe fn remove_attribute(op: MlirOperation, name: &str) {
     }
 }
 
+/// The attribute `name` of a live operation, if it has one.
+///
+/// # Safety
+///
+/// `op` must be live; the attribute lives as long as its context.
+pub unsafe fn attribute<'c>(op: MlirOperation, name: &str) -> Option<Attribute<'c>> {
+    unsafe {
+        let name = melior::StringRef::new(name);
+        let a = mlirOperationGetAttributeByName(op, name.to_raw());
+        (!a.ptr.is_null()).then(|| Attribute::from_raw(a))
+    }
+}
+
 /// An integer attribute's value, read from a live operation.
 ///
 /// # Safety

@@ -83,6 +83,9 @@ pub mod __private {
     pub use crate::launch::launches;
     pub use const_format::formatcp;
 }
+/// The 16-bit floats kernels take: the `half` crate's IEEE `f16` and `bf16`, whose
+/// arithmetic in a kernel rounds each result to the type, as theirs does on the host.
+pub use half::{bf16, f16};
 pub use offload_macros::{offload, offload_device, offload_kernel, try_offload};
 pub use offload_mir::ScalarTy;
 #[doc(hidden)]
@@ -104,7 +107,7 @@ pub mod prelude {
     };
     pub use crate::{
         Atomic, Chunked, DeviceBuffer, Error, Float, Indexed, Int, Linear1D, Linear2D, Linear3D,
-        Num, Region, SplitBuffer, Stencil2D, devices, offload, offload_device, offload_kernel,
-        try_offload,
+        Num, Region, SplitBuffer, Stencil2D, bf16, devices, f16, offload, offload_device,
+        offload_kernel, try_offload,
     };
 }

@@ -7,7 +7,8 @@ mod sealed {
 }
 
 /// A type a kernel can take by value or as region/slice elements: `bool`, the integers,
-/// `f32` and `f64`. Sealed: the lowering knows exactly these.
+/// `f32`, `f64`, and the `half` crate's `f16` and `bf16`. Sealed: the lowering knows
+/// exactly these.
 pub trait Scalar: Copy + Send + Sync + sealed::Sealed + 'static {
     /// The type as kernel MIR names it, against which a launch checks the argument.
     const TY: ScalarTy;
@@ -42,6 +43,8 @@ scalars! {
     usize => Usize, |v| v as u64;
     f32 => F32, |v| v.to_bits() as u64;
     f64 => F64, |v| v.to_bits();
+    half::f16 => F16, |v| v.to_bits() as u64;
+    half::bf16 => Bf16, |v| v.to_bits() as u64;
 }
 
 use std::ops::{

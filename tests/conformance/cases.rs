@@ -89,6 +89,7 @@ macro_rules! for_each_case {
         $m!(floats_from_and_to_their_bits);
         $m!(more_float_and_integer_methods);
         $m!(inverse_hyperbolic_functions);
+        $m!(half_precision_floats);
         $m!(integer_constants_from_outside_the_kernel);
     };
 }
@@ -3678,6 +3679,280 @@ pub fn inverse_hyperbolic_functions(o: LaunchOptions) -> CaseResult {
         }
     }
     Ok(())
+}
+
+#[offload_kernel]
+fn half_axpy(mut y: Region<f16, Linear1D>, x: &[f16], a: f16) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v = a * x[i] + *v;
+    }
+}
+
+/// Every operation of `f16` a kernel takes, each result as the `half` crate rounds it.
+#[offload_kernel]
+fn half_operations(
+    mut out: Region<f16, Linear1D>,
+    mut wide: Region<f32, Linear1D>,
+    x: &[f16],
+    y: &[f16],
+) {
+    let i = out.index();
+    if i >= x.len() {
+        return;
+    }
+    let (a, b) = (x[i], y[i]);
+    let mut acc = a - b;
+    acc += a / b;
+    acc = acc * f16::from_f32(0.3) + f16::from_f64(-1.7);
+    if a < b || a.to_f32() > 1000.0 {
+        acc = -acc;
+    }
+    let mut limited = acc.max(f16::NEG_ONE).min(f16::PI).clamp(f16::MIN, f16::MAX);
+    if a == b {
+        limited = f16::EPSILON + f16::ZERO;
+    }
+    if let Some(o) = out.get_mut() {
+        *o = limited % f16::ONE + acc + f16::from_f64(b.to_f64() * 1.1 + 1e-5);
+    }
+    if let Some(w) = wide.get_mut() {
+        *w = f32::from(acc) + b.to_f64() as f32 * 0.5;
+    }
+}
+
+/// The same in `bf16`.
+#[offload_kernel]
+fn bfloat_operations(mut out: Region<bf16, Linear1D>, x: &[bf16], y: &[bf16]) {
+    let i = out.index();
+    if i >= x.len() {
+        return;
+    }
+    let (a, b) = (x[i], y[i]);
+    let mut acc = a * b - a / b;
+    acc -= bf16::from_f32(a.to_f32() * 3.0);
+    if acc >= bf16::ZERO {
+        acc = acc.min(bf16::from_f64(1.0e30));
+    }
+    if let Some(o) = out.get_mut() {
+        *o = acc + bf16::MIN_POSITIVE + bf16::from_f64(a.to_f64() * 0.7 - 1e-3);
+    }
+}
+
+/// The bits of the 16-bit float nearest `x` (`value` reads bits), ties to even, found
+/// by trying every one: the reference for a conversion that rounds once. Beyond `max` by
+/// half a step or more, infinity (`inf`'s bits, with `x`'s sign).
+fn nearest_bits(x: f64, value: fn(u16) -> f64, max: f64, half_step: f64, inf: u16) -> u16 {
+    if x.is_nan() {
+        return inf | 1;
+    }
+    let sign = if x.is_sign_negative() { 0x8000 } else { 0 };
+    if x.abs() >= max + half_step {
+        return inf | sign;
+    }
+    let mut best: Option<(f64, u16)> = None;
+    for bits in 0..=u16::MAX {
+        let v = value(bits);
+        if !v.is_finite() || (v == 0.0 && (bits & 0x8000) != sign) {
+            continue;
+        }
+        // Exact: the candidates that can win are within a factor of two of `x`.
+        let d = (x - v).abs();
+        let better = match best {
+            None => true,
+            Some((bd, bb)) => d < bd || (d == bd && bits & 1 == 0 && bb & 1 == 1),
+        };
+        if better {
+            best = Some((d, bits));
+        }
+    }
+    best.expect("a finite value").1
+}
+
+/// `f64` to `f16` and `bf16`: rounded once.
+#[offload_kernel]
+fn narrow_from_f64(mut h: Region<f16, Linear1D>, mut b: Region<bf16, Linear1D>, v: &[f64]) {
+    let i = h.index();
+    if let Some(o) = h.get_mut() {
+        *o = f16::from_f64(v[i]);
+    }
+    if let Some(o) = b.get_mut() {
+        *o = bf16::from_f64(v[i]);
+    }
+}
+
+/// The classes and signs of `f16` values, and `signum`.
+#[offload_kernel]
+fn half_classes(mut out: Region<u32, Linear1D>, mut sign: Region<f16, Linear1D>, x: &[f16]) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let v = x[i];
+        *o = v.is_nan() as u32
+            | (v.is_infinite() as u32) << 1
+            | (v.is_finite() as u32) << 2
+            | (v.is_sign_negative() as u32) << 3
+            | (v.is_sign_positive() as u32) << 4;
+    }
+    if let Some(s) = sign.get_mut() {
+        *s = x[i].signum();
+    }
+}
+
+/// `f16` and `bf16` in regions, slices, scalars and device buffers, bit for bit against
+/// the `half` crate on the host (NaNs compared as NaNs).
+pub fn half_precision_floats(o: LaunchOptions) -> CaseResult {
+    let n = 1000;
+    let x: Vec<f16> = (0..n)
+        .map(|i| f16::from_f32((i as f32 - 400.0) * 0.37))
+        .collect();
+    let y: Vec<f16> = (0..n)
+        .map(|i| f16::from_f32(((i * 7) % 113) as f32 * 0.11 - 2.0))
+        .collect();
+    let bits = |v: &[f16]| {
+        v.iter()
+            .map(|h| if h.is_nan() { 0x7e00 } else { h.to_bits() })
+            .collect::<Vec<u16>>()
+    };
+    let a = f16::from_f32(1.25);
+    let mut acc = y.clone();
+    half_axpy(o, &mut acc, &x, a).map_err(|e| e.to_string())?;
+    let want: Vec<f16> = (0..n).map(|i| a * x[i] + y[i]).collect();
+    compare("f16 axpy", &bits(&acc), &bits(&want))?;
+    // On a device buffer, twice.
+    let device = device_of(o);
+    let mut dy = offload::DeviceBuffer::from_slice(&device, &y).map_err(|e| e.to_string())?;
+    let dx = offload::DeviceBuffer::from_slice(&device, &x).map_err(|e| e.to_string())?;
+    half_axpy(o, &mut dy, &dx, a).map_err(|e| e.to_string())?;
+    half_axpy(o, &mut dy, &dx, a).map_err(|e| e.to_string())?;
+    let want2: Vec<f16> = (0..n).map(|i| a * x[i] + want[i]).collect();
+    compare(
+        "f16 axpy on device buffers",
+        &bits(&dy.to_vec().map_err(|e| e.to_string())?),
+        &bits(&want2),
+    )?;
+
+    let mut out = vec![f16::ZERO; n];
+    let mut wide = vec![0.0f32; n];
+    half_operations(o, &mut out, &mut wide, &x, &y).map_err(|e| e.to_string())?;
+    let (mut want, mut want_wide) = (Vec::new(), Vec::new());
+    for i in 0..n {
+        let (a, b) = (x[i], y[i]);
+        let mut acc = a - b;
+        acc += a / b;
+        acc = acc * f16::from_f32(0.3) + f16::from_f64(-1.7);
+        if a < b || a.to_f32() > 1000.0 {
+            acc = -acc;
+        }
+        let mut limited = acc.max(f16::NEG_ONE).min(f16::PI).clamp(f16::MIN, f16::MAX);
+        if a == b {
+            limited = f16::EPSILON + f16::ZERO;
+        }
+        want.push(limited % f16::ONE + acc + f16::from_f64(b.to_f64() * 1.1 + 1e-5));
+        want_wide.push(f32::from(acc) + b.to_f64() as f32 * 0.5);
+    }
+    compare("f16 operations", &bits(&out), &bits(&want))?;
+    let wide_bits = |v: &[f32]| {
+        v.iter()
+            .map(|x| if x.is_nan() { 0 } else { x.to_bits() })
+            .collect::<Vec<u32>>()
+    };
+    compare("f16 widened", &wide_bits(&wide), &wide_bits(&want_wide))?;
+
+    let xb: Vec<bf16> = x
+        .iter()
+        .map(|h| bf16::from_f32(h.to_f32() * 1.0e20))
+        .collect();
+    let yb: Vec<bf16> = y.iter().map(|h| bf16::from_f32(h.to_f32() - 0.5)).collect();
+    let mut out = vec![bf16::ZERO; n];
+    bfloat_operations(o, &mut out, &xb, &yb).map_err(|e| e.to_string())?;
+    let want: Vec<bf16> = (0..n)
+        .map(|i| {
+            let (a, b) = (xb[i], yb[i]);
+            let mut acc = a * b - a / b;
+            acc -= bf16::from_f32(a.to_f32() * 3.0);
+            if acc >= bf16::ZERO {
+                acc = acc.min(bf16::from_f64(1.0e30));
+            }
+            acc + bf16::MIN_POSITIVE + bf16::from_f64(a.to_f64() * 0.7 - 1e-3)
+        })
+        .collect();
+    let bf_bits = |v: &[bf16]| {
+        v.iter()
+            .map(|h| if h.is_nan() { 0x7fc0 } else { h.to_bits() })
+            .collect::<Vec<u16>>()
+    };
+    compare("bf16 operations", &bf_bits(&out), &bf_bits(&want))?;
+
+    // Just above a tie of the half type, by less than `f32` resolves: rounding to `f32`
+    // first would land on the tie and round it to even, the wrong way.
+    let tiny = 2f64.powi(-40);
+    let v: Vec<f64> = vec![
+        1.0 + 2f64.powi(-11) + tiny,
+        -(1.0 + 2f64.powi(-11) + tiny),
+        1.0 + 2f64.powi(-11),
+        1.0 + 2f64.powi(-8) + tiny,
+        3.0 + 3.0 * 2f64.powi(-9) - tiny,
+        65519.99,
+        65520.0,
+        1e-8,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        3.4e38 * 1.5,
+    ];
+    let (mut h, mut b) = (vec![f16::ZERO; v.len()], vec![bf16::ZERO; v.len()]);
+    narrow_from_f64(o, &mut h, &mut b, &v).map_err(|e| e.to_string())?;
+    let want_h: Vec<f16> = v
+        .iter()
+        .map(|x| {
+            f16::from_bits(nearest_bits(
+                *x,
+                |b| f16::from_bits(b).to_f64(),
+                65504.0,
+                16.0,
+                0x7c00,
+            ))
+        })
+        .collect();
+    let bf16_max = bf16::MAX.to_f64();
+    let want_b: Vec<bf16> = v
+        .iter()
+        .map(|x| {
+            bf16::from_bits(nearest_bits(
+                *x,
+                |b| bf16::from_bits(b).to_f64(),
+                bf16_max,
+                2f64.powi(119),
+                0x7f80,
+            ))
+        })
+        .collect();
+    compare("f64 to f16", &bits(&h), &bits(&want_h))?;
+    let specials = vec![
+        f16::ZERO,
+        f16::NEG_ZERO,
+        f16::INFINITY,
+        f16::NEG_INFINITY,
+        f16::NAN,
+        f16::MAX,
+        -f16::MIN_POSITIVE_SUBNORMAL,
+        f16::ONE,
+    ];
+    let (mut classes, mut signs) = (vec![0u32; specials.len()], vec![f16::ZERO; specials.len()]);
+    half_classes(o, &mut classes, &mut signs, &specials).map_err(|e| e.to_string())?;
+    let want: Vec<u32> = specials
+        .iter()
+        .map(|v| {
+            v.is_nan() as u32
+                | (v.is_infinite() as u32) << 1
+                | (v.is_finite() as u32) << 2
+                | (v.is_sign_negative() as u32) << 3
+                | (v.is_sign_positive() as u32) << 4
+        })
+        .collect();
+    compare("f16 classes", &classes, &want)?;
+    let want: Vec<f16> = specials.iter().map(|v| v.signum()).collect();
+    compare("f16 signum", &bits(&signs), &bits(&want))?;
+    compare("f64 to bf16", &bf_bits(&b), &bf_bits(&want_b))
 }
 
 /// Integer constants of the module, used in a kernel's body: rustc gives their values.

@@ -104,6 +104,29 @@ fn workgroup_kernel_gpu_and_cpu_stages() {
     }
 }
 
+/// `f16` and `bf16`: in PTX each operation is its own `.rn` instruction (never two fused
+/// into one FMA), `bf16` division and conversions go through `f32`; on the CPU `bf16`
+/// conversions are integer arithmetic and no library call is left.
+#[test]
+fn half_precision_kernel_ptx_and_cpu() {
+    let body = crate::kernels("features.rs")
+        .into_iter()
+        .find(|b| b.name == "half_precision")
+        .expect("the half-precision kernel");
+    for last in [Stage::Ptx, Stage::Cpu] {
+        let all = emit(&body, last, &GpuTarget::default()).unwrap_or_else(|e| panic!("{e}"));
+        let (stage, text) = all.last().expect("the last stage");
+        let text = if last == Stage::Ptx {
+            assert!(!text.contains("fma"), "{text}");
+            redact_ptx(text)
+        } else {
+            assert!(!text.contains("llvm.call"), "{text}");
+            text.clone()
+        };
+        insta::assert_snapshot!(format!("features.half_precision.{}", stage.name()), text);
+    }
+}
+
 /// The AMD path: saxpy's ROCDL stage for CDNA 3 (`gfx942`), and the workgroup kernel's
 /// `gpu` stage there, whose subgroup reductions take six butterfly steps over 64 lanes.
 #[test]

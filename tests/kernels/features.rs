@@ -114,3 +114,12 @@ fn workgroup_sum(sums: Atomic<f32>, x: &[f32]) {
         sums.fetch_add(workgroup_idx(0), total);
     }
 }
+
+#[offload_kernel]
+fn half_precision(mut y: Region<f16, Linear1D>, x: &[bf16], a: f16) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        let b = bf16::from_f32(x[i].to_f32() * 2.0) - x[i];
+        *v = a * *v + f16::from_f64(b.to_f64());
+    }
+}

@@ -182,11 +182,14 @@ impl Intrinsic {
         }
         let t = args[0];
         let all_same = args.iter().all(|a| *a == t);
+        // The math functions are those of `f32` and `f64`; the `half` crate's types
+        // have none of them (its users convert to `f32`), only `min` and `max`.
+        let wide_float = matches!(t, ScalarTy::F32 | ScalarTy::F64);
         let result = match self.def().signature {
-            Signature::Float if t.is_float() && all_same => Some(t),
-            Signature::Signed if (t.is_float() || t.is_signed()) && all_same => Some(t),
+            Signature::Float if wide_float && all_same => Some(t),
+            Signature::Signed if (wide_float || t.is_signed()) && all_same => Some(t),
             Signature::Ordered if t != ScalarTy::Bool && all_same => Some(t),
-            Signature::FloatI32 if t.is_float() && args[1] == ScalarTy::I32 => Some(t),
+            Signature::FloatI32 if wide_float && args[1] == ScalarTy::I32 => Some(t),
             Signature::Count if t.is_integer() => Some(ScalarTy::U32),
             Signature::ToBits => match t {
                 ScalarTy::F32 => Some(ScalarTy::U32),

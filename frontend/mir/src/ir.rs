@@ -67,10 +67,14 @@ pub enum ScalarTy {
     Usize,
     F32,
     F64,
+    /// IEEE binary16 and bfloat16, as the `half` crate's `f16` and `bf16`: each
+    /// operation's result is rounded to the type.
+    F16,
+    Bf16,
 }
 
 impl ScalarTy {
-    pub const ALL: [ScalarTy; 13] = [
+    pub const ALL: [ScalarTy; 15] = [
         ScalarTy::Bool,
         ScalarTy::I8,
         ScalarTy::I16,
@@ -84,6 +88,8 @@ impl ScalarTy {
         ScalarTy::Usize,
         ScalarTy::F32,
         ScalarTy::F64,
+        ScalarTy::F16,
+        ScalarTy::Bf16,
     ];
 
     /// The Rust spelling, which is also the MIR text spelling.
@@ -102,6 +108,8 @@ impl ScalarTy {
             ScalarTy::Usize => "usize",
             ScalarTy::F32 => "f32",
             ScalarTy::F64 => "f64",
+            ScalarTy::F16 => "f16",
+            ScalarTy::Bf16 => "bf16",
         }
     }
 
@@ -110,7 +118,16 @@ impl ScalarTy {
     }
 
     pub fn is_float(self) -> bool {
-        matches!(self, ScalarTy::F32 | ScalarTy::F64)
+        matches!(
+            self,
+            ScalarTy::F32 | ScalarTy::F64 | ScalarTy::F16 | ScalarTy::Bf16
+        )
+    }
+
+    /// `f16` or `bf16`: floats of 16 bits, which have arithmetic, comparisons and
+    /// conversions but not the math functions of `f32` and `f64`.
+    pub fn is_half(self) -> bool {
+        matches!(self, ScalarTy::F16 | ScalarTy::Bf16)
     }
 
     pub fn is_integer(self) -> bool {
@@ -129,7 +146,7 @@ impl ScalarTy {
         match self {
             ScalarTy::Bool => 1,
             ScalarTy::I8 | ScalarTy::U8 => 8,
-            ScalarTy::I16 | ScalarTy::U16 => 16,
+            ScalarTy::I16 | ScalarTy::U16 | ScalarTy::F16 | ScalarTy::Bf16 => 16,
             ScalarTy::I32 | ScalarTy::U32 | ScalarTy::F32 => 32,
             _ => 64,
         }
@@ -435,7 +452,7 @@ impl AtomicOp {
     /// `i32`, `u32`, `i64`, `u64`; `Add` also on `f32` and `f64`.
     pub fn supports(self, t: ScalarTy) -> bool {
         use ScalarTy::*;
-        matches!(t, I32 | U32 | I64 | U64) || (self == AtomicOp::Add && t.is_float())
+        matches!(t, I32 | U32 | I64 | U64) || (self == AtomicOp::Add && matches!(t, F32 | F64))
     }
 }
 

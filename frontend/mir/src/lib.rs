@@ -16,6 +16,7 @@
 //! | text | meaning |
 //! |---|---|
 //! | `bool`, `i8`..`i64`, `isize`, `u8`..`u64`, `usize`, `f32`, `f64` | scalars, as in Rust (`usize`/`isize` are 64-bit) |
+//! | `f16`, `bf16` | the `half` crate's 16-bit floats: each operation's result rounded to the type; casts only to and from `f32` and `f64` (from `f64`, rounded once) |
 //! | `()` | the unit type of the return place |
 //! | `Region<T, Linear1D>` | a mutable region partitioned over threads by a strategy |
 //! | `&[T]` | a read-only slice |

@@ -718,10 +718,12 @@ impl Parser {
             "false" => return Ok(Const::Bool(false)),
             _ => {}
         }
+        // The longest type name the word ends with: `1.5bf16` is a `bf16`, not an `f16`.
         let Some(ty) = ScalarTy::ALL
             .into_iter()
             .filter(|t| *t != ScalarTy::Bool)
-            .find(|t| w.ends_with(t.name()) && w.len() > t.name().len())
+            .filter(|t| w.ends_with(t.name()) && w.len() > t.name().len())
+            .max_by_key(|t| t.name().len())
         else {
             return Err(bad(self));
         };
@@ -734,6 +736,12 @@ impl Parser {
                 let v = match ty {
                     ScalarTy::F32 => {
                         f32::from_bits(u32::try_from(bits).map_err(|_| bad(self))?) as f64
+                    }
+                    ScalarTy::F16 => {
+                        half::f16::from_bits(u16::try_from(bits).map_err(|_| bad(self))?).to_f64()
+                    }
+                    ScalarTy::Bf16 => {
+                        half::bf16::from_bits(u16::try_from(bits).map_err(|_| bad(self))?).to_f64()
                     }
                     _ => f64::from_bits(bits),
                 };

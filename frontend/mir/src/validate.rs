@@ -281,6 +281,19 @@ impl Validator<'_> {
                 if *to == ScalarTy::Bool && from != ScalarTy::Bool {
                     return self.err(Some(bb), span, format!("cannot cast `{from}` to `bool`"));
                 }
+                // `f16` and `bf16` convert to and from `f32` and `f64` only, as the
+                // `half` crate's `from_f32`/`to_f32` do.
+                let wide_float = |t: ScalarTy| matches!(t, ScalarTy::F32 | ScalarTy::F64);
+                if (from.is_half() || to.is_half())
+                    && from != *to
+                    && !(wide_float(from) || wide_float(*to))
+                {
+                    return self.err(
+                        Some(bb),
+                        span,
+                        format!("cannot cast `{from}` to `{to}`: `f16` and `bf16` convert through `f32` or `f64`"),
+                    );
+                }
                 Ok(*to)
             }
             Rvalue::Len(l) => match self.local_ty(bb, span, *l)? {

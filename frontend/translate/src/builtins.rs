@@ -64,6 +64,8 @@ pub(crate) enum On {
     Floats,
     Integers,
     Both,
+    /// `f16` and `bf16` (`to_f32`, `to_f64`).
+    Halves,
     /// Called through a type's path only: `f32::from_bits(b)` is `b.from_bits()` here.
     Path,
 }
@@ -91,178 +93,35 @@ const fn expanded(name: &'static str, arguments: usize, on: On, rule: Rule, f: E
 
 /// The methods made of other MIR operations (those that are one intrinsic come from its
 /// table).
+#[rustfmt::skip]
 const EXPANDED: &[Method] = &[
-    expanded(
-        "wrapping_add",
-        1,
-        On::Integers,
-        Rule::Receiver,
-        Translator::wrapping_call,
-    ),
-    expanded(
-        "wrapping_sub",
-        1,
-        On::Integers,
-        Rule::Receiver,
-        Translator::wrapping_call,
-    ),
-    expanded(
-        "wrapping_mul",
-        1,
-        On::Integers,
-        Rule::Receiver,
-        Translator::wrapping_call,
-    ),
-    expanded(
-        "saturating_add",
-        1,
-        On::Integers,
-        Rule::Receiver,
-        Translator::bits_call,
-    ),
-    expanded(
-        "saturating_sub",
-        1,
-        On::Integers,
-        Rule::Receiver,
-        Translator::bits_call,
-    ),
-    expanded(
-        "saturating_mul",
-        1,
-        On::Integers,
-        Rule::Receiver,
-        Translator::bits_call,
-    ),
-    expanded(
-        "rotate_left",
-        1,
-        On::Integers,
-        Rule::ArgumentsOf(ScalarTy::U32),
-        Translator::bits_call,
-    ),
-    expanded(
-        "rotate_right",
-        1,
-        On::Integers,
-        Rule::ArgumentsOf(ScalarTy::U32),
-        Translator::bits_call,
-    ),
-    expanded(
-        "pow",
-        1,
-        On::Integers,
-        Rule::ArgumentsOf(ScalarTy::U32),
-        |t, m, _, s| t.pow_call(m, s),
-    ),
-    expanded(
-        "abs_diff",
-        1,
-        On::Integers,
-        Rule::Unsigned,
-        Translator::euclid_call,
-    ),
-    expanded(
-        "rem_euclid",
-        1,
-        On::Integers,
-        Rule::Receiver,
-        Translator::euclid_call,
-    ),
-    expanded(
-        "div_euclid",
-        1,
-        On::Integers,
-        Rule::Receiver,
-        Translator::euclid_call,
-    ),
-    expanded("clamp", 2, On::Both, Rule::Receiver, |t, m, _, s| {
-        t.clamp_call(m, s)
-    }),
-    expanded(
-        "signum",
-        0,
-        On::Both,
-        Rule::Receiver,
-        Translator::class_call,
-    ),
-    expanded(
-        "is_nan",
-        0,
-        On::Floats,
-        Rule::Yields(ScalarTy::Bool),
-        Translator::class_call,
-    ),
-    expanded(
-        "is_infinite",
-        0,
-        On::Floats,
-        Rule::Yields(ScalarTy::Bool),
-        Translator::class_call,
-    ),
-    expanded(
-        "is_finite",
-        0,
-        On::Floats,
-        Rule::Yields(ScalarTy::Bool),
-        Translator::class_call,
-    ),
-    expanded(
-        "recip",
-        0,
-        On::Floats,
-        Rule::Receiver,
-        Translator::derived_call,
-    ),
-    expanded(
-        "fract",
-        0,
-        On::Floats,
-        Rule::Receiver,
-        Translator::derived_call,
-    ),
-    expanded(
-        "to_radians",
-        0,
-        On::Floats,
-        Rule::Receiver,
-        Translator::derived_call,
-    ),
-    expanded(
-        "to_degrees",
-        0,
-        On::Floats,
-        Rule::Receiver,
-        Translator::derived_call,
-    ),
-    expanded(
-        "is_sign_positive",
-        0,
-        On::Floats,
-        Rule::Yields(ScalarTy::Bool),
-        Translator::derived_call,
-    ),
-    expanded(
-        "is_sign_negative",
-        0,
-        On::Floats,
-        Rule::Yields(ScalarTy::Bool),
-        Translator::derived_call,
-    ),
-    expanded(
-        "is_positive",
-        0,
-        On::Integers,
-        Rule::Yields(ScalarTy::Bool),
-        Translator::derived_call,
-    ),
-    expanded(
-        "is_negative",
-        0,
-        On::Integers,
-        Rule::Yields(ScalarTy::Bool),
-        Translator::derived_call,
-    ),
+    expanded("wrapping_add", 1, On::Integers, Rule::Receiver, Translator::wrapping_call),
+    expanded("wrapping_sub", 1, On::Integers, Rule::Receiver, Translator::wrapping_call),
+    expanded("wrapping_mul", 1, On::Integers, Rule::Receiver, Translator::wrapping_call),
+    expanded("saturating_add", 1, On::Integers, Rule::Receiver, Translator::bits_call),
+    expanded("saturating_sub", 1, On::Integers, Rule::Receiver, Translator::bits_call),
+    expanded("saturating_mul", 1, On::Integers, Rule::Receiver, Translator::bits_call),
+    expanded("rotate_left", 1, On::Integers, Rule::ArgumentsOf(ScalarTy::U32), Translator::bits_call),
+    expanded("rotate_right", 1, On::Integers, Rule::ArgumentsOf(ScalarTy::U32), Translator::bits_call),
+    expanded("pow", 1, On::Integers, Rule::ArgumentsOf(ScalarTy::U32), |t, m, _, s| t.pow_call(m, s)),
+    expanded("abs_diff", 1, On::Integers, Rule::Unsigned, Translator::euclid_call),
+    expanded("rem_euclid", 1, On::Integers, Rule::Receiver, Translator::euclid_call),
+    expanded("div_euclid", 1, On::Integers, Rule::Receiver, Translator::euclid_call),
+    expanded("clamp", 2, On::Both, Rule::Receiver, |t, m, _, s| t.clamp_call(m, s)),
+    expanded("signum", 0, On::Both, Rule::Receiver, Translator::class_call),
+    expanded("is_nan", 0, On::Floats, Rule::Yields(ScalarTy::Bool), Translator::class_call),
+    expanded("is_infinite", 0, On::Floats, Rule::Yields(ScalarTy::Bool), Translator::class_call),
+    expanded("is_finite", 0, On::Floats, Rule::Yields(ScalarTy::Bool), Translator::class_call),
+    expanded("recip", 0, On::Floats, Rule::Receiver, Translator::derived_call),
+    expanded("fract", 0, On::Floats, Rule::Receiver, Translator::derived_call),
+    expanded("to_radians", 0, On::Floats, Rule::Receiver, Translator::derived_call),
+    expanded("to_degrees", 0, On::Floats, Rule::Receiver, Translator::derived_call),
+    expanded("is_sign_positive", 0, On::Floats, Rule::Yields(ScalarTy::Bool), Translator::derived_call),
+    expanded("is_sign_negative", 0, On::Floats, Rule::Yields(ScalarTy::Bool), Translator::derived_call),
+    expanded("is_positive", 0, On::Integers, Rule::Yields(ScalarTy::Bool), Translator::derived_call),
+    expanded("is_negative", 0, On::Integers, Rule::Yields(ScalarTy::Bool), Translator::derived_call),
+    expanded("to_f32", 0, On::Halves, Rule::Yields(ScalarTy::F32), Translator::widening_call),
+    expanded("to_f64", 0, On::Halves, Rule::Yields(ScalarTy::F64), Translator::widening_call),
 ];
 
 /// The method of an intrinsic.
@@ -300,10 +159,14 @@ pub(crate) fn methods() -> impl Iterator<Item = Method> {
         .chain(EXPANDED.iter().copied())
 }
 
-/// The names of the methods defined on `on`'s scalars (and on both), space-separated.
+/// The names of the methods defined on `on`'s scalars (for floats and integers, with
+/// those on both), space-separated; `f16` and `bf16` also have `min`, `max` and `clamp`.
 pub(crate) fn method_names(on: On) -> String {
     let names: Vec<&str> = methods()
-        .filter(|m| m.on == on || m.on == On::Both)
+        .filter(|m| match on {
+            On::Halves => m.on == on || matches!(m.name, "min" | "max" | "clamp"),
+            _ => m.on == on || m.on == On::Both,
+        })
         .map(|m| m.name)
         .collect();
     names.join(" ")

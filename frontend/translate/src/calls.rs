@@ -720,8 +720,9 @@ impl Translator {
     }
 
     /// `T::from_f64(x)` and `T::from_i64(x)` for a type `T` (a generic parameter or a
-    /// primitive): `x` converted as `x as T` converts, so a literal argument is a
-    /// constant of `T`. `None` for any other call.
+    /// primitive), and `f16::from_f32(x)`/`bf16::from_f32(x)`: `x` converted as `x as T`
+    /// converts (to a half type, rounded to nearest, ties to even, as the `half` crate
+    /// does), so a literal argument is a constant of `T`. `None` for any other call.
     fn conversion(
         &mut self,
         p: &syn::ExprPath,
@@ -732,6 +733,7 @@ impl Translator {
         };
         let from = match func.ident.to_string().as_str() {
             "from_f64" => ScalarTy::F64,
+            "from_f32" => ScalarTy::F32,
             "from_i64" => ScalarTy::I64,
             _ => return Ok(None),
         };
@@ -739,6 +741,13 @@ impl Translator {
         let Some(to) = self.named_scalar(&name) else {
             return Ok(None);
         };
+        // `f16::from_f32(x)`, `bf16::from_f64(x)`: rounded to the half type.
+        if from == ScalarTy::F32 && !to.is_half() {
+            return error(
+                c,
+                format!("`from_f32` converts to `f16` or `bf16`, not `{to}`; `as` converts"),
+            );
+        }
         let [arg] = &c.args.iter().collect::<Vec<_>>()[..] else {
             return error(c, format!("`{name}::{}` takes one argument", func.ident));
         };
@@ -767,7 +776,8 @@ fn converts_without_loss(from: ScalarTy, to: ScalarTy) -> bool {
         return to != Bool;
     }
     match (from, to) {
-        (F32, F64) => true,
+        (F32 | F16 | Bf16, F64) => true,
+        (F16 | Bf16, F32) => true,
         (_, F32) => matches!(from, I8 | I16 | U8 | U16),
         (_, F64) => matches!(from, I8 | I16 | I32 | U8 | U16 | U32),
         // The pointer-sized ones take only what fits in 16 bits.

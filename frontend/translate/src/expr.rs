@@ -66,6 +66,9 @@ impl Translator {
             }
             _ => {}
         }
+        if ty.is_half() {
+            return half_constant(ty, name);
+        }
         let float = |v32: f32, v64: f64| {
             Some(Const::Float(
                 if ty == ScalarTy::F32 { v32 as f64 } else { v64 },
@@ -673,4 +676,28 @@ fn unsupported(e: &syn::Expr) -> String {
         }
         _ => "this kind of expression is not supported in kernels; see the README's table of what kernels take".into(),
     }
+}
+
+/// The `half` crate's associated constants of `f16` and `bf16` (`f16::MAX`, `bf16::PI`),
+/// as the `f64` that holds each exactly.
+fn half_constant(ty: ScalarTy, name: &str) -> Option<Const> {
+    use half::{bf16, f16};
+    macro_rules! pick {
+        ($($name:ident)*) => {
+            match (name, ty) {
+                $(
+                    (stringify!($name), ScalarTy::F16) => f16::$name.to_f64(),
+                    (stringify!($name), _) => bf16::$name.to_f64(),
+                )*
+                _ => return None,
+            }
+        };
+    }
+    let v = pick!(
+        ZERO ONE NEG_ONE NEG_ZERO MAX MIN MIN_POSITIVE MIN_POSITIVE_SUBNORMAL MAX_SUBNORMAL
+        EPSILON INFINITY NEG_INFINITY NAN E PI FRAC_1_PI FRAC_1_SQRT_2 FRAC_2_PI
+        FRAC_2_SQRT_PI FRAC_PI_2 FRAC_PI_3 FRAC_PI_4 FRAC_PI_6 FRAC_PI_8 LN_10 LN_2
+        LOG10_E LOG10_2 LOG2_E LOG2_10 SQRT_2
+    );
+    Some(Const::Float(v, ty))
 }

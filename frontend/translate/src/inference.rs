@@ -767,6 +767,7 @@ impl Inference<'_> {
             if let Some(t) = self.named_scalar(&ty.to_string()) {
                 let args_ty = match name.as_str() {
                     "from_f64" => Some(ScalarTy::F64),
+                    "from_f32" => Some(ScalarTy::F32),
                     "from_i64" => Some(ScalarTy::I64),
                     "from" | "try_from" | "from_bits" => None,
                     _ => Some(t),

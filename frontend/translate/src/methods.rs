@@ -23,6 +23,30 @@ impl Translator {
         Ok((self.as_local(x, t, span), t))
     }
 
+    /// `f(x, t)`, or for an `f16` or `bf16` `x`, `f` of `x` in `f32` (where it is exact)
+    /// with a float result rounded back: the `half` crate's classes and signs are those
+    /// of the value.
+    fn through_f32(
+        &mut self,
+        x: Local,
+        t: ScalarTy,
+        span: SynSpan,
+        f: impl FnOnce(&mut Self, Local, ScalarTy) -> Result<Value>,
+    ) -> Result<Value> {
+        if !t.is_half() {
+            return f(self, x, t);
+        }
+        let wide = Rvalue::Cast(Operand::Copy(Place::local(x)), ScalarTy::F32);
+        let wide = self.assign_temp(ScalarTy::F32, wide, span);
+        let wide = self.as_local(wide, ScalarTy::F32, span);
+        match f(self, wide, ScalarTy::F32)? {
+            Some((v, ScalarTy::F32)) => {
+                Ok(Some((self.assign_temp(t, Rvalue::Cast(v, t), span), t)))
+            }
+            other => Ok(other),
+        }
+    }
+
     /// The receiver and the argument of an integer method of two operands (`a.m(b)`),
     /// both of the receiver's type.
     pub(super) fn integer_operands(
@@ -72,6 +96,17 @@ impl Translator {
         span: SynSpan,
     ) -> Result<Value> {
         let (x, t) = self.receiver_once(m, span)?;
+        self.through_f32(x, t, span, |s, x, t| s.class_of(x, t, m, name, span))
+    }
+
+    fn class_of(
+        &mut self,
+        x: Local,
+        t: ScalarTy,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        span: SynSpan,
+    ) -> Result<Value> {
         let x = Operand::Copy(Place::local(x));
         let bool_of = |b: &mut Self, op, a, c| {
             b.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, a, c), span)
@@ -236,6 +271,17 @@ impl Translator {
         span: SynSpan,
     ) -> Result<Value> {
         let (x, t) = self.receiver_once(m, span)?;
+        self.through_f32(x, t, span, |s, x, t| s.derived_of(x, t, m, name, span))
+    }
+
+    fn derived_of(
+        &mut self,
+        x: Local,
+        t: ScalarTy,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        span: SynSpan,
+    ) -> Result<Value> {
         let x = Operand::Copy(Place::local(x));
         let float = |v: f64| Operand::Const(Const::Float(v, t));
         let value = |s: &mut Self, rv| s.assign_temp(t, rv, span);
@@ -475,6 +521,29 @@ impl Translator {
         Ok(Some((self.int_pow(base, exp, t, span), t)))
     }
 
+    /// `h.to_f32()` and `h.to_f64()` of an `f16` or `bf16`: exact.
+    pub(super) fn widening_call(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        name: &str,
+        span: SynSpan,
+    ) -> Result<Value> {
+        let ty = self.infer(&m.receiver);
+        let (x, t) = self.scalar_expr(&m.receiver, ty)?;
+        if !t.is_half() {
+            return error(
+                &m.method,
+                format!("`{name}` is a method of `f16` and `bf16`, not of `{t}`; `as` converts"),
+            );
+        }
+        let to = if name == "to_f32" {
+            ScalarTy::F32
+        } else {
+            ScalarTy::F64
+        };
+        Ok(Some((self.assign_temp(to, Rvalue::Cast(x, to), span), to)))
+    }
+
     /// `x.sqrt()`, `x.min(y)` and the other methods that are one [`Intrinsic`], their
     /// arguments typed by the method's rule.
     pub(super) fn intrinsic_method(
@@ -514,9 +583,11 @@ impl Translator {
             &m.method,
             format!(
                 "the method `{name}` is not supported in kernels; supported: `Region::index`, `Region::get_mut`, \
-                 `len`, the float methods `{}`, `f32::from_bits` and `f64::from_bits`, and the integer methods `{}`",
+                 `len`, the float methods `{}`, `f32::from_bits` and `f64::from_bits`, the integer methods `{}`, \
+                 and of `f16` and `bf16` `{}`",
                 builtins::method_names(On::Floats),
                 builtins::method_names(On::Integers),
+                builtins::method_names(On::Halves),
             ),
         )
     }

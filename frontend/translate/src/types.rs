@@ -84,7 +84,8 @@ impl Translator {
         }
     }
 
-    /// [`Translator::infer`] for a call: of `T::from_f64` and `T::from_i64`, a `T`; of a
+    /// [`Translator::infer`] for a call: of `T::from_f64`, `T::from_i64` and
+    /// `f16::from_f32`, a `T`; of a
     /// thread-position query, a `usize`; of a subgroup or workgroup operation, its result's;
     /// of anything else, unknown.
     fn infer_call(&self, c: &syn::ExprCall) -> Option<ScalarTy> {
@@ -92,8 +93,10 @@ impl Translator {
             return None;
         };
         let last = p.path.segments.last()?;
-        // `T::from_f64(x)`, `T::from_i64(x)`: a `T`.
-        if p.path.segments.len() == 2 && (last.ident == "from_f64" || last.ident == "from_i64") {
+        // `T::from_f64(x)`, `T::from_i64(x)`, `f16::from_f32(x)`: a `T`.
+        if p.path.segments.len() == 2
+            && (last.ident == "from_f64" || last.ident == "from_f32" || last.ident == "from_i64")
+        {
             let name = p.path.segments[0].ident.to_string();
             return self
                 .subst

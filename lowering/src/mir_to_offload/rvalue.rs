@@ -441,6 +441,19 @@ impl<'c, 'a> Emitter<'c, 'a> {
         if mlir_scalar(from) == mlir_scalar(to) && from.is_float() == to.is_float() {
             return a;
         }
+        // Between `f64` and a half type through `f32`: widening is exact either way, and
+        // narrowing rounds to odd first, after which rounding to the half type is the
+        // single rounding from `f64` that `f16::from_f64` does (`f32` keeps more than two
+        // bits past a half type's significand). No target then needs a library call for
+        // a conversion it has no instruction for.
+        if from == ScalarTy::F64 && to.is_half() {
+            let narrowed = self.f64_to_f32_rounding_to_odd(a, span);
+            return self.cast(narrowed, ScalarTy::F32, to, span);
+        }
+        if from.is_half() && to == ScalarTy::F64 {
+            let widened = self.cast(a, from, ScalarTy::F32, span);
+            return self.cast(widened, ScalarTy::F32, to, span);
+        }
         let to_type = self.scalar(to);
         let convert = |build: Conversion<'c>| self.convert(build, a, to_type, span);
         match (from.is_float(), to.is_float()) {
@@ -453,6 +466,30 @@ impl<'c, 'a> Emitter<'c, 'a> {
             (true, true) => convert(arith::extf),
             (true, false) => self.saturating_float_to_int(a, from, to, span),
         }
+    }
+
+    /// `a` (an `f64`) as the `f32` nearest it that is odd when `a` is not exact in `f32`:
+    /// truncated toward zero with the lowest bit set.
+    fn f64_to_f32_rounding_to_odd(&mut self, a: Value<'c, 'a>, span: Span) -> Value<'c, 'a> {
+        let (f32_ty, i32_ty) = (self.scalar(ScalarTy::F32), self.scalar(ScalarTy::U32));
+        let nearest = self.convert(arith::truncf, a, f32_ty, span);
+        let back = self.convert(arith::extf, nearest, self.scalar(ScalarTy::F64), span);
+        // Ordered: a NaN is exact, and an infinity too.
+        let inexact = self.compare_floats(CmpfPredicate::One, back, a, span);
+        let zero = self.constant(Const::Float(0.0, ScalarTy::F64), span);
+        let negative = self.compare_floats(CmpfPredicate::Olt, a, zero, span);
+        let below = self.compare_floats(CmpfPredicate::Olt, back, a, span);
+        let above = self.compare_floats(CmpfPredicate::Ogt, back, a, span);
+        // Rounded away from zero: one step back toward it (the bits are sign and
+        // magnitude, so one less is one step smaller in magnitude either way).
+        let away = self.select(negative, below, above, span);
+        let bits = self.convert(arith::bitcast, nearest, i32_ty, span);
+        let one = self.constant(Const::Int(1, ScalarTy::U32), span);
+        let less = self.arith(arith::subi, bits, one, span);
+        let toward_zero = self.select(away, less, bits, span);
+        let odd = self.arith(arith::ori, toward_zero, one, span);
+        let odd = self.convert(arith::bitcast, odd, f32_ty, span);
+        self.select(inexact, odd, nearest, span)
     }
 
     fn saturating_float_to_int(

@@ -206,7 +206,7 @@ fn change_operator(rng: &mut Rng, b: &mut Body) -> bool {
 fn change_cast(rng: &mut Rng, b: &mut Body) -> bool {
     match pick_statement(rng, b, |rv| matches!(rv, Rvalue::Cast(..))) {
         Some(Rvalue::Cast(from, _)) => {
-            let ty = ScalarTy::ALL[rng.usize(..ScalarTy::ALL.len())];
+            let ty = crate::FUZZED_TYPES[rng.usize(..crate::FUZZED_TYPES.len())];
             *from = Operand::Const(bits_const(ty, extreme_bits(rng, ty)));
             true
         }

@@ -5,9 +5,9 @@
 
 use anyhow::{Context as _, Result, bail};
 use clap::{Parser, ValueEnum};
-use offload_translate as translate;
 use offload_lowering::{AmdTarget, GpuTarget, Session, Stage};
 use offload_mir::{Body, BodyKind, print_module, validate};
+use offload_translate as translate;
 use std::{path::PathBuf, process::ExitCode};
 
 mod doctor;

@@ -24,6 +24,8 @@ pub fn const_bits(c: Const) -> u64 {
         Const::Bool(b) => b as u64,
         Const::Int(v, t) => (v as u64) & mask(t),
         Const::Float(v, ScalarTy::F32) => (v as f32).to_bits() as u64,
+        Const::Float(v, ScalarTy::F16) => half::f16::from_f64(v).to_bits() as u64,
+        Const::Float(v, ScalarTy::Bf16) => half::bf16::from_f64(v).to_bits() as u64,
         Const::Float(v, _) => v.to_bits(),
     }
 }
@@ -34,9 +36,43 @@ pub fn bits_const(t: ScalarTy, value: u64) -> Const {
         ScalarTy::Bool => Const::Bool(value & 1 != 0),
         ScalarTy::F32 => Const::Float(f32::from_bits(value as u32) as f64, t),
         ScalarTy::F64 => Const::Float(f64::from_bits(value), t),
+        ScalarTy::F16 | ScalarTy::Bf16 => Const::Float(half_value(t, value) as f64, t),
         _ if t.is_signed() => Const::Int(signed(t, value) as i128, t),
         _ => Const::Int((value & mask(t)) as i128, t),
     }
+}
+
+/// The value of the `f16` or `bf16` bits `bits`, exactly, as an `f32`.
+pub(super) fn half_value(t: ScalarTy, bits: u64) -> f32 {
+    match t {
+        ScalarTy::F16 => half::f16::from_bits(bits as u16).to_f32(),
+        _ => half::bf16::from_bits(bits as u16).to_f32(),
+    }
+}
+
+/// `x` rounded to the nearest `f16` or `bf16` (ties to even), once, as its bits. (The
+/// `half` crate's own `from_f64` rounds through `f32` on x86 and truncates low bits
+/// first in its portable code, which differ from this next to a tie.) Rounding `x` to
+/// odd in `f32` first keeps enough bits that rounding that to the half type is the
+/// single rounding, as the lowering computes it.
+pub(super) fn half_bits(t: ScalarTy, x: f64) -> u64 {
+    let x = to_f32_rounding_to_odd(x);
+    match t {
+        ScalarTy::F16 => half::f16::from_f32(x).to_bits() as u64,
+        _ => half::bf16::from_f32(x).to_bits() as u64,
+    }
+}
+
+/// `x` as an `f32`: itself when exact (or NaN), else truncated toward zero with its
+/// lowest bit set.
+fn to_f32_rounding_to_odd(x: f64) -> f32 {
+    let nearest = x as f32;
+    if nearest as f64 == x || x.is_nan() {
+        return nearest;
+    }
+    let bits = nearest.to_bits();
+    let away = (nearest as f64).abs() > x.abs();
+    f32::from_bits(if away { bits - 1 } else { bits } | 1)
 }
 
 /// Why integer arithmetic has no defined result.
@@ -51,6 +87,17 @@ pub(super) fn binary(op: BinOp, ty: ScalarTy, a: u64, b: u64) -> Result<u64, Ari
     if ty.is_float() {
         return Ok(match ty {
             ScalarTy::F32 => float_binary(op, f32::of(a), f32::of(b)),
+            // As the `half` crate computes: in `f32`, the result rounded to the type.
+            // (For `+ - * /`, `f32` holds the exact result closely enough that rounding
+            // twice gives the correctly rounded one, which the hardware computes.)
+            ScalarTy::F16 | ScalarTy::Bf16 => {
+                let v = float_binary(op, half_value(ty, a), half_value(ty, b));
+                if op.is_comparison() {
+                    v
+                } else {
+                    half_bits(ty, f32::of(v) as f64)
+                }
+            }
             _ => float_binary(op, f64::of(a), f64::of(b)),
         });
     }
@@ -115,6 +162,7 @@ pub(super) fn unary(op: UnOp, ty: ScalarTy, a: u64) -> u64 {
         // `negf` flips the sign bit, of NaN too.
         (UnOp::Neg, ScalarTy::F32) => a ^ (1 << 31),
         (UnOp::Neg, ScalarTy::F64) => a ^ (1 << 63),
+        (UnOp::Neg, ScalarTy::F16 | ScalarTy::Bf16) => a ^ (1 << 15),
         (UnOp::Neg, _) => 0u64.wrapping_sub(a) & mask(ty),
         (UnOp::Not, _) => !a & mask(ty),
     }
@@ -134,25 +182,37 @@ pub(super) fn cast(from: ScalarTy, to: ScalarTy, a: u64) -> u64 {
             match (to, x) {
                 (ScalarTy::F32, Int::Signed(v)) => (v as f32).bits(),
                 (ScalarTy::F32, Int::Unsigned(v)) => (v as f32).bits(),
+                // The validator refuses integer casts to half types; rounded once.
+                (ScalarTy::F16 | ScalarTy::Bf16, Int::Signed(v)) => half_bits(to, v as f64),
+                (ScalarTy::F16 | ScalarTy::Bf16, Int::Unsigned(v)) => half_bits(to, v as f64),
                 (_, Int::Signed(v)) => (v as f64).bits(),
                 (_, Int::Unsigned(v)) => (v as f64).bits(),
             }
         }
         (true, true) => match (from, to) {
+            _ if from == to => a,
             (ScalarTy::F32, ScalarTy::F64) => (f32::of(a) as f64).bits(),
             (ScalarTy::F64, ScalarTy::F32) => (f64::of(a) as f32).bits(),
-            _ => a,
+            // To a half type: rounded once, from the exact value (`f16::from_f64`).
+            (_, ScalarTy::F16 | ScalarTy::Bf16) => half_bits(to, float_value(from, a)),
+            // From a half type: exact.
+            (_, ScalarTy::F32) => half_value(from, a).bits(),
+            _ => (half_value(from, a) as f64).bits(),
         },
         (true, false) => {
             // f32 → f64 is exact, and Rust's float-to-int `as` saturates with NaN as 0,
             // as the lowering's clamp-convert-select sequence does.
-            let x = if from == ScalarTy::F32 {
-                f32::of(a) as f64
-            } else {
-                f64::of(a)
-            };
-            saturating_float_to_int(x, to)
+            saturating_float_to_int(float_value(from, a), to)
         }
+    }
+}
+
+/// The value of float bits of type `t`, exactly, as an `f64`.
+fn float_value(t: ScalarTy, bits: u64) -> f64 {
+    match t {
+        ScalarTy::F32 => f32::of(bits) as f64,
+        ScalarTy::F16 | ScalarTy::Bf16 => half_value(t, bits) as f64,
+        _ => f64::of(bits),
     }
 }
 
@@ -173,7 +233,9 @@ pub(super) fn saturating_float_to_int(x: f64, to: ScalarTy) -> u64 {
         ScalarTy::U32 => x as u32 as u64,
         ScalarTy::U64 | ScalarTy::Usize => x as u64,
         // The validator refuses casts to `bool` from anything else.
-        ScalarTy::Bool | ScalarTy::F32 | ScalarTy::F64 => unreachable!("not an integer"),
+        ScalarTy::Bool | ScalarTy::F32 | ScalarTy::F64 | ScalarTy::F16 | ScalarTy::Bf16 => {
+            unreachable!("not an integer")
+        }
     }
 }
 
@@ -186,6 +248,12 @@ pub(super) fn intrinsic(i: Intrinsic, ty: ScalarTy, args: &[u64]) -> u64 {
     match ty {
         ScalarTy::F32 => float_intrinsic::<f32>(i, args),
         ScalarTy::F64 => float_intrinsic::<f64>(i, args),
+        // `min` and `max`, the only functions of `f16` and `bf16`, pick an operand:
+        // computed in `f32`, which holds both exactly.
+        ScalarTy::F16 | ScalarTy::Bf16 => {
+            let wide: Vec<u64> = args.iter().map(|a| half_value(ty, *a).bits()).collect();
+            half_bits(ty, f32::of(float_intrinsic::<f32>(i, &wide)) as f64)
+        }
         _ => int_intrinsic(i, ty, args),
     }
 }

@@ -389,3 +389,97 @@ bb1: {
         (-0.0f32).to_bits()
     );
 }
+
+#[test]
+fn half_floats_round_each_result_to_their_type() {
+    use ScalarTy::{Bf16, F16, F32, F64};
+    use half::{bf16, f16};
+    let h = |v: f16| v.to_bits() as u64;
+    let (a, b) = (f16::from_f32(1.0), f16::from_f32(2f32.powi(-11)));
+    // 1 + 2^-11 is a tie between 1 and the next f16: even, 1.
+    assert_eq!(binary(BinOp::Add, F16, h(a), h(b)).ok(), Some(h(a)));
+    let (x, y) = (f16::from_f32(0.1), f16::from_f32(3.3));
+    for op in [BinOp::Add, BinOp::Sub, BinOp::Mul, BinOp::Div, BinOp::Rem] {
+        let want = match op {
+            BinOp::Add => x + y,
+            BinOp::Sub => x - y,
+            BinOp::Mul => x * y,
+            BinOp::Div => x / y,
+            _ => x % y,
+        };
+        assert_eq!(binary(op, F16, h(x), h(y)).ok(), Some(h(want)), "{op:?}");
+    }
+    assert_eq!(binary(BinOp::Lt, F16, h(x), h(y)).ok(), Some(1));
+    assert_eq!(unary(UnOp::Neg, F16, h(x)), h(-x));
+    let p = |v: bf16| v.to_bits() as u64;
+    let (u, w) = (bf16::from_f32(1.7), bf16::from_f32(-0.3));
+    assert_eq!(binary(BinOp::Mul, Bf16, p(u), p(w)).ok(), Some(p(u * w)));
+    // From f64, rounded once: just above a tie goes up, where rounding to f32 first
+    // would land on the tie and go to even.
+    let above_tie = 1.0 + 2f64.powi(-11) + 2f64.powi(-40);
+    let one_up = f16::from_bits(0x3c01);
+    assert_eq!(cast(F64, F16, above_tie.to_bits()), h(one_up));
+    assert_eq!(
+        cast(F16, F32, h(one_up)),
+        (one_up.to_f32()).to_bits() as u64
+    );
+    assert_eq!(cast(F16, F64, h(one_up)), one_up.to_f64().to_bits());
+    assert_eq!(
+        cast(F32, Bf16, 1.7f32.to_bits() as u64),
+        p(bf16::from_f32(1.7))
+    );
+    assert_eq!(
+        intrinsic(Intrinsic::Max, F16, &[h(f16::NAN), h(x)]),
+        h(x),
+        "a NaN operand yields the other"
+    );
+}
+
+#[test]
+fn half_float_constants_round_trip_through_text() {
+    let text = "// offload-mir v1
+kernel k(mut _1: Region<f16, Linear1D>, _2: bf16) {
+    file \"k.rs\";
+    let mut _0: ();
+    let mut _3: f16;
+    let mut _4: bf16;
+
+    bb0: {
+        _3 = Add(const 0x3c00_f16, const 0.5f16); // 1:1
+        _4 = Mul(copy _2, const 1.5bf16); // 1:1
+        return; // 1:1
+    }
+}
+";
+    let body = crate::parse(text).expect("parses");
+    let printed = body.to_string();
+    assert!(
+        printed.contains("Add(const 1.0f16, const 0.5f16)"),
+        "{printed}"
+    );
+    assert!(printed.contains("Mul(copy _2, const 1.5bf16)"), "{printed}");
+    assert_eq!(crate::parse(&printed).expect("reparses"), body);
+    crate::validate(&body).expect("valid");
+}
+
+#[test]
+fn half_floats_convert_only_through_wide_floats() {
+    let text = "// offload-mir v1
+kernel k(mut _1: Region<f16, Linear1D>, _2: i32) {
+    file \"k.rs\";
+    let mut _0: ();
+    let mut _3: f16;
+
+    bb0: {
+        _3 = copy _2 as f16; // 1:1
+        return; // 1:1
+    }
+}
+";
+    let body = crate::parse(text).expect("parses");
+    let e = crate::validate(&body).expect_err("refused").to_string();
+    assert!(
+        e.contains("cannot cast `i32` to `f16`: `f16` and `bf16` convert through `f32` or `f64`"),
+        "{e}"
+    );
+}
