@@ -17,6 +17,9 @@
 // Like nvcc's default, a multiply and an add may be contracted into one FMA, as our
 // compiler does on GPUs.
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 // A float warp sum: a butterfly over the 32 lanes, every lane ends with the total.
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);
@@ -89,6 +92,21 @@ extern "C" __global__ void stream_triad(float *a, const float *b, const float *c
                                         unsigned long long n) {
   unsigned long long i = global_index();
   if (i < n) a[i] = b[i] + s * c[i];
+}
+
+// The triad in half precision, each operation rounded to the type (`__hmul_rn` and
+// `__hadd_rn` are never contracted into one FMA).
+extern "C" __global__ void half_triad(__half *a, const __half *b, const __half *c, __half s,
+                                      unsigned long long n) {
+  unsigned long long i = global_index();
+  if (i < n) a[i] = __hadd_rn(b[i], __hmul_rn(s, c[i]));
+}
+
+extern "C" __global__ void bfloat_triad(__nv_bfloat16 *a, const __nv_bfloat16 *b,
+                                        const __nv_bfloat16 *c, __nv_bfloat16 s,
+                                        unsigned long long n) {
+  unsigned long long i = global_index();
+  if (i < n) a[i] = __hadd_rn(b[i], __hmul_rn(s, c[i]));
 }
 
 // The dot product of x and y added into *total: a grid-stride loop per thread, the

@@ -257,11 +257,67 @@ fn streams(h: &Harness, reps: usize, add: &mut Add) -> Result<()> {
                 kernel,
                 twin,
                 inputs,
-                scalars,
+                scalars: scalars
+                    .iter()
+                    .map(|v| (v.to_bits() as u64, gpu::Arg::F32(*v)))
+                    .collect(),
                 want: Want::Close(&want),
             };
             let t = h.elementwise(name, &e, n, reps)?;
             add(linear_row(name, s, reps, t, Work::Bytes(bytes)))?;
+        }
+    }
+    // The triad in `f16` and `bf16`: half the bytes of `f32`'s, each result rounded to
+    // the type on both sides (the twins use `__hmul_rn`/`__hadd_rn`, which nvcc does not fuse).
+    for (name, kernel, twin) in [
+        ("triad f16", kernels::HALF_TRIAD, "half_triad"),
+        ("triad bf16", kernels::BFLOAT_TRIAD, "bfloat_triad"),
+    ] {
+        let bfloat = twin == "bfloat_triad";
+        let to_bits = |v: f32| {
+            if bfloat {
+                half::bf16::from_f32(v).to_bits()
+            } else {
+                half::f16::from_f32(v).to_bits()
+            }
+        };
+        let triad = |b: u16, c: u16| -> u16 {
+            if bfloat {
+                let (b, c, s) = (
+                    half::bf16::from_bits(b),
+                    half::bf16::from_bits(c),
+                    half::bf16::from_f32(scalar),
+                );
+                (b + s * c).to_bits()
+            } else {
+                let (b, c, s) = (
+                    half::f16::from_bits(b),
+                    half::f16::from_bits(c),
+                    half::f16::from_f32(scalar),
+                );
+                (b + s * c).to_bits()
+            }
+        };
+        for (s, n) in LINEAR.into_iter().enumerate() {
+            let b: Vec<u16> = reference::floats(n, 1).into_iter().map(to_bits).collect();
+            let c: Vec<u16> = reference::floats(n, 2).into_iter().map(to_bits).collect();
+            let want: Vec<u16> = b.iter().zip(&c).map(|(b, c)| triad(*b, *c)).collect();
+            let s_bits = to_bits(scalar);
+            let e = Elementwise {
+                kernel,
+                twin,
+                inputs: vec![&b, &c],
+                scalars: vec![(s_bits as u64, gpu::Arg::Half(s_bits))],
+                want: Want::Exact(&want),
+            };
+            let t = h.elementwise(name, &e, n, reps)?;
+            add(linear_row(
+                name,
+                s,
+                reps,
+                t,
+                Work::Bytes(2.0 * 3.0 * n as f64),
+            ))?;
         }
     }
     Ok(())

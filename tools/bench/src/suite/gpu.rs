@@ -40,6 +40,8 @@ pub(super) enum Arg {
     U64(u64),
     /// `float`.
     F32(f32),
+    /// `__half` or `__nv_bfloat16`, by its bits.
+    Half(u16),
 }
 
 /// Both sides' launches of one benchmark at one size.
@@ -68,22 +70,59 @@ impl std::fmt::Display for Side {
 }
 
 /// What a one-dimensional benchmark's output is checked against.
-pub(super) enum Want<'a> {
+pub(super) enum Want<'a, T = f32> {
     /// Floats, compared with [`reference::close`].
     Close(&'a [f32]),
     /// A softmax, compared with [`reference::softmax_close`].
     Softmax(&'a [f64]),
+    /// Exactly these elements (16-bit floats by their bits: each operation rounded as
+    /// the `half` crate rounds it, on both sides).
+    Exact(&'a [T]),
 }
 
 /// A one-dimensional benchmark with one float output per thread in workgroups of
 /// [`BLOCK`]: our kernel takes (output, input slices.., scalars..), its twin (output,
 /// inputs.., scalars.., n).
-pub(super) struct Elementwise<'a> {
+pub(super) struct Elementwise<'a, T = f32> {
     pub kernel: &'static KernelDescriptor,
     pub twin: &'static str,
-    pub inputs: Vec<&'a [f32]>,
-    pub scalars: Vec<f32>,
-    pub want: Want<'a>,
+    pub inputs: Vec<&'a [T]>,
+    /// Scalar arguments, by their bits (and the C type the twin takes).
+    pub scalars: Vec<(u64, Arg)>,
+    pub want: Want<'a, T>,
+}
+
+/// An element type of an elementwise benchmark: `f32`, or a 16-bit float held as its
+/// bits (`u16`).
+pub(super) trait Element:
+    DeviceRepr + ValidAsZeroBits + Copy + Unpin + PartialEq + std::fmt::Debug
+{
+    fn check(label: &str, got: &[Self], want: &Want<Self>) -> Result<()>;
+}
+
+impl Element for f32 {
+    fn check(label: &str, got: &[f32], want: &Want<f32>) -> Result<()> {
+        match want {
+            Want::Close(want) | Want::Exact(want) => reference::close(label, got, want),
+            Want::Softmax(want) => reference::softmax_close(label, got, want),
+        }
+    }
+}
+
+impl Element for u16 {
+    fn check(label: &str, got: &[u16], want: &Want<u16>) -> Result<()> {
+        let Want::Exact(want) = want else {
+            bail!("{label}: 16-bit results are compared exactly");
+        };
+        match got.iter().zip(*want).position(|(g, w)| g != w) {
+            Some(i) => bail!(
+                "{label}: element {i}: {:#06x}, want {:#06x}",
+                got[i],
+                want[i]
+            ),
+            None => Ok(()),
+        }
+    }
 }
 
 /// A compiled kernel's key: its descriptor's address and its workgroup shape.
@@ -177,6 +216,7 @@ impl Harness {
                     match a {
                         Arg::Ptr(p) | Arg::U64(p) => b.arg(p),
                         Arg::F32(v) => b.arg(v),
+                        Arg::Half(v) => b.arg(v),
                     };
                 }
                 // SAFETY: the arguments are the twin's parameters in `cuda/suite.cu`, in
@@ -246,10 +286,10 @@ impl Harness {
     }
 
     /// An [`Elementwise`] benchmark over `n` outputs.
-    pub(super) fn elementwise(
+    pub(super) fn elementwise<T: Element>(
         &self,
         name: &str,
-        e: &Elementwise,
+        e: &Elementwise<T>,
         n: usize,
         reps: usize,
     ) -> Result<(Timing, Timing)> {
@@ -260,7 +300,7 @@ impl Harness {
             .iter()
             .map(|x| s.clone_htod(*x))
             .collect::<Result<Vec<_>, _>>()?;
-        let out = RefCell::new(s.alloc_zeros::<f32>(n)?);
+        let out = RefCell::new(s.alloc_zeros::<T>(n)?);
         let at = k.addr(&*out.borrow());
         let workgroups = (n as u32).div_ceil(BLOCK);
         let mut params = vec![Word::Memref(at, n)];
@@ -269,9 +309,9 @@ impl Harness {
             params.push(Word::Memref(k.addr(x), x.len()));
             args.push(Arg::Ptr(k.addr(x)));
         }
-        for v in &e.scalars {
-            params.push(Word::Scalar(v.to_bits() as u64));
-            args.push(Arg::F32(*v));
+        for (bits, arg) in &e.scalars {
+            params.push(Word::Scalar(*bits));
+            args.push(*arg);
         }
         args.push(Arg::U64(n as u64));
         let sides = Sides {
@@ -284,10 +324,7 @@ impl Harness {
         let clear = || Ok(s.memset_zeros(&mut *out.borrow_mut())?);
         let verify = |label: &str| {
             let got = s.clone_dtoh(&*out.borrow())?;
-            match e.want {
-                Want::Close(want) => reference::close(label, &got, want),
-                Want::Softmax(want) => reference::softmax_close(label, &got, want),
-            }
+            T::check(label, &got, &e.want)
         };
         self.compare(name, &k, &sides, reps, &clear, false, &verify)
     }

@@ -56,6 +56,24 @@ pub(super) fn stream_triad(mut a: Region<f32, Linear1D>, b: &[f32], c: &[f32], s
     }
 }
 
+/// The triad in `f16`: each operation rounded to `f16`, as the `half` crate computes.
+#[offload_kernel]
+pub(super) fn half_triad(mut a: Region<f16, Linear1D>, b: &[f16], c: &[f16], s: f16) {
+    let i = a.index();
+    if let Some(v) = a.get_mut() {
+        *v = b[i] + s * c[i];
+    }
+}
+
+/// The triad in `bf16`.
+#[offload_kernel]
+pub(super) fn bfloat_triad(mut a: Region<bf16, Linear1D>, b: &[bf16], c: &[bf16], s: bf16) {
+    let i = a.index();
+    if let Some(v) = a.get_mut() {
+        *v = b[i] + s * c[i];
+    }
+}
+
 /// The dot product of `x` and `y` added into `total[0]`: a grid-stride loop per thread,
 /// `workgroup_sum` for the workgroup's total, one atomic add per workgroup. The CUDA
 /// twin spells `workgroup_sum` out as this compiler builds it (`block_sum` there).
@@ -201,6 +219,8 @@ pub(super) static STREAM_COPY: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_st
 pub(super) static STREAM_SCALE: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_stream_scale;
 pub(super) static STREAM_ADD: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_stream_add;
 pub(super) static STREAM_TRIAD: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_stream_triad;
+pub(super) static HALF_TRIAD: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_half_triad;
+pub(super) static BFLOAT_TRIAD: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_bfloat_triad;
 pub(super) static DOT: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_dot;
 pub(super) static SUM: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_sum;
 pub(super) static STENCIL7: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_stencil7;
