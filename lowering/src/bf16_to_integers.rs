@@ -1,5 +1,6 @@
 //! `offload-bf16-to-integers`: for the CPU backend, the conversions between `bf16` and
-//! `f32` as integer arithmetic on their bits. x86 has no instruction for them, and LLVM
+//! `f32` as integer arithmetic on their bits (an atomic add of `bf16` first becomes a
+//! compare-and-swap loop that adds in `f32`). x86 has no instruction for them, and LLVM
 //! would call `__truncsfbf2`, which neither the JIT's process nor an older libgcc
 //! defines. `arith-emulate-unsupported-floats` runs first, so every `bf16` operation is
 //! already an `f32` one between these conversions.
@@ -13,13 +14,29 @@
 use crate::rewrite::{self, Inserter};
 use melior::{
     Context,
-    dialect::arith,
-    ir::{OperationRef, r#type::TypeLike},
+    dialect::{arith, func},
+    ir::{
+        Block, BlockLike, Identifier, Location, OperationRef, Region, RegionLike, Type,
+        attribute::{StringAttribute, TypeAttribute},
+        r#type::{FunctionType, TypeLike},
+    },
 };
 
 pub const NAME: &str = "offload-bf16-to-integers";
 
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), crate::rewrite::PassError> {
+    // LLVM expands an atomic add of `bf16` into a compare-and-swap loop whose addition
+    // rounds with a call to `__truncsfbf2`: a module that has one defines that function
+    // itself (weak: one per object, the linker keeps one), as the `arith.truncf` this
+    // pass then expands.
+    let bf16_atomics = rewrite::collect(root, "memref.atomic_rmw")
+        .into_iter()
+        // SAFETY: collected from the live module.
+        .any(|op| unsafe { rewrite::result_type(op).is_bf16() });
+    if bf16_atomics {
+        // SAFETY: `root` is the live module.
+        unsafe { define_truncsfbf2(context, root) };
+    }
     for op in rewrite::collect(root, "arith.extf") {
         // SAFETY: `op` was collected from the live module and is replaced once.
         unsafe {
@@ -67,4 +84,39 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), crate::r
         }
     }
     Ok(())
+}
+
+/// Adds `bf16 __truncsfbf2(f32)` to the module, weak, as one `arith.truncf`.
+///
+/// # Safety
+///
+/// `root` must be the live module.
+unsafe fn define_truncsfbf2(context: &Context, root: OperationRef<'_, '_>) {
+    let location = Location::unknown(context);
+    let (f32_type, bf16_type) = (Type::float32(context), Type::bfloat16(context));
+    let block = Block::new(&[(f32_type, location)]);
+    let argument = block.argument(0).expect("one argument").into();
+    let narrow = block.append_operation(arith::truncf(argument, bf16_type, location));
+    block.append_operation(func::r#return(
+        &[narrow.result(0).expect("one result").into()],
+        location,
+    ));
+    let region = Region::new();
+    region.append_block(block);
+    let signature = FunctionType::new(context, &[f32_type], &[bf16_type]);
+    let weak = melior::ir::Attribute::parse(context, "#llvm.linkage<weak>")
+        .expect("a linkage attribute parses");
+    let function = func::func(
+        context,
+        StringAttribute::new(context, "__truncsfbf2"),
+        TypeAttribute::new(signature.into()),
+        region,
+        &[(Identifier::new(context, "llvm.linkage"), weak)],
+        location,
+    );
+    // SAFETY: the caller's contract; the function is owned by no block yet.
+    unsafe {
+        let body = rewrite::entry_block(root.to_raw());
+        Inserter::at_end(context, body, location).place_op(function);
+    }
 }

@@ -27,6 +27,7 @@ type JitBuilder = *mut c_void;
 type Dylib = *mut c_void;
 type Generator = *mut c_void;
 
+const WEAK_ANY_LINKAGE: u32 = 5;
 const APPENDING_LINKAGE: u32 = 7;
 const INTERNAL_LINKAGE: u32 = 8;
 const PRIVATE_LINKAGE: u32 = 9;
@@ -77,6 +78,7 @@ unsafe extern "C" {
     fn LLVMGetNextGlobal(global: Value) -> Value;
     fn LLVMIsDeclaration(global: Value) -> i32;
     fn LLVMSetLinkage(global: Value, linkage: u32);
+    fn LLVMGetLinkage(global: Value) -> u32;
     fn LLVMGlobalGetValueType(global: Value) -> Type;
     fn LLVMCountParamTypes(function_type: Type) -> u32;
     fn LLVMGetParamTypes(function_type: Type, out: *mut Type);
@@ -575,7 +577,9 @@ unsafe fn build_registry(
     }
 }
 
-/// Gives every function and global the module defines internal linkage.
+/// Gives every function and global the module defines internal linkage, except weak
+/// functions: routines the code generator may call by name after optimisation
+/// (`__truncsfbf2`, see `bf16_to_integers`), which must stay in the object and visible.
 ///
 /// # Safety
 ///
@@ -584,7 +588,7 @@ unsafe fn internalize(module: Module) {
     unsafe {
         let mut f = LLVMGetFirstFunction(module);
         while !f.is_null() {
-            if LLVMIsDeclaration(f) == 0 {
+            if LLVMIsDeclaration(f) == 0 && LLVMGetLinkage(f) != WEAK_ANY_LINKAGE {
                 LLVMSetLinkage(f, INTERNAL_LINKAGE);
             }
             f = LLVMGetNextFunction(f);

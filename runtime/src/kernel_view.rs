@@ -183,7 +183,8 @@ pub fn workgroup_count(dim: usize) -> usize {
 /// A kernel's view of an `Atomic<T>` parameter: every thread may update any element with
 /// these operations, which are atomic on the device. Each returns the element's previous
 /// value; indices are bounds-checked. Integers (`i32`, `u32`, `i64`, `u64`) have them all;
-/// `f32` and `f64` have `fetch_add` and `fetch_sub`.
+/// the floats (`f32`, `f64`, `f16`, `bf16`) have `fetch_add` and `fetch_sub`, each sum
+/// rounded to the type.
 pub struct Atomic<T> {
     _element: PhantomData<T>,
 }

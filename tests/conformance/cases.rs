@@ -3797,6 +3797,32 @@ fn half_classes(mut out: Region<u32, Linear1D>, mut sign: Region<f16, Linear1D>,
     }
 }
 
+/// Atomic adds in `f16` and `bf16` whose sums are whole numbers the types hold exactly,
+/// so the result does not depend on the order the threads add in.
+#[offload_kernel]
+fn half_atomic_counts(
+    halves: Atomic<f16>,
+    bfloats: Atomic<bf16>,
+    x: &[u32],
+    mut done: Region<u8, Linear1D>,
+) {
+    let i = done.index();
+    if let Some(d) = done.get_mut() {
+        halves.fetch_add((x[i] % 4) as usize, f16::ONE);
+        bfloats.fetch_sub((x[i] % 8) as usize, bf16::NEG_ONE);
+        *d = 1;
+    }
+}
+
+/// A second kernel with a `bf16` atomic, so that two are loaded side by side.
+#[offload_kernel]
+fn bfloat_atomic_total(total: Atomic<bf16>, mut done: Region<u8, Linear1D>) {
+    if let Some(d) = done.get_mut() {
+        total.fetch_add(0, bf16::from_f32(0.5));
+        *d = 1;
+    }
+}
+
 /// `f16` and `bf16` in regions, slices, scalars and device buffers, bit for bit against
 /// the `half` crate on the host (NaNs compared as NaNs).
 pub fn half_precision_floats(o: LaunchOptions) -> CaseResult {
@@ -3927,6 +3953,30 @@ pub fn half_precision_floats(o: LaunchOptions) -> CaseResult {
         })
         .collect();
     compare("f64 to f16", &bits(&h), &bits(&want_h))?;
+    let x: Vec<u32> = (0..800).collect();
+    let (mut halves, mut bfloats, mut done) = (
+        vec![f16::ZERO; 4],
+        vec![bf16::from_f32(-3.0); 8],
+        vec![0u8; 800],
+    );
+    half_atomic_counts(o, &mut halves, &mut bfloats, &x, &mut done).map_err(|e| e.to_string())?;
+    compare(
+        "f16 atomic counts",
+        &bits(&halves),
+        &bits(&[f16::from_f32(200.0); 4]),
+    )?;
+    compare(
+        "bf16 atomic counts",
+        &bf_bits(&bfloats),
+        &bf_bits(&[bf16::from_f32(97.0); 8]),
+    )?;
+    let (mut total, mut done) = (vec![bf16::ZERO], vec![0u8; 256]);
+    bfloat_atomic_total(o, &mut total, &mut done).map_err(|e| e.to_string())?;
+    compare(
+        "bf16 atomic total",
+        &bf_bits(&total),
+        &bf_bits(&[bf16::from_f32(128.0)]),
+    )?;
     let specials = vec![
         f16::ZERO,
         f16::NEG_ZERO,

@@ -1,11 +1,11 @@
 use offload::prelude::*;
 
-// `f16` and `bf16` have arithmetic, comparisons, `min`/`max`/`clamp` and conversions to
-// and from `f32`/`f64`; the rest is refused where it is written.
+// `f16` and `bf16` have arithmetic, comparisons, `min`/`max`/`clamp`, conversions to and
+// from `f32`/`f64` and atomic adds; the rest is refused where it is written.
 
 #[offload_kernel]
-fn half_atomics(mut total: Atomic<f16>, x: &[f16]) {
-    total.fetch_add(0, x[0]);
+fn half_atomics(total: Atomic<f16>, x: &[f16]) {
+    total.fetch_max(0, x[0]);
 }
 
 #[offload_kernel]

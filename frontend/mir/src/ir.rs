@@ -449,10 +449,10 @@ impl AtomicOp {
     }
 
     /// Whether the operation is defined on elements of type `t`: every operation on
-    /// `i32`, `u32`, `i64`, `u64`; `Add` also on `f32` and `f64`.
+    /// `i32`, `u32`, `i64`, `u64`; `Add` also on the floats (`f32`, `f64`, `f16`, `bf16`).
     pub fn supports(self, t: ScalarTy) -> bool {
         use ScalarTy::*;
-        matches!(t, I32 | U32 | I64 | U64) || (self == AtomicOp::Add && matches!(t, F32 | F64))
+        matches!(t, I32 | U32 | I64 | U64) || (self == AtomicOp::Add && t.is_float())
     }
 }
 

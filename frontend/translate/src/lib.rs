@@ -203,7 +203,7 @@ pub fn param_kind(ty: &syn::Type, subst: &Substitution, consts: &ConstValues) ->
                     return error(
                         ty,
                         format!(
-                            "`Atomic<{elem}>` is not supported; atomics are `i32`, `u32`, `i64`, `u64`, `f32`, `f64`"
+                            "`Atomic<{elem}>` is not supported; atomics are `i32`, `u32`, `i64`, `u64`, `f32`, `f64`, `f16`, `bf16`"
                         ),
                     );
                 }

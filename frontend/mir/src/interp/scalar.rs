@@ -435,6 +435,10 @@ pub(super) fn atomic_rmw(op: AtomicOp, elem: ScalarTy, old: u64, v: u64, ftz: bo
             flush(flush(f32::of(old)) + flush(f32::of(v))).bits()
         }
         AtomicOp::Add if elem == ScalarTy::F64 => (f64::of(old) + f64::of(v)).bits(),
+        // Rounded to the type, as the `half` crate adds (and `atom.add.noftz.f16`).
+        AtomicOp::Add if elem.is_half() => {
+            half_bits(elem, (half_value(elem, old) + half_value(elem, v)) as f64)
+        }
         AtomicOp::Add => old.wrapping_add(v),
         AtomicOp::And => old & v,
         AtomicOp::Or => old | v,
