@@ -103,6 +103,11 @@ pub enum CompileCause {
         /// What was built ahead of time instead.
         built: String,
     },
+    /// The generic kernel's body does not compile for this instance's types (an `f16`
+    /// or `bf16` one, which a kernel written for `f32` and `f64` need not support): why,
+    /// as the translator said it at compile time.
+    #[error("the kernel does not compile for these types: {0}")]
+    NotForTypes(&'static str),
 }
 
 impl Error {

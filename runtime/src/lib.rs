@@ -82,6 +82,12 @@ pub use launch::launch;
 pub mod __private {
     pub use crate::launch::launches;
     pub use const_format::formatcp;
+
+    /// The error a launch of a generic kernel's instance gets when the body did not
+    /// translate for its types (`optional_instance` in the translator).
+    pub fn not_for_types(kernel: &str, why: &'static str) -> crate::Error {
+        crate::Error::compile(kernel, crate::CompileCause::NotForTypes(why))
+    }
 }
 /// The 16-bit floats kernels take: the `half` crate's IEEE `f16` and `bf16`, whose
 /// arithmetic in a kernel rounds each result to the type, as theirs does on the host.

@@ -77,13 +77,14 @@ pub trait Num:
     fn from_i64(v: i64) -> Self;
 }
 
-/// `f32` and `f64`, for generic kernels (`T: Float`). (`min`/`max` of integers come from
+/// `f32`, `f64`, `f16` and `bf16`, for generic kernels (`T: Float`). (`min`/`max` of integers come from
 /// `Ord`, which `Int` requires; putting them on `Num` would make `x.min(y)` ambiguous for
 /// every integer once the prelude is imported.)
 ///
-/// Each method is the inherent `f32`/`f64` method of the same name. In a kernel it runs
-/// the device's math library, whose `sqrt` to `tanh`, `powf` and `powi` may differ from
-/// the host's in the last bits.
+/// Each method is the inherent `f32`/`f64` method of the same name; for `f16` and `bf16`,
+/// that `f32` method's result rounded to the type (`min`, `max` and `clamp` are the
+/// `half` crate's). In a kernel it runs the device's math library, whose `sqrt` to
+/// `tanh`, `powf` and `powi` may differ from the host's in the last bits.
 pub trait Float: Num + Neg<Output = Self> {
     /// The smaller of `self` and `other`; if one is NaN, the other.
     fn min(self, other: Self) -> Self;
@@ -208,4 +209,59 @@ macro_rules! ints {
 }
 
 floats!(f32, f64);
+
+/// `v` rounded once to the nearest `f16` or `bf16` (ties to even), as kernels convert:
+/// rounded to odd in `f32` first (truncated toward zero, lowest bit set when inexact),
+/// which keeps enough bits that rounding that to the half type is the single rounding.
+/// (The `half` crate's own `from_f64` rounds through `f32` on x86, which can differ next
+/// to a tie.)
+fn rounded_once<H>(v: f64, from_f32: fn(f32) -> H) -> H {
+    let nearest = v as f32;
+    if nearest as f64 == v || v.is_nan() {
+        return from_f32(nearest);
+    }
+    let bits = nearest.to_bits();
+    let away = (nearest as f64).abs() > v.abs();
+    from_f32(f32::from_bits(if away { bits - 1 } else { bits } | 1))
+}
+
+/// `f16` and `bf16` for generic kernels: each function computed in `f32` and rounded to
+/// the type, as a kernel computes it.
+macro_rules! half_floats {
+    ($($t:ty),*) => {$(
+        impl Num for $t {
+            const ZERO: Self = <$t>::ZERO;
+            const ONE: Self = <$t>::ONE;
+            fn from_i64(v: i64) -> Self { Self::from_f64(v as f64) }
+        }
+        impl Float for $t {
+            fn min(self, other: Self) -> Self { <$t>::min(self, other) }
+            fn max(self, other: Self) -> Self { <$t>::max(self, other) }
+            fn sqrt(self) -> Self { Self::from_f32(self.to_f32().sqrt()) }
+            fn exp(self) -> Self { Self::from_f32(self.to_f32().exp()) }
+            fn exp2(self) -> Self { Self::from_f32(self.to_f32().exp2()) }
+            fn ln(self) -> Self { Self::from_f32(self.to_f32().ln()) }
+            fn log2(self) -> Self { Self::from_f32(self.to_f32().log2()) }
+            fn log10(self) -> Self { Self::from_f32(self.to_f32().log10()) }
+            fn sin(self) -> Self { Self::from_f32(self.to_f32().sin()) }
+            fn cos(self) -> Self { Self::from_f32(self.to_f32().cos()) }
+            fn tan(self) -> Self { Self::from_f32(self.to_f32().tan()) }
+            fn tanh(self) -> Self { Self::from_f32(self.to_f32().tanh()) }
+            fn floor(self) -> Self { Self::from_f32(self.to_f32().floor()) }
+            fn ceil(self) -> Self { Self::from_f32(self.to_f32().ceil()) }
+            fn round(self) -> Self { Self::from_f32(self.to_f32().round()) }
+            fn trunc(self) -> Self { Self::from_f32(self.to_f32().trunc()) }
+            fn abs(self) -> Self { Self::from_f32(self.to_f32().abs()) }
+            fn powf(self, n: Self) -> Self { Self::from_f32(self.to_f32().powf(n.to_f32())) }
+            fn powi(self, n: i32) -> Self { Self::from_f32(self.to_f32().powi(n)) }
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                Self::from_f32(self.to_f32().mul_add(a.to_f32(), b.to_f32()))
+            }
+            fn clamp(self, min: Self, max: Self) -> Self { <$t>::clamp(self, min, max) }
+            fn from_f64(v: f64) -> Self { rounded_once(v, <$t>::from_f32) }
+        }
+    )*};
+}
+
+half_floats!(half::f16, half::bf16);
 ints!(i8, i16, i32, i64, isize, u8, u16, u32, u64, usize);

@@ -90,6 +90,7 @@ macro_rules! for_each_case {
         $m!(more_float_and_integer_methods);
         $m!(inverse_hyperbolic_functions);
         $m!(half_precision_floats);
+        $m!(generic_kernels_over_half_floats);
         $m!(integer_constants_from_outside_the_kernel);
     };
 }
@@ -4003,6 +4004,89 @@ pub fn half_precision_floats(o: LaunchOptions) -> CaseResult {
     let want: Vec<f16> = specials.iter().map(|v| v.signum()).collect();
     compare("f16 signum", &bits(&signs), &bits(&want))?;
     compare("f64 to bf16", &bf_bits(&b), &bf_bits(&want_b))
+}
+
+/// A generic kernel whose body 16-bit floats cannot run (a subgroup sum): its `f16` and
+/// `bf16` instances are left out (rustc keeps them from being launched: `LaneValue`),
+/// and the kernel compiles and runs for the others.
+#[offload_kernel]
+fn subgroup_total<T: Float + offload::kernel_view::LaneValue>(mut y: Region<T, Linear1D>, x: &[T]) {
+    let t = subgroup_sum(x[0]);
+    if let Some(v) = y.get_mut() {
+        *v = t;
+    }
+}
+
+/// A generic `Float` kernel with a device function, `from_f64`/`from_i64` and the trait's
+/// math, for 16-bit floats.
+#[offload_kernel]
+fn generic_math<T: Float>(mut y: Region<T, Linear1D>, x: &[T]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        let a = x[i];
+        let l: T = lerp(a, T::from_f64(0.25), T::from_i64(3) / T::from_f64(8.0));
+        *v = l + (a * a + T::ONE).sqrt() + a.floor().max(T::ZERO).powi(2) + a.mul_add(a, T::ONE);
+    }
+}
+
+/// Generic kernels over `Num` and `Float` for `f16` and `bf16`: each result as the `Float`
+/// and `Num` impls compute it on the host (the `f32` function rounded to the type).
+pub fn generic_kernels_over_half_floats(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f16> = (0..300)
+        .map(|i| f16::from_f32(i as f32 * 0.25 - 30.0))
+        .collect();
+    let mut y = vec![f16::ONE; 300];
+    axpy_generic::<f16>(o, &mut y, &x, f16::from_f32(2.0)).map_err(|e| e.to_string())?;
+    let bits = |v: &[f16]| v.iter().map(|h| h.to_bits()).collect::<Vec<u16>>();
+    let want: Vec<f16> = x
+        .iter()
+        .map(|x| f16::from_f32(2.0) * *x + f16::ONE)
+        .collect();
+    compare("axpy f16", &bits(&y), &bits(&want))?;
+    let mut out = vec![f16::ZERO; 300];
+    generic_math::<f16>(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let host = |a: f16| -> f16 {
+        let lerp = |a: f16, b: f16, t: f16| a + (b - a) * t;
+        let l = lerp(
+            a,
+            <f16 as Float>::from_f64(0.25),
+            f16::from_i64(3) / <f16 as Float>::from_f64(8.0),
+        );
+        l + Float::sqrt(a * a + f16::ONE)
+            + Float::powi(Float::max(Float::floor(a), f16::ZERO), 2)
+            + Float::mul_add(a, a, f16::ONE)
+    };
+    let want: Vec<f16> = x.iter().map(|a| host(*a)).collect();
+    compare("generic math f16", &bits(&out), &bits(&want))?;
+    let xb: Vec<bf16> = x.iter().map(|h| bf16::from_f32(h.to_f32())).collect();
+    let mut outb = vec![bf16::ZERO; 300];
+    generic_math::<bf16>(o, &mut outb, &xb).map_err(|e| e.to_string())?;
+    let hostb = |a: bf16| -> bf16 {
+        let lerp = |a: bf16, b: bf16, t: bf16| a + (b - a) * t;
+        let l = lerp(
+            a,
+            <bf16 as Float>::from_f64(0.25),
+            bf16::from_i64(3) / <bf16 as Float>::from_f64(8.0),
+        );
+        l + Float::sqrt(a * a + bf16::ONE)
+            + Float::powi(Float::max(Float::floor(a), bf16::ZERO), 2)
+            + Float::mul_add(a, a, bf16::ONE)
+    };
+    let want: Vec<u16> = xb.iter().map(|a| hostb(*a).to_bits()).collect();
+    compare(
+        "generic math bf16",
+        &outb.iter().map(|h| h.to_bits()).collect::<Vec<_>>(),
+        &want,
+    )?;
+    let mut t32 = vec![0.0f32; 4];
+    let x32: Vec<f32> = vec![1.5; 4];
+    subgroup_total::<f32>(o, &mut t32, &x32).map_err(|e| e.to_string())?;
+    let lanes = t32[0] / 1.5;
+    if t32.iter().all(|v| *v == t32[0]) && lanes >= 1.0 && lanes.fract() == 0.0 {
+        Ok(())
+    } else {
+        Err(format!("subgroup total: {t32:?}"))
+    }
 }
 
 /// Integer constants of the module, used in a kernel's body: rustc gives their values.

@@ -53,7 +53,16 @@ fn every_kernel_instance_gets_code_for_every_target() {
         .out_dir(&out)
         .compile()
         .unwrap();
-    assert_eq!(report.kernels, ["saxpy", "scale::<f32>", "scale::<f64>"]);
+    assert_eq!(
+        report.kernels,
+        [
+            "saxpy",
+            "scale::<f32>",
+            "scale::<f64>",
+            "scale::<f16>",
+            "scale::<bf16>"
+        ]
+    );
 
     // One static library: a CPU object per kernel instance, and the registry, which
     // names each entry point and holds each PTX.
@@ -70,7 +79,7 @@ fn every_kernel_instance_gets_code_for_every_target() {
             .count()
     };
     assert_eq!(count("offload_registry.o"), 1);
-    assert_eq!(count(".target sm_80"), 3, "one PTX per instance");
+    assert_eq!(count(".target sm_80"), 5, "one PTX per instance");
     // Each entry point's name is in the archive's symbol table, its object's name and
     // symbol table, and the registry's.
     let symbols: Vec<String> = library
@@ -80,7 +89,7 @@ fn every_kernel_instance_gets_code_for_every_target() {
         .collect::<std::collections::BTreeSet<_>>()
         .into_iter()
         .collect();
-    assert_eq!(symbols.len(), 3, "{symbols:?}");
+    assert_eq!(symbols.len(), 5, "{symbols:?}");
     for symbol in &symbols {
         assert!(count(symbol) >= 3, "{symbol}");
     }
@@ -96,7 +105,16 @@ fn amd_targets_get_a_code_object_per_kernel() {
         .out_dir(&out)
         .compile()
         .unwrap();
-    assert_eq!(report.kernels, ["saxpy", "scale::<f32>", "scale::<f64>"]);
+    assert_eq!(
+        report.kernels,
+        [
+            "saxpy",
+            "scale::<f32>",
+            "scale::<f64>",
+            "scale::<f16>",
+            "scale::<bf16>"
+        ]
+    );
     let library = std::fs::read(&report.library).unwrap();
     let count = |needle: &[u8]| {
         library
@@ -107,12 +125,12 @@ fn amd_targets_get_a_code_object_per_kernel() {
     // Each code object is an AMDGPU ELF naming its chip.
     assert_eq!(
         count(b"amdgcn-amd-amdhsa--gfx942"),
-        3,
+        5,
         "one code object per instance"
     );
     assert_eq!(
         count(b"amdgcn-amd-amdhsa--gfx1100"),
-        3,
+        5,
         "one code object per instance"
     );
     // saxpy's kernel descriptor, named in each code object's symbol tables and metadata.

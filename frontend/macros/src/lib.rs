@@ -62,9 +62,28 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     let mut descriptors = Vec::new();
     let mut arms = Vec::new();
     for subst in &instances {
-        let (descriptor, arm) = instance_descriptor(item, &file, subst, &consts, &probe)?;
-        descriptors.push(descriptor);
-        arms.push(arm);
+        match instance_descriptor(item, &file, subst, &consts, &probe) {
+            Ok((descriptor, arm)) => {
+                descriptors.push(descriptor);
+                arms.push(arm);
+            }
+            // An `f16`/`bf16` instance the body does not support: its launch says why.
+            Err(e) if offload_translate::optional_instance(subst) => {
+                let display = instance_display(&name_str, subst);
+                let why = e.to_string();
+                let variants = subst
+                    .iter()
+                    .map(|(_, t)| format_ident!("{}", format!("{t:?}")));
+                arms.push(quote! {
+                    [#(::offload::ScalarTy::#variants),*] => {
+                        return ::core::result::Result::Err(
+                            ::offload::__private::not_for_types(#display, #why),
+                        )
+                    }
+                });
+            }
+            Err(e) => return Err(e),
+        }
     }
     let params: Vec<&syn::Ident> = item.sig.generics.type_params().map(|p| &p.ident).collect();
     let select = if params.is_empty() {
@@ -205,12 +224,7 @@ fn instance_descriptor(
         })?
     };
     let ident = format_ident!("__OFFLOAD_KERNEL_{}", instance_name(&name_str, subst));
-    let display = if subst.is_empty() {
-        name_str.clone()
-    } else {
-        let types: Vec<&str> = subst.iter().map(|(_, t)| t.name()).collect();
-        format!("{name_str}::<{}>", types.join(", "))
-    };
+    let display = instance_display(&name_str, subst);
     let calls = device_calls(&item.block);
     let signatures = signature_checks(&item.block, &body);
     // A kernel with raw operations came from `unsafe` blocks in its body, so its
@@ -237,6 +251,15 @@ fn instance_descriptor(
         .map(|(_, t)| format_ident!("{}", format!("{t:?}")));
     let arm = quote! { [#(::offload::ScalarTy::#variants),*] => &#ident, };
     Ok((descriptor, arm))
+}
+
+/// How launches and errors name an instance: `scale`, or `scale::<f16>`.
+fn instance_display(name: &str, subst: &[(String, offload_mir::ScalarTy)]) -> String {
+    if subst.is_empty() {
+        return name.to_string();
+    }
+    let types: Vec<&str> = subst.iter().map(|(_, t)| t.name()).collect();
+    format!("{name}::<{}>", types.join(", "))
 }
 
 /// The values a kernel's `const` strategy arguments are translated with, twice: the
@@ -409,8 +432,19 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
     let mut bodies = Vec::new();
     let mut checks = Vec::new();
     for subst in instances(&item.sig).map_err(to_syn)? {
-        let body = translate_device(item, &file, &subst).map_err(to_syn)?;
-        offload_mir::validate(&body).map_err(|e| not_fitting(item, &e))?;
+        let body = translate_device(item, &file, &subst)
+            .map_err(to_syn)
+            .and_then(|body| {
+                offload_mir::validate(&body).map_err(|e| not_fitting(item, &e))?;
+                Ok(body)
+            });
+        let body = match body {
+            Ok(body) => body,
+            // An `f16`/`bf16` instance the body does not support is left out: a kernel
+            // instance that calls it does not link, and its launch says so.
+            Err(_) if offload_translate::optional_instance(&subst) => continue,
+            Err(e) => return Err(e),
+        };
         checks.extend(signature_checks(&item.block, &body));
         bodies.push(body.to_string());
     }

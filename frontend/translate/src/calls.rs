@@ -764,6 +764,13 @@ impl Translator {
                 format!("`{}` takes a `{from}`, not a `{ty}`", func.ident),
             );
         }
+        // An integer reaches a 16-bit float through `f64`, as `Num::from_i64` defines it.
+        let (op, from) = if to.is_half() && !from.is_float() {
+            let wide = self.cast_operand(op, from, ScalarTy::F64, c.span());
+            (wide, ScalarTy::F64)
+        } else {
+            (op, from)
+        };
         Ok(Some((self.cast_operand(op, from, to, c.span()), to)))
     }
 }

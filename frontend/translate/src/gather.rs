@@ -154,7 +154,11 @@ pub fn gather(sources: &[Source<'_>]) -> Result<Gathered, GatherError> {
         let error = |e| GatherError::at(m.file, &name, e);
         let mut bodies = Vec::new();
         for subst in instances(&m.item.sig).map_err(error)? {
-            bodies.push(translate_device(m.item, m.file, &subst).map_err(error)?);
+            match translate_device(m.item, m.file, &subst) {
+                Ok(body) => bodies.push(body),
+                Err(_) if crate::optional_instance(&subst) => {}
+                Err(e) => return Err(error(e)),
+            }
         }
         gathered.devices.extend(bodies.iter().cloned());
         let calls = called_names(&m.item.block);
@@ -197,6 +201,8 @@ pub fn gather(sources: &[Source<'_>]) -> Result<Gathered, GatherError> {
                     unresolved = Some(e.message);
                     break;
                 }
+                // An `f16`/`bf16` instance the body does not support is not built.
+                Err(_) if crate::optional_instance(&subst) => continue,
                 Err(e) => return Err(error(e)),
             };
             let display = if subst.is_empty() {
@@ -316,10 +322,26 @@ mod tests {
             }
             #[offload_kernel] fn s<T: Float>(mut y: Region<T, Linear1D>) {
                 if let Some(v) = y.get_mut() { *v = T::ONE; }
+            }
+            #[offload_kernel] fn w<T: Float>(mut y: Region<T, Linear1D>, x: &[T]) {
+                let t = subgroup_sum(x[0]);
+                if let Some(v) = y.get_mut() { *v = t; }
             }",
         );
         let names: Vec<&str> = g.kernels.iter().map(|k| k.display.as_str()).collect();
-        assert_eq!(names, ["k", "s::<f32>", "s::<f64>"]);
+        // `w` has no 16-bit instances: subgroup operations do not take them.
+        assert_eq!(
+            names,
+            [
+                "k",
+                "s::<f32>",
+                "s::<f64>",
+                "s::<f16>",
+                "s::<bf16>",
+                "w::<f32>",
+                "w::<f64>"
+            ]
+        );
         let reached: Vec<&str> = g.kernels[0]
             .devices
             .iter()

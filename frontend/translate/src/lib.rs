@@ -266,11 +266,21 @@ pub type Substitution = [(String, ScalarTy)];
 pub fn bound_types(bound: &str) -> Option<&'static [ScalarTy]> {
     use ScalarTy::*;
     match bound {
-        "Float" => Some(&[F32, F64]),
+        "Float" => Some(&[F32, F64, F16, Bf16]),
         "Int" => Some(&[I8, I16, I32, I64, Isize, U8, U16, U32, U64, Usize]),
-        "Num" => Some(&[I8, I16, I32, I64, Isize, U8, U16, U32, U64, Usize, F32, F64]),
+        "Num" => Some(&[
+            I8, I16, I32, I64, Isize, U8, U16, U32, U64, Usize, F32, F64, F16, Bf16,
+        ]),
         _ => None,
     }
+}
+
+/// Whether an instance may fail to translate without failing the kernel: one with `f16`
+/// or `bf16` for a type parameter. A generic kernel written for `f32` and `f64` may use
+/// what 16-bit floats lack (subgroup operations, `to_bits`); such an instance is left
+/// out, and a launch of it is an error that says why, not the kernel's compile error.
+pub fn optional_instance(subst: &Substitution) -> bool {
+    subst.iter().any(|(_, t)| t.is_half())
 }
 
 /// Every instance a kernel is compiled for: one empty substitution for a plain kernel,

@@ -559,6 +559,28 @@ impl Translator {
         for arg in &m.args {
             args.push(self.scalar_expr(arg, Some(rule.argument().unwrap_or(t)))?.0);
         }
+        // On `f16` and `bf16` (a generic `Float` kernel's instance), the `f32` function
+        // rounded to the type, as `Float` defines it for them; `min` and `max` are theirs.
+        let math = matches!(
+            intrinsic.def().signature,
+            Signature::Float | Signature::Signed | Signature::FloatI32
+        );
+        if t.is_half() && math {
+            let wide: Vec<Operand> = args
+                .into_iter()
+                .map(|a| match self.operand_type(&a) {
+                    at if at == t => {
+                        self.assign_temp(ScalarTy::F32, Rvalue::Cast(a, ScalarTy::F32), span)
+                    }
+                    _ => a,
+                })
+                .collect();
+            let result = self.intrinsic(intrinsic, wide, span)?;
+            return Ok(Some((
+                self.assign_temp(t, Rvalue::Cast(result, t), span),
+                t,
+            )));
+        }
         let result = self.intrinsic(intrinsic, args, span)?;
         let result_ty = self.operand_type(&result);
         Ok(Some((result, result_ty)))

@@ -58,8 +58,10 @@ fn conformance_kernels_are_translated_once() {
             };
             let hints = inference::infer(item, &subst, &consts, ret.scalar());
             let (result, missed) = instance.translate(item, &hints);
-            if let Err(e) = result {
-                panic!("`{}` does not translate: {}", item.sig.ident, e.message);
+            match result {
+                Err(_) if crate::optional_instance(&subst) => continue,
+                Err(e) => panic!("`{}` does not translate: {}", item.sig.ident, e.message),
+                Ok(_) => {}
             }
             assert!(
                 missed.is_empty(),
