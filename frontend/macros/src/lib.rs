@@ -377,13 +377,27 @@ pub fn offload_device(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// to convert, without the MIR's own names for values.
 fn not_fitting(item: &ItemFn, e: &offload_mir::ValidationError) -> syn::Error {
     let span = token_at(item.block.to_token_stream(), e.span).unwrap_or(item.sig.ident.span());
-    syn::Error::new(
-        span,
-        format!(
-            "the types here do not fit: {}; kernels index with `usize` and take `isize` offsets (convert with `as`, or give the literal or range that type)",
-            without_locals(&e.message)
-        ),
-    )
+    let what = in_rust_words(&without_locals(&e.message));
+    // The conversion to suggest, from the types the message names.
+    let hint = if what.contains("f16`") || what.contains("bf16`") {
+        "`f16` and `bf16` convert with `f16::from_f32(x)`, `h.to_f32()` and their `f64` kin"
+    } else if what.contains("size`") {
+        "kernels index with `usize` and take `isize` offsets (convert with `as`, or give the literal or range that type)"
+    } else {
+        "convert one side with `as` (or `T::from` where no value is lost), or give the literal that type"
+    };
+    syn::Error::new(span, format!("the types here do not fit: {what}; {hint}"))
+}
+
+/// `message` with each MIR operation (`` `Le` operands ``) named by its Rust operator
+/// (`` `<=` operands ``).
+fn in_rust_words(message: &str) -> String {
+    offload_mir::BinOp::ALL.iter().fold(message.to_string(), |m, op| {
+        m.replace(
+            &format!("`{}` operands", op.name()),
+            &format!("`{}` operands", op.operator()),
+        )
+    })
 }
 
 /// `message` with each MIR local (`` `_12` ``) called "a value".

@@ -308,6 +308,28 @@ impl BinOp {
         BinOp::Ge,
     ];
 
+    /// The Rust operator, for messages about the source: `+`, `<=`, `>>`.
+    pub fn operator(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::BitXor => "^",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             BinOp::Add => "Add",
