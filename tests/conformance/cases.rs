@@ -4029,6 +4029,12 @@ fn generic_math<T: Float>(mut y: Region<T, Linear1D>, x: &[T]) {
     }
 }
 
+/// What `generic_math` computes, by the host's `Float` impls.
+fn generic_math_on_host<T: Float>(a: T) -> T {
+    let l = a + (T::from_f64(0.25) - a) * (T::from_i64(3) / T::from_f64(8.0));
+    l + (a * a + T::ONE).sqrt() + a.floor().max(T::ZERO).powi(2) + a.mul_add(a, T::ONE)
+}
+
 /// Generic kernels over `Num` and `Float` for `f16` and `bf16`: each result as the `Float`
 /// and `Num` impls compute it on the host (the `f32` function rounded to the type).
 pub fn generic_kernels_over_half_floats(o: LaunchOptions) -> CaseResult {
@@ -4045,34 +4051,15 @@ pub fn generic_kernels_over_half_floats(o: LaunchOptions) -> CaseResult {
     compare("axpy f16", &bits(&y), &bits(&want))?;
     let mut out = vec![f16::ZERO; 300];
     generic_math::<f16>(o, &mut out, &x).map_err(|e| e.to_string())?;
-    let host = |a: f16| -> f16 {
-        let lerp = |a: f16, b: f16, t: f16| a + (b - a) * t;
-        let l = lerp(
-            a,
-            <f16 as Float>::from_f64(0.25),
-            f16::from_i64(3) / <f16 as Float>::from_f64(8.0),
-        );
-        l + Float::sqrt(a * a + f16::ONE)
-            + Float::powi(Float::max(Float::floor(a), f16::ZERO), 2)
-            + Float::mul_add(a, a, f16::ONE)
-    };
-    let want: Vec<f16> = x.iter().map(|a| host(*a)).collect();
+    let want: Vec<f16> = x.iter().map(|a| generic_math_on_host(*a)).collect();
     compare("generic math f16", &bits(&out), &bits(&want))?;
     let xb: Vec<bf16> = x.iter().map(|h| bf16::from_f32(h.to_f32())).collect();
     let mut outb = vec![bf16::ZERO; 300];
     generic_math::<bf16>(o, &mut outb, &xb).map_err(|e| e.to_string())?;
-    let hostb = |a: bf16| -> bf16 {
-        let lerp = |a: bf16, b: bf16, t: bf16| a + (b - a) * t;
-        let l = lerp(
-            a,
-            <bf16 as Float>::from_f64(0.25),
-            bf16::from_i64(3) / <bf16 as Float>::from_f64(8.0),
-        );
-        l + Float::sqrt(a * a + bf16::ONE)
-            + Float::powi(Float::max(Float::floor(a), bf16::ZERO), 2)
-            + Float::mul_add(a, a, bf16::ONE)
-    };
-    let want: Vec<u16> = xb.iter().map(|a| hostb(*a).to_bits()).collect();
+    let want: Vec<u16> = xb
+        .iter()
+        .map(|a| generic_math_on_host(*a).to_bits())
+        .collect();
     compare(
         "generic math bf16",
         &outb.iter().map(|h| h.to_bits()).collect::<Vec<_>>(),

@@ -392,12 +392,14 @@ fn not_fitting(item: &ItemFn, e: &offload_mir::ValidationError) -> syn::Error {
 /// `message` with each MIR operation (`` `Le` operands ``) named by its Rust operator
 /// (`` `<=` operands ``).
 fn in_rust_words(message: &str) -> String {
-    offload_mir::BinOp::ALL.iter().fold(message.to_string(), |m, op| {
-        m.replace(
-            &format!("`{}` operands", op.name()),
-            &format!("`{}` operands", op.operator()),
-        )
-    })
+    offload_mir::BinOp::ALL
+        .iter()
+        .fold(message.to_string(), |m, op| {
+            m.replace(
+                &format!("`{}` operands", op.name()),
+                &format!("`{}` operands", op.operator()),
+            )
+        })
 }
 
 /// `message` with each MIR local (`` `_12` ``) called "a value".

@@ -126,7 +126,7 @@ impl ScalarTy {
 
     /// `f16` or `bf16`: floats of 16 bits, which have arithmetic, comparisons and
     /// conversions but not the math functions of `f32` and `f64`.
-    pub fn is_half(self) -> bool {
+    pub const fn is_half(self) -> bool {
         matches!(self, ScalarTy::F16 | ScalarTy::Bf16)
     }
 
