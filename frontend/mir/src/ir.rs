@@ -141,6 +141,18 @@ impl ScalarTy {
         )
     }
 
+    /// The unsigned integer type of an integer's width (`abs_diff`'s result, the
+    /// arithmetic of a loop's trip count): `u8` for `i8`, `usize` for `isize`.
+    pub fn unsigned(self) -> ScalarTy {
+        match self.bits() {
+            8 => ScalarTy::U8,
+            16 => ScalarTy::U16,
+            32 => ScalarTy::U32,
+            _ if self == ScalarTy::Isize || self == ScalarTy::Usize => ScalarTy::Usize,
+            _ => ScalarTy::U64,
+        }
+    }
+
     /// Width in bits; `bool` is 1, pointer-sized integers are 64.
     pub fn bits(self) -> u32 {
         match self {

@@ -8,7 +8,6 @@
 //! table of `offload-mir`, which also gives the interpreter's meaning and the `math` op
 //! every lowering emits.
 
-use super::types::unsigned_of;
 use super::{Result, Translator, Value};
 use offload_mir::{Intrinsic, Position, ScalarTy, Signature, SubgroupOp};
 use proc_macro2::Span as SynSpan;
@@ -42,7 +41,7 @@ impl Rule {
         match self {
             Rule::Receiver | Rule::ArgumentsOf(_) => receiver,
             Rule::Yields(t) => Some(t),
-            Rule::Unsigned => receiver.map(unsigned_of),
+            Rule::Unsigned => receiver.map(ScalarTy::unsigned),
             Rule::Of(i) => i.result_type(&[receiver?]).ok(),
         }
     }

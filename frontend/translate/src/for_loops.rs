@@ -2,7 +2,6 @@
 //! out of the body) and over a region's or slice's elements.
 
 use super::syntax::{Elements, element_iteration, strip_parens};
-use super::types::unsigned_of;
 use super::{Binding, Result, Translator, Value, error, position, versioning};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
@@ -190,7 +189,7 @@ impl Translator {
                 format!("`for` ranges must be of integers, found `{ty}`"),
             );
         }
-        let unsigned = unsigned_of(ty);
+        let unsigned = ty.unsigned();
         let step = match step {
             Some(s) => Some(self.for_step(s, unsigned, span)?),
             None => None,
@@ -395,7 +394,7 @@ impl Translator {
             end,
             inclusive,
         } = counter;
-        let unsigned = unsigned_of(ty);
+        let unsigned = ty.unsigned();
         // latch: left = end - counter (as unsigned); stop if the step would reach or pass
         // the end, else advance.
         let diff = self.assign_temp(

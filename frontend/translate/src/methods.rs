@@ -194,7 +194,7 @@ impl Translator {
             let high = self.intrinsic(Intrinsic::Max, vec![a, b], span)?;
             let low = self.intrinsic(Intrinsic::Min, vec![a, b], span)?;
             let d = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Sub, high, low), span);
-            let unsigned = super::types::unsigned_of(t);
+            let unsigned = t.unsigned();
             return Ok(Some((
                 self.assign_temp(unsigned, Rvalue::Cast(d, unsigned), span),
                 unsigned,
@@ -381,7 +381,7 @@ impl Translator {
                     (BinOp::Shr, BinOp::Shl)
                 };
                 // Rotation works on the bits: unsigned shifts, whatever the type.
-                let u = super::types::unsigned_of(t);
+                let u = t.unsigned();
                 let xu = self.assign_temp(u, Rvalue::Cast(x, u), span);
                 let a = self.assign_temp(u, Rvalue::BinaryOp(first, xu, n), span);
                 let b = self.assign_temp(u, Rvalue::BinaryOp(second, xu, back), span);

@@ -253,14 +253,3 @@ pub(super) fn binop(op: &syn::BinOp) -> Option<(BinOp, bool)> {
         _ => return None,
     })
 }
-
-/// The unsigned integer type of the same width.
-pub(super) fn unsigned_of(t: ScalarTy) -> ScalarTy {
-    match t.bits() {
-        8 => ScalarTy::U8,
-        16 => ScalarTy::U16,
-        32 => ScalarTy::U32,
-        _ if t == ScalarTy::Isize || t == ScalarTy::Usize => ScalarTy::Usize,
-        _ => ScalarTy::U64,
-    }
-}
