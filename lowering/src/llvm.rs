@@ -268,16 +268,29 @@ pub struct CpuTarget {
 }
 
 impl CpuTarget {
-    /// This machine's CPU with every feature it has: for code that runs here, as the JIT's.
+    /// This machine's CPU with every feature it has but the `bf16` conversions: for code
+    /// that runs here, as the JIT's.
     pub fn host() -> CpuTarget {
         // SAFETY: each call returns a fresh LLVM string, which `take_message` frees.
-        unsafe {
-            CpuTarget {
-                triple: take_message(LLVMGetDefaultTargetTriple()),
-                cpu: take_message(LLVMGetHostCPUName()),
-                features: take_message(LLVMGetHostCPUFeatures()),
-                workgroup_size: None,
-            }
+        let (triple, cpu, mut features) = unsafe {
+            (
+                take_message(LLVMGetDefaultTargetTriple()),
+                take_message(LLVMGetHostCPUName()),
+                take_message(LLVMGetHostCPUFeatures()),
+            )
+        };
+        // x86's `vcvtneps2bf16` flushes subnormals to zero, whatever MXCSR says; LLVM
+        // would narrow with it where it expands an atomic add of `bf16` (every other
+        // narrowing is integer arithmetic by then, see `bf16_to_integers`). Without it,
+        // LLVM calls `__truncsfbf2`, which rounds as Rust does.
+        if triple.starts_with("x86_64") {
+            features.push_str(",-avx512bf16,-avxneconvert");
+        }
+        CpuTarget {
+            triple,
+            cpu,
+            features,
+            workgroup_size: None,
         }
     }
 

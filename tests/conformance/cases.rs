@@ -3815,11 +3815,19 @@ fn half_atomic_counts(
     }
 }
 
-/// A second kernel with a `bf16` atomic, so that two are loaded side by side.
+/// A second kernel with half-precision atomics, so that two are loaded side by side:
+/// every thread adds `h` and `b` to the first element.
 #[offload_kernel]
-fn bfloat_atomic_total(total: Atomic<bf16>, mut done: Region<u8, Linear1D>) {
+fn half_atomic_totals(
+    halves: Atomic<f16>,
+    bfloats: Atomic<bf16>,
+    h: f16,
+    b: bf16,
+    mut done: Region<u8, Linear1D>,
+) {
     if let Some(d) = done.get_mut() {
-        total.fetch_add(0, bf16::from_f32(0.5));
+        halves.fetch_add(0, h);
+        bfloats.fetch_add(0, b);
         *d = 1;
     }
 }
@@ -3971,13 +3979,33 @@ pub fn half_precision_floats(o: LaunchOptions) -> CaseResult {
         &bf_bits(&bfloats),
         &bf_bits(&[bf16::from_f32(97.0); 8]),
     )?;
-    let (mut total, mut done) = (vec![bf16::ZERO], vec![0u8; 256]);
-    bfloat_atomic_total(o, &mut total, &mut done).map_err(|e| e.to_string())?;
-    compare(
-        "bf16 atomic total",
-        &bf_bits(&total),
-        &bf_bits(&[bf16::from_f32(128.0)]),
-    )?;
+    // Halves of one, then the smallest subnormals: the sums are exact in any order,
+    // and a subnormal sum must not be flushed to zero.
+    let totals = [
+        (
+            256,
+            f16::from_f32(0.5),
+            bf16::from_f32(0.5),
+            f16::from_f32(128.0),
+            bf16::from_f32(128.0),
+        ),
+        // 100 of the smallest subnormal: the subnormal with significand 100.
+        (
+            100,
+            f16::from_bits(1),
+            bf16::from_bits(1),
+            f16::from_bits(100),
+            bf16::from_bits(100),
+        ),
+    ];
+    for (threads, h, b, want_h, want_b) in totals {
+        let (mut halves, mut bfloats) = (vec![f16::ZERO], vec![bf16::ZERO]);
+        let mut done = vec![0u8; threads];
+        half_atomic_totals(o, &mut halves, &mut bfloats, h, b, &mut done)
+            .map_err(|e| e.to_string())?;
+        compare("f16 atomic total", &bits(&halves), &bits(&[want_h]))?;
+        compare("bf16 atomic total", &bf_bits(&bfloats), &bf_bits(&[want_b]))?;
+    }
     let specials = vec![
         f16::ZERO,
         f16::NEG_ZERO,

@@ -237,6 +237,8 @@ enum DeviceAtomic {
     U64(DeviceBuffer<u64>),
     F32(DeviceBuffer<f32>),
     F64(DeviceBuffer<f64>),
+    F16(DeviceBuffer<offload::f16>),
+    Bf16(DeviceBuffer<offload::bf16>),
 }
 
 /// `$body` with `$b` bound to the buffer of whichever element type `$atomic` holds.
@@ -249,6 +251,8 @@ macro_rules! each_atomic {
             DeviceAtomic::U64($b) => $body,
             DeviceAtomic::F32($b) => $body,
             DeviceAtomic::F64($b) => $body,
+            DeviceAtomic::F16($b) => $body,
+            DeviceAtomic::Bf16($b) => $body,
         }
     };
 }
@@ -284,6 +288,14 @@ impl DeviceAtomic {
             ScalarTy::F64 => Self::F64(DeviceBuffer::from_slice(
                 device,
                 &values(bytes, f64::from_le_bytes),
+            )?),
+            ScalarTy::F16 => Self::F16(DeviceBuffer::from_slice(
+                device,
+                &values(bytes, offload::f16::from_le_bytes),
+            )?),
+            ScalarTy::Bf16 => Self::Bf16(DeviceBuffer::from_slice(
+                device,
+                &values(bytes, offload::bf16::from_le_bytes),
             )?),
             other => {
                 return Err(Error::InvalidLaunch(format!(

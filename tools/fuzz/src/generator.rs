@@ -48,7 +48,7 @@ pub(crate) struct Gen<'c> {
 }
 
 /// Integer types by how often they are picked: `usize` indexes, `i32` is common.
-const TYPES: [ScalarTy; 16] = [
+const TYPES: [ScalarTy; 18] = [
     ScalarTy::Bool,
     ScalarTy::I8,
     ScalarTy::I16,
@@ -65,6 +65,8 @@ const TYPES: [ScalarTy; 16] = [
     ScalarTy::F32,
     ScalarTy::F32,
     ScalarTy::F64,
+    ScalarTy::F16,
+    ScalarTy::Bf16,
 ];
 
 /// The float functions of the intrinsic table that are `exact` (every target computes
@@ -80,6 +82,16 @@ fn float_functions(exact: bool) -> Vec<Intrinsic> {
             )
         })
         .collect()
+}
+
+/// Whether MIR casts `from` to `to`: any numeric cast, but a 16-bit float only to and
+/// from `f32`, `f64` and itself.
+pub(crate) fn casts(from: ScalarTy, to: ScalarTy) -> bool {
+    let wide = |t: ScalarTy| matches!(t, ScalarTy::F32 | ScalarTy::F64);
+    if !(from.is_half() || to.is_half()) {
+        return true;
+    }
+    from == to || wide(from) || wide(to)
 }
 
 impl Gen<'_> {
@@ -264,6 +276,8 @@ impl Gen<'_> {
             return self.comparison();
         }
         let from = self.pick_type();
+        let from = if casts(from, ty) { from } else { ScalarTy::F32 };
+        let from = if casts(from, ty) { from } else { ty };
         let (a, v) = self.operand(from);
         (ty, Rvalue::Cast(a, ty), v)
     }
@@ -310,6 +324,12 @@ impl Gen<'_> {
     }
 
     fn float_intrinsic(&mut self, ty: ScalarTy) -> (ScalarTy, Rvalue, bool) {
+        // `f16` and `bf16` have `min` and `max` only.
+        if ty.is_half() {
+            let f = [Intrinsic::Min, Intrinsic::Max][self.rng.usize(..2)];
+            let ((a, va), (b, vb)) = (self.operand(ty), self.operand(ty));
+            return (ty, Rvalue::Intrinsic(f, vec![a, b]), va || vb);
+        }
         // Now and then a float read from an integer's bits.
         if self.rng.u32(0..8) == 0 {
             let bits = if ty == ScalarTy::F32 {

@@ -205,8 +205,14 @@ fn change_operator(rng: &mut Rng, b: &mut Body) -> bool {
 /// a non-`bool` cast to `bool`).
 fn change_cast(rng: &mut Rng, b: &mut Body) -> bool {
     match pick_statement(rng, b, |rv| matches!(rv, Rvalue::Cast(..))) {
-        Some(Rvalue::Cast(from, _)) => {
-            let ty = crate::FUZZED_TYPES[rng.usize(..crate::FUZZED_TYPES.len())];
+        Some(Rvalue::Cast(from, to)) => {
+            let ty = ScalarTy::ALL[rng.usize(..ScalarTy::ALL.len())];
+            // A 16-bit float converts to and from `f32` and `f64` only.
+            let ty = if (ty.is_half() || to.is_half()) && !crate::generator::casts(ty, *to) {
+                ScalarTy::F32
+            } else {
+                ty
+            };
             *from = Operand::Const(bits_const(ty, extreme_bits(rng, ty)));
             true
         }

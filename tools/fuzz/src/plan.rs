@@ -144,11 +144,11 @@ fn arg_kinds(rng: &mut Rng, two_d: bool, broken: Option<Broken>) -> Vec<ArgKind>
 }
 
 fn element(rng: &mut Rng) -> ScalarTy {
-    crate::FUZZED_TYPES[rng.usize(..crate::FUZZED_TYPES.len())]
+    ScalarTy::ALL[rng.usize(..ScalarTy::ALL.len())]
 }
 
 fn atomic_element(rng: &mut Rng) -> ScalarTy {
-    let types = crate::FUZZED_TYPES.into_iter();
+    let types = ScalarTy::ALL.into_iter();
     let atomic: Vec<ScalarTy> = types.filter(|t| AtomicOp::Add.supports(*t)).collect();
     atomic[rng.usize(..atomic.len())]
 }

@@ -165,7 +165,11 @@ fn every_kind_of_statement_terminator_type_and_strategy_appears() {
             .iter()
             .map(|p| format!("position {}", p.name())),
     );
-    want.extend(crate::FUZZED_TYPES.iter().map(|t| format!("type {t}")));
+    want.extend(
+        offload_mir::ScalarTy::ALL
+            .iter()
+            .map(|t| format!("type {t}")),
+    );
     want.extend(Broken::ALL.iter().map(|r| format!("broken {r:?}")));
     for kind in [
         "Use",

@@ -11,6 +11,7 @@ pub fn random_bits(rng: &mut Rng, ty: ScalarTy) -> u64 {
         ScalarTy::Bool => rng.bool() as u64,
         ScalarTy::F32 => random_f32(rng).to_bits() as u64,
         ScalarTy::F64 => random_f64(rng).to_bits(),
+        ScalarTy::F16 | ScalarTy::Bf16 => random_half(rng, ty),
         _ => random_int(rng, ty),
     }
 }
@@ -60,6 +61,20 @@ pub fn extreme_bits(rng: &mut Rng, ty: ScalarTy) -> u64 {
             ];
             v[rng.usize(..v.len())].to_bits()
         }
+        // NaN, the infinities, -0.0, 0.0, MAX, MIN, MIN_POSITIVE, the smallest
+        // subnormal, 1 and -1, by their bits.
+        ScalarTy::F16 => {
+            let v: [u16; 10] = [
+                0x7e00, 0x7c00, 0xfc00, 0x8000, 0, 0x7bff, 0xfbff, 0x0400, 1, 0x3c00,
+            ];
+            v[rng.usize(..v.len())] as u64
+        }
+        ScalarTy::Bf16 => {
+            let v: [u16; 10] = [
+                0x7fc0, 0x7f80, 0xff80, 0x8000, 0, 0x7f7f, 0xff7f, 0x0080, 1, 0x3f80,
+            ];
+            v[rng.usize(..v.len())] as u64
+        }
         _ => {
             let (min, max) = int_range(ty);
             let v = [min, max, 0, 1, -1, min + 1, max - 1];
@@ -106,5 +121,19 @@ fn random_f64(rng: &mut Rng) -> f64 {
             let exponent = rng.u64(980..=1080);
             f64::from_bits((rng.u64(..) & 0x800F_FFFF_FFFF_FFFF) | (exponent << 52))
         }
+    }
+}
+
+/// The bits of a random `f16` or `bf16`: a small quarter, an extreme value, or any bits
+/// of modest magnitude.
+fn random_half(rng: &mut Rng, ty: ScalarTy) -> u64 {
+    let of_f32 = |v: f32| match ty {
+        ScalarTy::F16 => half::f16::from_f32(v).to_bits() as u64,
+        _ => half::bf16::from_f32(v).to_bits() as u64,
+    };
+    match rng.u32(0..10) {
+        0..=3 => of_f32(rng.i32(-16..=16) as f32 / 4.0),
+        4 => extreme_bits(rng, ty),
+        _ => of_f32(random_f32(rng) / 1e3),
     }
 }
