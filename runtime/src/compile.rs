@@ -162,41 +162,16 @@ fn jit_cpu(
     workgroup_size: [u32; 3],
 ) -> Result<CpuEntry, Error> {
     use offload_lowering::{CpuKernel, CpuObject, CpuTarget};
-    let body = descriptor.body()?;
     let target = CpuTarget {
         workgroup_size: Some(workgroup_size),
         ..CpuTarget::host()
     };
-    // Everything the object depends on: the kernel as linked, the CPU, the workgroup
-    // size, and the compiler.
-    let key = format!(
-        "cpu\n{}\n{}\n{}\n{}\n{}\n{:?}\n{}",
-        env!("CARGO_PKG_VERSION"),
-        compiler_build(),
-        target.triple,
-        target.cpu,
-        target.features,
-        target.workgroup_size,
-        body.body()
-    );
-    let disk = crate::disk_cache::DiskCache::from_env();
-    let object = match disk.as_ref().and_then(|d| d.get(&key)) {
-        Some(bytes) => {
-            tracing::debug!(kernel = descriptor.name, "CPU code from the disk cache");
-            let symbol = offload_lowering::cpu_symbol(body, &target);
-            CpuObject { symbol, bytes }
-        }
-        None => {
-            COMPILES.fetch_add(1, Ordering::Relaxed);
-            let object = offload_lowering::compile_cpu_object(body, &target)
-                .map_err(|e| compile_error(descriptor, e))?;
-            if let Some(disk) = disk {
-                disk.put(&key, &object.bytes);
-            }
-            object
-        }
-    };
-    let kernel = CpuKernel::load(&object).map_err(|e| compile_error(descriptor, e))?;
+    let bytes = disk_cached(descriptor, "cpu", &target, |body| {
+        offload_lowering::compile_cpu_object(body, &target).map(|object| object.bytes)
+    })?;
+    let symbol = offload_lowering::cpu_symbol(descriptor.body()?, &target);
+    let kernel =
+        CpuKernel::load(&CpuObject { symbol, bytes }).map_err(|e| compile_error(descriptor, e))?;
     Ok(kernel.entry())
 }
 
@@ -207,7 +182,6 @@ fn jit_ptx(
     chip: &str,
     shape: LaunchShape,
 ) -> Result<String, Error> {
-    let body = descriptor.body()?;
     let target = offload_lowering::GpuTarget {
         chip: chip.to_string(),
         block_size: Some(shape.block_size),
@@ -215,62 +189,54 @@ fn jit_ptx(
         whole_grid: shape.whole_grid,
         ..Default::default()
     };
-    let disk = crate::disk_cache::DiskCache::from_env();
-    // Everything the PTX depends on: the kernel as linked, the target, and the compiler.
-    let key = format!(
-        "ptx\n{}\n{}\n{}\n{}\n{:?}\n{:?}\n{:?}\n{}\n{}",
-        env!("CARGO_PKG_VERSION"),
-        compiler_build(),
-        target.chip,
-        target.features,
-        target.libdevice,
-        target.block_size,
-        target.resident_workgroups,
-        target.whole_grid,
-        body.body()
-    );
-    if let Some(ptx) = disk.as_ref().and_then(|d| d.get(&key))
-        && let Ok(ptx) = String::from_utf8(ptx)
-    {
-        tracing::debug!(kernel = descriptor.name, chip, "PTX from the disk cache");
-        return Ok(ptx);
-    }
-    COMPILES.fetch_add(1, Ordering::Relaxed);
-    let kernel =
-        offload_lowering::compile_ptx(body, &target).map_err(|e| compile_error(descriptor, e))?;
-    if let Some(disk) = disk {
-        disk.put(&key, kernel.ptx.as_bytes());
-    }
-    Ok(kernel.ptx)
+    let bytes = disk_cached(descriptor, "ptx", &target, |body| {
+        offload_lowering::compile_ptx(body, &target).map(|kernel| kernel.ptx.into_bytes())
+    })?;
+    // The disk cache checks what it returns against its hash, so this is what was stored.
+    String::from_utf8(bytes).map_err(|_| {
+        Error::compile(
+            descriptor.name,
+            CompileCause::Lower("the cached PTX is not UTF-8".into()),
+        )
+    })
 }
 
 /// A code object compiled in this process or an earlier one ([`crate::disk_cache`]),
 /// else now.
 #[cfg(feature = "jit")]
 fn jit_code_object(descriptor: &'static KernelDescriptor, chip: &str) -> Result<Vec<u8>, Error> {
-    let body = descriptor.body()?;
     let target =
         offload_lowering::AmdTarget::new(chip).map_err(|e| compile_error(descriptor, e))?;
-    let disk = crate::disk_cache::DiskCache::from_env();
-    // Everything the code object depends on: the kernel as linked, the chip, the compiler.
+    disk_cached(descriptor, "hsaco", &target, |body| {
+        offload_lowering::compile_amd(std::slice::from_ref(body), &target, false)
+    })
+}
+
+/// A kernel's code of one `kind` for `target`: from the disk cache ([`crate::disk_cache`])
+/// when an earlier process compiled it, else compiled now and stored there. The key is
+/// everything the code depends on: the kind, the target, the kernel as linked, and the
+/// compiler's build.
+#[cfg(feature = "jit")]
+fn disk_cached(
+    descriptor: &'static KernelDescriptor,
+    kind: &str,
+    target: &impl std::fmt::Debug,
+    compile: impl FnOnce(&offload_mir::Linked) -> Result<Vec<u8>, offload_lowering::LowerError>,
+) -> Result<Vec<u8>, Error> {
+    let body = descriptor.body()?;
     let key = format!(
-        "hsaco\n{}\n{}\n{}\n{}",
+        "{kind}\n{}\n{}\n{target:?}\n{}",
         env!("CARGO_PKG_VERSION"),
         compiler_build(),
-        target.chip,
         body.body()
     );
+    let disk = crate::disk_cache::DiskCache::from_env();
     if let Some(code) = disk.as_ref().and_then(|d| d.get(&key)) {
-        tracing::debug!(
-            kernel = descriptor.name,
-            chip,
-            "code object from the disk cache"
-        );
+        tracing::debug!(kernel = descriptor.name, kind, "code from the disk cache");
         return Ok(code);
     }
     COMPILES.fetch_add(1, Ordering::Relaxed);
-    let code = offload_lowering::compile_amd(std::slice::from_ref(body), &target, false)
-        .map_err(|e| compile_error(descriptor, e))?;
+    let code = compile(body).map_err(|e| compile_error(descriptor, e))?;
     if let Some(disk) = disk {
         disk.put(&key, &code);
     }

@@ -45,7 +45,7 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn allocate_zeroed(&self, bytes: u128) -> Result<Box<dyn Memory>, Error> {
+    fn allocate_zeroed(&'static self, bytes: u128) -> Result<Box<dyn Memory>, Error> {
         let out_of_memory = || Error::OutOfMemory {
             device: Device::Cpu.to_string(),
             bytes,
@@ -60,7 +60,7 @@ impl Backend for Cpu {
         Ok(Box::new(HostMemory(words)))
     }
 
-    fn upload(&self, data: &[u8]) -> Result<Box<dyn Memory>, Error> {
+    fn upload(&'static self, data: &[u8]) -> Result<Box<dyn Memory>, Error> {
         let mut words = vec![0u64; data.len().div_ceil(8)];
         // SAFETY: `words` has room for `data`.
         unsafe {

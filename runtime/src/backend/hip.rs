@@ -3,9 +3,9 @@
 //! (HSACO) for the GPU's chip: built ahead of time, else compiled by the JIT
 //! ([`crate::compile::code_object`]).
 //!
-//! Every launch here is synchronous: arguments are copied in, the kernel runs, the panic
-//! buffer is read, and regions are copied back unless a thread panicked. Launches on
-//! device buffers wait too (the CUDA backend's asynchronous launches are not mirrored).
+//! The launch protocol is the one of every GPU ([`super::gpu`]); this module is the
+//! operations it runs on. They use the null stream, whose copies from pageable memory
+//! wait for the launches before them.
 //!
 //! A GPU's chip is read from the kernel driver's topology
 //! (`/sys/class/kfd/kfd/topology/nodes/*/properties`, `gfx_target_version`), in node
@@ -14,17 +14,13 @@
 //! No AMD GPU has been reachable from the machines this was written on: the code here is
 //! compiled and its argument packing tested, but it has never run a kernel.
 
-use super::Backend;
-use crate::{
-    Device, Error, KernelDescriptor,
-    memory::Memory,
-    panic::{PANIC_BUFFER_WORDS, PanicWords},
-    plan::{LaunchPlan, dispatch_grids},
-};
+use super::gpu::{Driver, Gpu};
+use crate::compile::LaunchShape;
+use crate::plan::GpuDispatch;
+use crate::{Device, Error, KernelDescriptor};
 use std::{
-    collections::HashMap,
     ffi::{CStr, CString, c_char, c_int, c_uint, c_void},
-    sync::{Mutex, OnceLock},
+    sync::OnceLock,
 };
 
 /// Where the HIP runtime is looked for, in order.
@@ -271,13 +267,23 @@ fn arch_name(version: u32) -> Option<String> {
     Some(format!("gfx{major}{minor:x}{stepping:x}"))
 }
 
+/// The HIP driver of one device. Its copies are synchronous on the null stream, so
+/// they are in order with its launches.
 pub(crate) struct HipDevice {
     pub ordinal: usize,
     pub device: Device,
 }
 
+/// The GPU of `device` (an AMD one), driven by HIP.
+pub(crate) fn gpu(ordinal: usize, device: &Device) -> Gpu<HipDevice> {
+    Gpu::new(HipDevice {
+        ordinal,
+        device: device.clone(),
+    })
+}
+
 /// Device memory from `hipMalloc`, freed when dropped.
-struct DeviceMemory {
+pub(crate) struct DeviceMemory {
     ptr: *mut c_void,
     ordinal: usize,
 }
@@ -298,34 +304,6 @@ impl Drop for DeviceMemory {
     }
 }
 
-impl Memory for DeviceMemory {
-    fn address(&self) -> u64 {
-        self.ptr as u64
-    }
-
-    fn read(&self, into: &mut [u8]) -> Result<(), Error> {
-        let hip = hip().map_err(unavailable)?;
-        hip.select(self.ordinal)?;
-        // SAFETY: `into` is writable for its length, which the memory holds.
-        let e = unsafe { (hip.memcpy_dtoh)(into.as_mut_ptr().cast(), self.ptr, into.len()) };
-        hip.check(e, "copying a buffer from the device")
-    }
-
-    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
-        let hip = hip().map_err(unavailable)?;
-        hip.select(self.ordinal)?;
-        // SAFETY: the memory holds `offset + data.len()` bytes (the caller's contract).
-        let e = unsafe {
-            (hip.memcpy_htod)(
-                self.ptr.cast::<u8>().add(offset).cast(),
-                data.as_ptr().cast(),
-                data.len(),
-            )
-        };
-        hip.check(e, "copying a buffer part to the device")
-    }
-}
-
 fn unavailable(why: HipUnavailable) -> Error {
     Error::Hip {
         during: "loading the HIP runtime",
@@ -334,8 +312,65 @@ fn unavailable(why: HipUnavailable) -> Error {
 }
 
 impl HipDevice {
-    fn allocate(&self, hip: &Hip, bytes: usize) -> Result<DeviceMemory, Error> {
+    /// The runtime, with this device selected for the calling thread.
+    fn selected(&self) -> Result<&'static Hip, Error> {
+        let hip = hip().map_err(unavailable)?;
         hip.select(self.ordinal)?;
+        Ok(hip)
+    }
+}
+
+/// A loaded kernel (a `hipFunction_t`), kept for the process.
+pub(crate) struct Function(*mut c_void);
+
+// SAFETY: a handle HIP lets any thread launch.
+unsafe impl Send for Function {}
+// SAFETY: as above.
+unsafe impl Sync for Function {}
+
+impl Driver for HipDevice {
+    type Buffer = DeviceMemory;
+    type Host = Vec<u8>;
+    type Function = Function;
+
+    fn device(&self) -> &Device {
+        &self.device
+    }
+
+    fn subgroup(&self) -> (u32, &'static str) {
+        let Device::Hip { arch, .. } = &self.device else {
+            unreachable!("a HIP driver is made for HIP devices");
+        };
+        (wavefront(arch), "wavefronts")
+    }
+
+    /// The kernel's code object for the GPU's chip, loaded; the same for every launch
+    /// shape.
+    fn load(
+        &self,
+        descriptor: &'static KernelDescriptor,
+        _shape: LaunchShape,
+    ) -> Result<Function, Error> {
+        let Device::Hip { arch, .. } = &self.device else {
+            unreachable!("a HIP driver is made for HIP devices");
+        };
+        let code = crate::compile::code_object(descriptor, arch)?;
+        let hip = self.selected()?;
+        let mut module = std::ptr::null_mut();
+        // SAFETY: `code` is a whole code object; HIP copies what it keeps.
+        let e = unsafe { (hip.module_load_data)(&mut module, code.as_ptr().cast()) };
+        hip.check(e, "loading the kernel's code object")?;
+        let name =
+            CString::new(descriptor.body()?.name.as_str()).expect("kernel names have no NUL");
+        let mut function = std::ptr::null_mut();
+        // SAFETY: `module` was just loaded; `name` is NUL-terminated.
+        let e = unsafe { (hip.module_get_function)(&mut function, module, name.as_ptr()) };
+        hip.check(e, "finding the kernel in its code object")?;
+        Ok(Function(function))
+    }
+
+    fn allocate(&self, bytes: usize) -> Result<DeviceMemory, Error> {
+        let hip = self.selected()?;
         let mut ptr = std::ptr::null_mut();
         // A zero-length allocation stands in as one byte, as on CUDA.
         // SAFETY: `ptr` is a live out-parameter.
@@ -355,164 +390,82 @@ impl HipDevice {
         }
     }
 
-    /// The kernel's function on this GPU, its code object loaded once per process.
-    fn function(
-        &self,
-        hip: &Hip,
-        descriptor: &'static KernelDescriptor,
-    ) -> Result<Function, Error> {
-        static LOADED: OnceLock<Mutex<HashMap<(usize, usize), Function>>> = OnceLock::new();
-        let key = (descriptor as *const KernelDescriptor as usize, self.ordinal);
-        let mut loaded = LOADED
-            .get_or_init(Default::default)
-            .lock()
-            .unwrap_or_else(|p| p.into_inner());
-        if let Some(f) = loaded.get(&key) {
-            return Ok(*f);
-        }
-        let Device::Hip { arch, .. } = &self.device else {
-            unreachable!("a HIP backend is made for HIP devices");
-        };
-        let code = crate::compile::code_object(descriptor, arch)?;
-        hip.select(self.ordinal)?;
-        let mut module = std::ptr::null_mut();
-        // SAFETY: `code` is a whole code object; HIP copies what it keeps.
-        let e = unsafe { (hip.module_load_data)(&mut module, code.as_ptr().cast()) };
-        hip.check(e, "loading the kernel's code object")?;
-        let name =
-            CString::new(descriptor.body()?.name.as_str()).expect("kernel names have no NUL");
-        let mut function = std::ptr::null_mut();
-        // SAFETY: `module` was just loaded; `name` is NUL-terminated.
-        let e = unsafe { (hip.module_get_function)(&mut function, module, name.as_ptr()) };
-        hip.check(e, "finding the kernel in its code object")?;
-        loaded.insert(key, Function(function));
-        Ok(Function(function))
+    fn zero(&self, buffer: &mut DeviceMemory, bytes: usize) -> Result<(), Error> {
+        let hip = self.selected()?;
+        // SAFETY: the buffer holds at least `bytes` bytes (the protocol's contract).
+        hip.check(
+            unsafe { (hip.memset)(buffer.ptr, 0, bytes) },
+            "zeroing device memory",
+        )
     }
-}
 
-/// A loaded kernel (a `hipFunction_t`), kept for the process.
-#[derive(Copy, Clone)]
-struct Function(*mut c_void);
+    fn address(&self, buffer: &DeviceMemory) -> u64 {
+        buffer.ptr as u64
+    }
 
-// SAFETY: a handle HIP lets any thread launch.
-unsafe impl Send for Function {}
-
-impl Backend for HipDevice {
-    fn launch(&self, launch: LaunchPlan<'_, '_>) -> Result<(), Error> {
-        let hip = hip().map_err(unavailable)?;
-        let Device::Hip { arch, .. } = &self.device else {
-            unreachable!("a HIP backend is made for HIP devices");
+    fn copy_in(&self, data: &[u8], buffer: &mut DeviceMemory, offset: usize) -> Result<(), Error> {
+        let hip = self.selected()?;
+        // SAFETY: the buffer holds `offset + data.len()` bytes (the protocol's contract).
+        let e = unsafe {
+            (hip.memcpy_htod)(
+                buffer.ptr.cast::<u8>().add(offset).cast(),
+                data.as_ptr().cast(),
+                data.len(),
+            )
         };
-        let wavefront = wavefront(arch);
-        let threads: u32 = launch.workgroup_size.iter().product();
-        if launch.body.uses_subgroups() && !threads.is_multiple_of(wavefront) {
-            return Err(Error::InvalidLaunch(format!(
-                "kernel `{}` uses subgroup operations, which need whole wavefronts: {threads} threads per workgroup is not a multiple of {wavefront}",
-                launch.body.name
-            )));
-        }
-        let function = self.function(hip, launch.descriptor)?;
-        // Device copies of host data, and which go back.
-        let mut buffers = Vec::new();
-        let mut written = Vec::new();
-        let words = crate::plan::abi_words(launch.args, |kind, data, bytes| {
-            let (offset, full) = kind.placement().expect("arguments with data are placed");
-            let memory = self.allocate(hip, full)?;
-            // SAFETY: the memory holds `full` bytes, zeroed before a window is copied in.
-            unsafe {
-                if full != bytes {
-                    hip.check((hip.memset)(memory.ptr, 0, full), "zeroing device memory")?;
-                }
-                let at = memory.ptr.cast::<u8>().add(offset).cast();
-                hip.check(
-                    (hip.memcpy_htod)(at, data.cast(), bytes),
-                    "copying an argument to the device",
-                )?;
-            }
-            if kind.copied_back() && bytes > 0 {
-                written.push((buffers.len(), data, bytes, offset));
-            }
-            let address = memory.ptr as u64;
-            buffers.push(memory);
-            Ok(address)
-        })?;
-        let report = self.allocate(hip, PANIC_BUFFER_WORDS * 8)?;
-        // SAFETY: the panic buffer holds its words.
-        let e = unsafe { (hip.memset)(report.ptr, 0, PANIC_BUFFER_WORDS * 8) };
-        hip.check(e, "zeroing the panic buffer")?;
-        dispatch_grids(&launch, words, report.ptr as u64, |grid| {
-            let mut params = grid.params();
-            let [bx, by, bz] = grid.block;
-            let [gx, gy, gz] = grid.grid;
-            // SAFETY: the parameters match the kernel ABI the code object was compiled
-            // with (checked against the MIR signature), and every buffer they point to
-            // lives until the device is synchronised below.
-            let e = unsafe {
-                (hip.module_launch_kernel)(
-                    function.0,
-                    gx,
-                    gy,
-                    gz,
-                    bx,
-                    by,
-                    bz,
-                    grid.shared_bytes,
-                    std::ptr::null_mut(),
-                    params.as_mut_ptr(),
-                    std::ptr::null_mut(),
-                )
-            };
-            hip.check(e, "launching the kernel")
-        })?;
-        // SAFETY: a plain call.
-        hip.check(unsafe { (hip.device_synchronize)() }, "running the kernel")?;
-        let mut panic: PanicWords = [0; PANIC_BUFFER_WORDS];
-        report.read(panic_bytes(&mut panic))?;
-        if let Some(error) = crate::panic::decode(launch.descriptor.name, launch.body, &panic) {
-            return Err(error);
-        }
-        for (buffer, data, bytes, offset) in written {
-            // SAFETY: `data` is the region's exclusively borrowed slice of `bytes` bytes,
-            // which the buffer holds from `offset`.
-            let e = unsafe {
-                (hip.memcpy_dtoh)(
-                    data.cast(),
-                    buffers[buffer].ptr.cast::<u8>().add(offset).cast(),
-                    bytes,
-                )
-            };
-            hip.check(e, "copying a region back")?;
-        }
-        Ok(())
+        hip.check(e, "copying to the device")
+    }
+
+    unsafe fn copy_out(
+        &self,
+        buffer: &DeviceMemory,
+        offset: usize,
+        into: &mut [u8],
+    ) -> Result<(), Error> {
+        let hip = self.selected()?;
+        // SAFETY: `into` is writable for its length, which the buffer holds from
+        // `offset`; the copy waits for the launches before it.
+        let e = unsafe {
+            (hip.memcpy_dtoh)(
+                into.as_mut_ptr().cast(),
+                buffer.ptr.cast::<u8>().add(offset).cast(),
+                into.len(),
+            )
+        };
+        hip.check(e, "copying from the device")
+    }
+
+    fn host(&self, bytes: usize) -> Result<Vec<u8>, Error> {
+        Ok(vec![0; bytes])
+    }
+
+    unsafe fn launch_grid(&self, function: &Function, grid: GpuDispatch<'_>) -> Result<(), Error> {
+        let hip = self.selected()?;
+        let mut params = grid.params();
+        let ([gx, gy, gz], [bx, by, bz]) = (grid.grid, grid.block);
+        // SAFETY: the caller's contract.
+        let e = unsafe {
+            (hip.module_launch_kernel)(
+                function.0,
+                gx,
+                gy,
+                gz,
+                bx,
+                by,
+                bz,
+                grid.shared_bytes,
+                std::ptr::null_mut(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        hip.check(e, "launching the kernel")
     }
 
     fn synchronize(&self) -> Result<(), Error> {
-        let hip = hip().map_err(unavailable)?;
-        hip.select(self.ordinal)?;
+        let hip = self.selected()?;
         // SAFETY: a plain call.
-        hip.check(unsafe { (hip.device_synchronize)() }, "waiting for the GPU")
-    }
-
-    fn allocate_zeroed(&self, bytes: u128) -> Result<Box<dyn Memory>, Error> {
-        let hip = hip().map_err(unavailable)?;
-        let size = usize::try_from(bytes).map_err(|_| Error::OutOfMemory {
-            device: self.device.to_string(),
-            bytes,
-        })?;
-        let memory = self.allocate(hip, size)?;
-        // SAFETY: the memory holds `size` bytes (at least one).
-        hip.check(
-            unsafe { (hip.memset)(memory.ptr, 0, size.max(1)) },
-            "zeroing a buffer",
-        )?;
-        Ok(Box::new(memory))
-    }
-
-    fn upload(&self, data: &[u8]) -> Result<Box<dyn Memory>, Error> {
-        let hip = hip().map_err(unavailable)?;
-        let mut memory = self.allocate(hip, data.len())?;
-        memory.write(0, data)?;
-        Ok(Box::new(memory))
+        hip.check(unsafe { (hip.device_synchronize)() }, "running the kernel")
     }
 }
 
@@ -523,14 +476,6 @@ fn wavefront(arch: &str) -> u32 {
         32
     } else {
         64
-    }
-}
-
-/// The panic words as the bytes a device copy fills.
-fn panic_bytes(words: &mut PanicWords) -> &mut [u8] {
-    // SAFETY: an array of `u64`s viewed as its bytes, all of which are valid `u8`s.
-    unsafe {
-        std::slice::from_raw_parts_mut(words.as_mut_ptr().cast(), std::mem::size_of_val(words))
     }
 }
 

@@ -1,12 +1,14 @@
 //! The backend seam: what the runtime needs of a device, and the devices that provide it.
 //! Everything above this module reaches a device only through [`Backend`] and
-//! [`Memory`](crate::memory::Memory); the CUDA, HIP (AMD) and CPU backends sit behind it.
+//! [`Memory`](crate::memory::Memory). GPUs run the one launch protocol of [`gpu`] over a
+//! driver (CUDA's, HIP's for AMD); the CPU backend runs kernels on host threads.
 
 mod cpu;
 mod cuda;
+mod gpu;
 mod hip;
 
-use crate::{Device, Error, memory::Memory, plan::LaunchPlan};
+use crate::{Device, Error, memory::Memory, panic::Issuer, plan::LaunchPlan};
 
 /// One device's backend.
 pub(crate) trait Backend: Send + Sync {
@@ -20,16 +22,29 @@ pub(crate) trait Backend: Send + Sync {
     fn synchronize(&self) -> Result<(), Error>;
     /// `bytes` of zeroed device memory; more than the device can hold is
     /// [`Error::OutOfMemory`].
-    fn allocate_zeroed(&self, bytes: u128) -> Result<Box<dyn Memory>, Error>;
+    fn allocate_zeroed(&'static self, bytes: u128) -> Result<Box<dyn Memory>, Error>;
     /// Device memory holding a copy of `data`.
-    fn upload(&self, data: &[u8]) -> Result<Box<dyn Memory>, Error>;
+    fn upload(&'static self, data: &[u8]) -> Result<Box<dyn Memory>, Error>;
+    /// Hands over the launches of an issuer whose thread ends, for the next
+    /// synchronisation to release. Must make no driver call: it runs while the thread's
+    /// locals are destroyed.
+    fn retire(&self, _issuer: Issuer) {}
+}
+
+/// Every device's backend, made once and kept.
+static BACKENDS: std::sync::OnceLock<Vec<Box<dyn Backend>>> = std::sync::OnceLock::new();
+
+/// Tells every backend that an issuer's thread ended ([`Backend::retire`]).
+fn retire(issuer: Issuer) {
+    for backend in BACKENDS.get().into_iter().flatten() {
+        backend.retire(issuer);
+    }
 }
 
 /// The backend of `device`, made once per device of this machine and kept: a launch
 /// finds it without allocating. A device this machine lacks is
 /// [`Error::InvalidLaunch`].
 pub(crate) fn of(device: &Device) -> Result<&'static dyn Backend, Error> {
-    static BACKENDS: std::sync::OnceLock<Vec<Box<dyn Backend>>> = std::sync::OnceLock::new();
     let all = devices();
     let backends = BACKENDS.get_or_init(|| all.iter().map(make).collect());
     // Launches pass this machine's own entries, found by address; a copy by value.
@@ -45,14 +60,8 @@ pub(crate) fn of(device: &Device) -> Result<&'static dyn Backend, Error> {
 
 fn make(device: &Device) -> Box<dyn Backend> {
     match device {
-        Device::Cuda { ordinal, .. } => Box::new(cuda::Cuda {
-            ordinal: *ordinal,
-            device: device.clone(),
-        }),
-        Device::Hip { ordinal, .. } => Box::new(hip::HipDevice {
-            ordinal: *ordinal,
-            device: device.clone(),
-        }),
+        Device::Cuda { ordinal, .. } => Box::new(cuda::gpu(*ordinal, device)),
+        Device::Hip { ordinal, .. } => Box::new(hip::gpu(*ordinal, device)),
         Device::Cpu => Box::new(cpu::Cpu),
     }
 }

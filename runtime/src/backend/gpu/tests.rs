@@ -1,0 +1,319 @@
+//! The GPU launch protocol over a driver that runs "kernels" on the host at once, in
+//! the order it was called: what it is asked to do, and in which order, is the protocol.
+
+use super::*;
+use crate::args::{ArgKind, DynamicArg, KernelArg};
+use crate::memory::BufferLocation;
+use offload_mir::interp::Layout;
+use offload_mir::{ScalarTy, Strategy};
+
+/// Doubles every element of its region and, with a scalar of 10 or more, panics at
+/// its `assert` (site 0) after writing; its subgroup shuffle needs whole warps.
+static TWICE: KernelDescriptor = KernelDescriptor::new(
+    "twice",
+    "// offload-mir v1
+kernel twice(mut _1: Region<u32, Linear1D>, _2: u32) {
+file \"twice.rs\";
+let mut _0: ();
+let mut _3: bool;
+let mut _4: u32;
+
+bb0: {
+    _4 = subgroup_shuffle(copy _2, const 0usize); // 1:1
+    _3 = Lt(copy _2, const 10u32); // 2:1
+    assert(copy _3, \"too big\") -> bb1; // 2:5
+}
+
+bb1: {
+    return; // 3:1
+}
+}
+",
+    &[],
+);
+
+/// The host memory a fake buffer is; its address is what kernels write through.
+struct Bytes(Box<[u8]>);
+
+struct Fake {
+    device: Device,
+    /// Every operation, in order.
+    log: Mutex<Vec<&'static str>>,
+}
+
+impl Fake {
+    fn note(&self, op: &'static str) {
+        lock(&self.log).push(op);
+    }
+}
+
+impl Driver for Fake {
+    type Buffer = Bytes;
+    type Host = Vec<u8>;
+    type Function = &'static str;
+
+    fn device(&self) -> &Device {
+        &self.device
+    }
+    fn subgroup(&self) -> (u32, &'static str) {
+        (32, "warps")
+    }
+    fn load(&self, d: &'static KernelDescriptor, _: LaunchShape) -> Result<&'static str, Error> {
+        self.note("load");
+        Ok(d.name)
+    }
+    fn allocate(&self, bytes: usize) -> Result<Bytes, Error> {
+        self.note("allocate");
+        // Not zeroed: what the protocol reads unwritten shows.
+        Ok(Bytes(vec![0xa5; bytes.max(1)].into()))
+    }
+    fn zero(&self, buffer: &mut Bytes, bytes: usize) -> Result<(), Error> {
+        self.note("zero");
+        buffer.0[..bytes].fill(0);
+        Ok(())
+    }
+    fn address(&self, buffer: &Bytes) -> u64 {
+        buffer.0.as_ptr() as u64
+    }
+    fn copy_in(&self, data: &[u8], buffer: &mut Bytes, offset: usize) -> Result<(), Error> {
+        self.note("copy in");
+        buffer.0[offset..offset + data.len()].copy_from_slice(data);
+        Ok(())
+    }
+    unsafe fn copy_out(&self, buffer: &Bytes, offset: usize, into: &mut [u8]) -> Result<(), Error> {
+        self.note("copy out");
+        into.copy_from_slice(&buffer.0[offset..offset + into.len()]);
+        Ok(())
+    }
+    fn host(&self, bytes: usize) -> Result<Vec<u8>, Error> {
+        Ok(vec![0; bytes])
+    }
+    unsafe fn launch_grid(&self, _: &&'static str, grid: GpuDispatch<'_>) -> Result<(), Error> {
+        self.note("launch");
+        // Words: the region's memref (allocated, aligned, offset, len, stride), the
+        // scalar, then the panic buffer's memref.
+        let w = grid.words;
+        let (data, len, scalar, report) = (w[1] as *mut u32, w[3] as usize, w[5], w[7] as *mut i64);
+        // SAFETY: the addresses are of live fake buffers of these sizes.
+        unsafe {
+            for i in 0..len {
+                *data.add(i) *= 2;
+            }
+            if scalar >= 10 {
+                *report = 1;
+                *report.add(1) = 0;
+            }
+        }
+        Ok(())
+    }
+    fn synchronize(&self) -> Result<(), Error> {
+        self.note("synchronize");
+        Ok(())
+    }
+}
+
+fn fake() -> &'static Gpu<Fake> {
+    Box::leak(Box::new(Gpu::new(Fake {
+        device: Device::Cuda {
+            ordinal: 0,
+            name: "fake".into(),
+            compute_capability: (9, 0),
+        },
+        log: Mutex::default(),
+    })))
+}
+
+/// Launches `twice` over `args` with `threads` threads per workgroup.
+fn launch(gpu: &Gpu<Fake>, args: &mut [KernelArg<'_>], threads: u32) -> Result<(), Error> {
+    gpu.launch(LaunchPlan {
+        body: TWICE.body().unwrap().body(),
+        descriptor: &TWICE,
+        args,
+        workgroups: [1, 1, 1],
+        workgroup_size: [threads, 1, 1],
+        dyn_cache: 0,
+        resident_workgroups: None,
+        group_base: 0,
+        groups: [1, 1, 1],
+    })
+}
+
+fn host_args<'a>(data: &'a mut [u8], scalar: u32) -> Vec<KernelArg<'a>> {
+    let plain: &'static Layout = Box::leak(Box::default());
+    [
+        DynamicArg::Region {
+            elem: ScalarTy::U32,
+            strategy: Strategy::Linear1D,
+            data,
+            layout: plain,
+        },
+        DynamicArg::Scalar {
+            ty: ScalarTy::U32,
+            bits: scalar as u64,
+        },
+    ]
+    .into_iter()
+    .map(|a| KernelArg::dynamic(a).unwrap())
+    .collect()
+}
+
+fn words(values: &[u32]) -> Vec<u8> {
+    values.iter().flat_map(|v| v.to_le_bytes()).collect()
+}
+
+fn log(gpu: &Gpu<Fake>) -> Vec<&'static str> {
+    std::mem::take(&mut *lock(&gpu.driver.log))
+}
+
+#[test]
+fn a_launch_over_host_data_copies_in_runs_reads_its_panic_buffer_and_copies_back() {
+    let gpu = fake();
+    let mut data = words(&[1, 2, 3, 4]);
+    launch(gpu, &mut host_args(&mut data, 3), 32).unwrap();
+    assert_eq!(data, words(&[2, 4, 6, 8]));
+    assert_eq!(
+        log(gpu),
+        [
+            "load",
+            "allocate",
+            "copy in",
+            // The panic slab: allocated and zeroed once.
+            "allocate",
+            "zero",
+            "launch",
+            "copy out",
+            "synchronize",
+            "copy out",
+            "synchronize"
+        ]
+    );
+    // The kernel is loaded once and the slab is reused.
+    launch(gpu, &mut host_args(&mut data, 3), 32).unwrap();
+    assert_eq!(data, words(&[4, 8, 12, 16]));
+    assert_eq!(
+        log(gpu),
+        [
+            "allocate",
+            "copy in",
+            "launch",
+            "copy out",
+            "synchronize",
+            "copy out",
+            "synchronize"
+        ]
+    );
+}
+
+#[test]
+fn a_panic_is_the_launch_error_and_the_host_data_is_not_copied_back() {
+    let gpu = fake();
+    let mut data = words(&[1, 2, 3, 4]);
+    let e = launch(gpu, &mut host_args(&mut data, 10), 32).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "kernel `twice` panicked at twice.rs:2:5: too big"
+    );
+    assert_eq!(data, words(&[1, 2, 3, 4]));
+    // The panic buffer is read; the region is not.
+    assert_eq!(
+        log(gpu),
+        [
+            "load",
+            "allocate",
+            "copy in",
+            "allocate",
+            "zero",
+            "launch",
+            "copy out",
+            "synchronize"
+        ]
+    );
+}
+
+#[test]
+fn partial_warps_are_refused_for_kernels_with_subgroup_operations() {
+    let gpu = fake();
+    let mut data = words(&[1]);
+    let e = launch(gpu, &mut host_args(&mut data, 3), 48).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "invalid launch: kernel `twice` uses subgroup operations, which need whole warps: 48 threads per workgroup is not a multiple of 32"
+    );
+    assert!(log(gpu).is_empty());
+}
+
+/// `twice` over device memory of `gpu` holding `values`, as a launch argument.
+fn device_args(
+    gpu: &'static Gpu<Fake>,
+    memory: &dyn Memory,
+    len: usize,
+    scalar: u32,
+) -> Vec<KernelArg<'static>> {
+    let location = BufferLocation {
+        device: Box::leak(Box::new(gpu.driver.device.clone())),
+        len,
+        address: memory.address(),
+        split: None,
+        issuer: issuer(),
+    };
+    let region = ArgKind::Region {
+        data: std::ptr::null_mut(),
+        shape: crate::region::Shape::flat(len),
+        elem: ScalarTy::U32,
+        strategy: Strategy::Linear1D,
+        resident: Some(location),
+        window: None,
+        indices: None,
+    };
+    let scalar = ArgKind::Scalar {
+        bits: scalar as u64,
+        ty: ScalarTy::U32,
+    };
+    vec![KernelArg::with_kind(region), KernelArg::with_kind(scalar)]
+}
+
+#[test]
+fn launches_on_device_data_do_not_wait_and_their_panics_reach_only_their_issuer_once() {
+    let gpu = fake();
+    let memory = gpu.upload(&words(&[1, 2])).unwrap();
+    log(gpu);
+    launch(gpu, &mut device_args(gpu, &*memory, 2, 3), 32).unwrap();
+    launch(gpu, &mut device_args(gpu, &*memory, 2, 10), 32).unwrap();
+    launch(gpu, &mut device_args(gpu, &*memory, 2, 3), 32).unwrap();
+    // Nothing waited; one slab for all three.
+    assert_eq!(
+        log(gpu),
+        ["load", "allocate", "zero", "launch", "launch", "launch"]
+    );
+    // Another thread's synchronisation waits, but reports nothing of this thread's.
+    std::thread::scope(|s| s.spawn(|| gpu.synchronize().unwrap()).join().unwrap());
+    let mut out = [0u8; 8];
+    let e = memory.read(&mut out).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "kernel `twice` panicked at twice.rs:2:5: too big"
+    );
+    assert_eq!(out, words(&[8, 16])[..]);
+    // Reported once; the slab, which holds a panic, is not reused.
+    gpu.synchronize().unwrap();
+    launch(gpu, &mut device_args(gpu, &*memory, 2, 3), 32).unwrap();
+    assert!(log(gpu).ends_with(&["allocate", "zero", "launch"]));
+}
+
+#[test]
+fn clean_slabs_go_back_to_the_pool() {
+    let gpu = fake();
+    let memory = gpu.allocate_zeroed(8).unwrap();
+    for _ in 0..SLOTS + 1 {
+        launch(gpu, &mut device_args(gpu, &*memory, 2, 3), 32).unwrap();
+    }
+    let allocations = |log: &[&str]| log.iter().filter(|&&op| op == "allocate").count();
+    // The buffer, then two slabs.
+    assert_eq!(allocations(&log(gpu)), 3);
+    gpu.synchronize().unwrap();
+    for _ in 0..SLOTS + 1 {
+        launch(gpu, &mut device_args(gpu, &*memory, 2, 3), 32).unwrap();
+    }
+    gpu.synchronize().unwrap();
+    assert_eq!(allocations(&log(gpu)), 0);
+}
