@@ -644,7 +644,32 @@ pub fn swaps_matches_and_repeated_arrays(o: LaunchOptions) -> CaseResult {
             lo * 1000 + hi * 10 + (p - q) * 2 + small * 7 + even_big * 3
         })
         .collect();
-    compare("shuffled", &out, &want)
+    compare("shuffled", &out, &want)?;
+    let mut pairs: Vec<i32> = (0..41).collect();
+    swapped_pairs(o, &mut pairs, 2).map_err(|e| e.to_string())?;
+    let mut want: Vec<i32> = (0..41).collect();
+    for c in want.chunks_mut(3) {
+        if c.len() == 3 {
+            c.swap(0, 2);
+        }
+        let mut a = [c[0], 7, 9];
+        a.swap(1, 2);
+        c[0] = a[0] * 100 + a[1];
+    }
+    compare("swapped pairs", &pairs, &want)
+}
+
+/// `swap` on a chunk (at run-time indices) and on a local array.
+#[offload_kernel]
+fn swapped_pairs(mut out: Region<i32, Chunked<3>>, last: usize) {
+    if let Some(mut c) = out.get_mut() {
+        if c.len() == 3 {
+            c.swap(0, last);
+        }
+        let mut a = [c[0], 7, 9];
+        a.swap(1, 2);
+        c[0] = a[0] * 100 + a[1];
+    }
 }
 
 /// `let mut` arrays: the thread's own, written at constant and run-time indices, by

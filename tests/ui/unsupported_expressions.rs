@@ -34,19 +34,12 @@ fn range_sum(mut y: Region<f32, Linear1D>, x: &[f32]) {
     }
 }
 
-// Swapping two elements of a chunk: the assignment to write.
+// Swapping two elements of a read-only slice: it is not the kernel's to write.
 #[offload_kernel]
-fn swap_pair(mut y: Region<f32, Chunked<2>>) {
-    if let Some(c) = y.get_mut() {
-        c.swap(0, 1);
-    }
-}
-
-// Written as the message says, it compiles.
-#[offload_kernel]
-fn swap_written(mut y: Region<f32, Chunked<2>>) {
-    if let Some(c) = y.get_mut() {
-        (c[0], c[1]) = (c[1], c[0]);
+fn swap_read_only(x: &[f32], mut y: Region<f32, Linear1D>) {
+    x.swap(0, 1);
+    if let Some(v) = y.get_mut() {
+        *v = x[0];
     }
 }
 

@@ -217,6 +217,7 @@ impl Translator {
                 self.region_geometry_call(m, &name, span)
             }
             "get_clamped" if m.args.len() == 2 => self.get_clamped_call(m, span),
+            "swap" if m.args.len() == 2 => self.swap_method(m),
             "iter" | "enumerate" | "copied" | "cloned" => error(
                 m,
                 "iterators are supported only as what a `for` loop runs over: `for v in x.iter()`, `for (k, v) in x.iter().enumerate()`",
@@ -679,6 +680,25 @@ impl Translator {
         let (a, b) = (place(a)?, place(b)?);
         let span = syn::spanned::Spanned::span(c);
         let swapped: syn::Expr = syn::parse_quote_spanned!(span=> (#a, #b) = (#b, #a));
+        self.expr(&swapped, None)
+    }
+
+    /// `c.swap(i, j)` of a chunk, array or shared array: each index evaluated once, then
+    /// `(c[i], c[j]) = (c[j], c[i])`. (An atomic's `swap` is its exchange, taken before.)
+    fn swap_method(&mut self, m: &syn::ExprMethodCall) -> Result<Value> {
+        let span = m.span();
+        let (recv, i, j) = (&m.receiver, &m.args[0], &m.args[1]);
+        self.element_loops += 1;
+        let n = self.element_loops;
+        let (a, b) = (
+            syn::Ident::new(&format!("__offload_swap_{n}_a"), span),
+            syn::Ident::new(&format!("__offload_swap_{n}_b"), span),
+        );
+        let swapped: syn::Expr = syn::parse_quote_spanned!(span=> {
+            let #a: usize = #i;
+            let #b: usize = #j;
+            (#recv[#a], #recv[#b]) = (#recv[#b], #recv[#a]);
+        });
         self.expr(&swapped, None)
     }
 

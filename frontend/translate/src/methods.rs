@@ -588,19 +588,6 @@ impl Translator {
 
     /// A method that is not a kernel's: named, with the ones that are.
     pub(super) fn unknown_method(&mut self, m: &syn::ExprMethodCall, name: &str) -> Result<Value> {
-        // Swapping two elements has a spelling kernels take.
-        if name == "swap" && m.args.len() == 2 {
-            let (recv, (i, j)) = (&m.receiver, (&m.args[0], &m.args[1]));
-            return error(
-                &m.method,
-                format!(
-                    "`swap` is not a kernel method; write the swap as an assignment: `({r}[{i}], {r}[{j}]) = ({r}[{j}], {r}[{i}])`",
-                    r = quote::quote!(#recv),
-                    i = quote::quote!(#i),
-                    j = quote::quote!(#j),
-                ),
-            );
-        }
         error(
             &m.method,
             format!(
