@@ -19,6 +19,7 @@ use crate::{
     scalar::Scalar,
 };
 use std::marker::PhantomData;
+use std::ops::RangeBounds;
 
 /// `len` elements of `T` on one device.
 pub struct DeviceBuffer<T> {
@@ -79,16 +80,7 @@ impl<T: Scalar> DeviceBuffer<T> {
     /// or not they wrote this buffer. Each panic is reported once; other threads' are not
     /// reported here.
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
-        let mut out: Vec<T> = Vec::with_capacity(self.len);
-        let bytes = self.len * T::TY.size_bytes();
-        // SAFETY: `out` has capacity for `bytes`; `read` fills all of them, from memory
-        // that holds `len` valid elements, before the length is set.
-        unsafe {
-            let into = std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), bytes);
-            self.memory.read(into)?;
-            out.set_len(self.len);
-        }
-        Ok(out)
+        self.read_window(0, self.len)
     }
 
     /// Waits for the buffer's device as [`to_vec`](Self::to_vec) does, reporting the same
@@ -127,6 +119,219 @@ impl<T: Scalar> DeviceBuffer<T> {
     fn write_at(&mut self, first: usize, data: &[T]) -> Result<(), Error> {
         self.memory
             .write(first * T::TY.size_bytes(), bytes_of(data))
+    }
+
+    /// Elements `range` of the buffer, read-only: a kernel's slice argument
+    /// (`&buf.slice(a..b)?`), the source of a copy on the device, or read back with
+    /// `to_vec`. A range outside the buffer is [`Error::InvalidBuffer`].
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>, Error> {
+        let (start, len) = window(self.len, range)?;
+        Ok(DeviceSlice {
+            buffer: self,
+            start,
+            len,
+        })
+    }
+
+    /// Elements `range` of the buffer, writable: a kernel's one-dimensional region
+    /// argument (`&mut buf.slice_mut(a..b)?`), or the destination of copies. A range
+    /// outside the buffer is [`Error::InvalidBuffer`].
+    pub fn slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<DeviceSliceMut<'_, T>, Error> {
+        let (start, len) = window(self.len, range)?;
+        Ok(DeviceSliceMut {
+            buffer: self,
+            start,
+            len,
+        })
+    }
+
+    /// Replaces the buffer's contents with `source`'s, which must be on the same device
+    /// and as long, by a copy on the device (after the launches already made there); the
+    /// host waits for nothing.
+    pub fn copy_from_device<'s>(
+        &mut self,
+        source: impl Into<DeviceSlice<'s, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 's,
+    {
+        copy_on_device(self, 0, self.len, source.into())
+    }
+
+    /// Device-resident data of elements `start..start + len`.
+    fn location(&self, start: usize, len: usize) -> BufferLocation {
+        let mut at = self.resident();
+        at.address += (start * T::TY.size_bytes()) as u64;
+        at.len = len;
+        at
+    }
+
+    /// Elements `start..start + len`, after every launch that uses the buffer has
+    /// finished (see [`to_vec`](Self::to_vec)).
+    fn read_window(&self, start: usize, len: usize) -> Result<Vec<T>, Error> {
+        let mut out: Vec<T> = Vec::with_capacity(len);
+        let size = T::TY.size_bytes();
+        // SAFETY: `out` has capacity for `len * size` bytes; `read` fills all of them,
+        // from `len` valid elements of the memory, before the length is set.
+        unsafe {
+            let into = std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<u8>(), len * size);
+            self.memory.read(start * size, into)?;
+            out.set_len(len);
+        }
+        Ok(out)
+    }
+}
+
+/// `(start, len)` of `range` within `len` elements.
+fn window(len: usize, range: impl RangeBounds<usize>) -> Result<(usize, usize), Error> {
+    use std::ops::Bound;
+    // In `u128`, so that `..=usize::MAX` is a range like any other.
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s as u128,
+        Bound::Excluded(&s) => s as u128 + 1,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e as u128 + 1,
+        Bound::Excluded(&e) => e as u128,
+        Bound::Unbounded => len as u128,
+    };
+    if start > end || end > len as u128 {
+        return Err(Error::InvalidBuffer(format!(
+            "elements {start}..{end} are not a range within a buffer of {len}"
+        )));
+    }
+    Ok((start as usize, (end - start) as usize))
+}
+
+/// Copies `source` over elements `start..start + len` of `target`, on their device.
+fn copy_on_device<T: Scalar>(
+    target: &mut DeviceBuffer<T>,
+    start: usize,
+    len: usize,
+    source: DeviceSlice<'_, T>,
+) -> Result<(), Error> {
+    if source.len != len {
+        return Err(Error::InvalidBuffer(format!(
+            "cannot copy {} elements into a buffer of {len}",
+            source.len
+        )));
+    }
+    if source.buffer.device != target.device {
+        return Err(Error::InvalidBuffer(format!(
+            "a copy on the device needs both buffers on one device: the source is on {}, the target on {}",
+            source.buffer.device, target.device
+        )));
+    }
+    let (from, to) = (
+        source.buffer.location(source.start, len).address,
+        target.location(start, len).address,
+    );
+    // SAFETY: both windows are within live buffers of this device (checked when the
+    // views were made), and do not overlap: `target` is borrowed exclusively, so
+    // `source` is another buffer.
+    unsafe { crate::backend::of(target.device)?.copy(from, to, len * T::TY.size_bytes()) }
+}
+
+/// Elements of a [`DeviceBuffer`], read-only ([`DeviceBuffer::slice`]).
+#[derive(Clone, Copy)]
+pub struct DeviceSlice<'a, T> {
+    buffer: &'a DeviceBuffer<T>,
+    start: usize,
+    len: usize,
+}
+
+/// Elements of a [`DeviceBuffer`], writable ([`DeviceBuffer::slice_mut`]).
+pub struct DeviceSliceMut<'a, T> {
+    buffer: &'a mut DeviceBuffer<T>,
+    start: usize,
+    len: usize,
+}
+
+impl<T: Scalar> DeviceSlice<'_, T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The elements, after every launch that uses the buffer has finished, reporting
+    /// panics as [`DeviceBuffer::to_vec`] does.
+    pub fn to_vec(&self) -> Result<Vec<T>, Error> {
+        self.buffer.read_window(self.start, self.len)
+    }
+}
+
+impl<T: Scalar> DeviceSliceMut<'_, T> {
+    /// The number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the view has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The elements, as [`DeviceSlice::to_vec`].
+    pub fn to_vec(&self) -> Result<Vec<T>, Error> {
+        self.buffer.read_window(self.start, self.len)
+    }
+
+    /// Replaces the elements with `data`, which must be as long.
+    pub fn copy_from_slice(&mut self, data: &[T]) -> Result<(), Error> {
+        if data.len() != self.len {
+            return Err(Error::InvalidBuffer(format!(
+                "cannot copy {} elements into a buffer of {}",
+                data.len(),
+                self.len
+            )));
+        }
+        self.buffer.write_at(self.start, data)
+    }
+
+    /// Replaces the elements with `source`'s, as [`DeviceBuffer::copy_from_device`].
+    pub fn copy_from_device<'s>(
+        &mut self,
+        source: impl Into<DeviceSlice<'s, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 's,
+    {
+        copy_on_device(self.buffer, self.start, self.len, source.into())
+    }
+}
+
+impl<'a, T: Scalar> From<&'a DeviceBuffer<T>> for DeviceSlice<'a, T> {
+    fn from(buffer: &'a DeviceBuffer<T>) -> Self {
+        DeviceSlice {
+            buffer,
+            start: 0,
+            len: buffer.len,
+        }
+    }
+}
+
+impl<'a, T: Scalar> From<&DeviceSlice<'a, T>> for DeviceSlice<'a, T> {
+    fn from(view: &DeviceSlice<'a, T>) -> Self {
+        *view
+    }
+}
+
+impl<'a, T: Scalar> From<&'a DeviceSliceMut<'_, T>> for DeviceSlice<'a, T> {
+    fn from(view: &'a DeviceSliceMut<'_, T>) -> Self {
+        DeviceSlice {
+            buffer: view.buffer,
+            start: view.start,
+            len: view.len,
+        }
     }
 }
 
@@ -326,6 +531,31 @@ impl<'a, T: Scalar> IntoAtomic<'a, T> for &'a mut DeviceBuffer<T> {
         AtomicData {
             host: &mut [],
             resident: Some(self.resident()),
+        }
+    }
+}
+
+impl<'a, T: Scalar, S: OneDimensional> IntoRegion<'a, T, S> for &'a mut DeviceSliceMut<'_, T> {
+    fn into_region(self) -> Region<'a, T, S> {
+        let at = self.buffer.location(self.start, self.len);
+        Region::resident(Shape::flat(self.len), at)
+    }
+}
+
+impl<'a, T: Scalar> IntoSlice<'a, T> for DeviceSlice<'a, T> {
+    fn into_slice(self) -> SliceData<'a, T> {
+        SliceData {
+            host: &[],
+            resident: Some(self.buffer.location(self.start, self.len)),
+        }
+    }
+}
+
+impl<'a, T: Scalar> IntoSlice<'a, T> for &'a DeviceSlice<'_, T> {
+    fn into_slice(self) -> SliceData<'a, T> {
+        SliceData {
+            host: &[],
+            resident: Some(self.buffer.location(self.start, self.len)),
         }
     }
 }

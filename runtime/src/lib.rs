@@ -50,7 +50,7 @@ mod region;
 mod scalar;
 mod split;
 
-pub use buffer::{DeviceBuffer, SplitBuffer};
+pub use buffer::{DeviceBuffer, DeviceSlice, DeviceSliceMut, SplitBuffer};
 pub use device::{Device, parse_selection};
 pub use error::{CompileCause, Error};
 pub use kernel::MirError;

@@ -36,10 +36,10 @@ pub(crate) trait Memory: Send + Sync {
     /// The address kernels reach element 0 at: a device address, or a host one for the
     /// CPU backend.
     fn address(&self) -> u64;
-    /// Copies the first `into.len()` bytes to the host, once every launch that may write
-    /// them has finished; reports the calling thread's unreported panics on the device
-    /// as a synchronisation does.
-    fn read(&self, into: &mut [u8]) -> Result<(), Error>;
+    /// Copies `into.len()` bytes from byte `offset` on to the host, once every launch
+    /// that may write them has finished; reports the calling thread's unreported panics
+    /// on the device as a synchronisation does.
+    fn read(&self, offset: usize, into: &mut [u8]) -> Result<(), Error>;
     /// Copies `data` in from byte `offset` on.
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error>;
 }

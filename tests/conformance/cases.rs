@@ -92,6 +92,7 @@ macro_rules! for_each_case {
         $m!(half_precision_floats);
         $m!(generic_kernels_over_half_floats);
         $m!(integer_constants_from_outside_the_kernel);
+        $m!(device_buffer_views_and_copies_on_the_device);
     };
 }
 
@@ -1804,6 +1805,95 @@ fn device_of(o: LaunchOptions) -> offload::Device {
         Some(i) => offload::devices()[i].clone(),
         None => offload::default_device().expect("a default device"),
     }
+}
+
+#[offload_kernel]
+fn view_axpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v += a * x[i] + x.len() as f32;
+    }
+}
+
+/// Views of device buffers as a region and a slice, read back, written from the host,
+/// and copied on the device; views outside their buffer and copies of another length
+/// are errors.
+pub fn device_buffer_views_and_copies_on_the_device(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let err = |e: offload::Error| e.to_string();
+    let start: Vec<f32> = (0..100).map(|k| k as f32).collect();
+    let other: Vec<f32> = (0..100).map(|k| 1000.0 + k as f32).collect();
+    let mut buf = DeviceBuffer::from_slice(&device, &start).map_err(err)?;
+    let src = DeviceBuffer::from_slice(&device, &other).map_err(err)?;
+    view_axpy(
+        o,
+        &mut buf.slice_mut(10..30).map_err(err)?,
+        &src.slice(50..70).map_err(err)?,
+        2.0,
+    )
+    .map_err(err)?;
+    let mut want = start.clone();
+    for k in 10..30 {
+        want[k] += 2.0 * other[k + 40] + 20.0;
+    }
+    compare("region and slice views", &buf.to_vec().map_err(err)?, &want)?;
+    let part = buf.slice(5..=12).map_err(err)?.to_vec().map_err(err)?;
+    compare("a view read back", &part, &want[5..13])?;
+
+    let mut copy = DeviceBuffer::<f32>::zeros(&device, 20).map_err(err)?;
+    copy.copy_from_device(&buf.slice(10..30).map_err(err)?)
+        .map_err(err)?;
+    copy.slice_mut(..5)
+        .map_err(err)?
+        .copy_from_slice(&[-1.0; 5])
+        .map_err(err)?;
+    copy.slice_mut(15..)
+        .map_err(err)?
+        .copy_from_device(&src.slice(..5).map_err(err)?)
+        .map_err(err)?;
+    let mut want_copy = want[10..30].to_vec();
+    want_copy[..5].fill(-1.0);
+    want_copy[15..].copy_from_slice(&other[..5]);
+    compare("copies", &copy.to_vec().map_err(err)?, &want_copy)?;
+    // Launches on the copy are ordered after it.
+    view_axpy(o, &mut copy, &src, 1.0).map_err(err)?;
+    for (k, w) in want_copy.iter_mut().enumerate() {
+        *w += other[k] + 100.0;
+    }
+    compare(
+        "a launch after copies",
+        &copy.to_vec().map_err(err)?,
+        &want_copy,
+    )?;
+
+    let refused = [
+        buf.slice(90..101).map(|_| ()),
+        buf.slice(7..3).map(|_| ()),
+        copy.copy_from_device(&buf),
+        copy.slice_mut(0..2)
+            .and_then(|mut v| v.copy_from_slice(&[1.0; 3])),
+    ];
+    let messages: Vec<String> = refused
+        .into_iter()
+        .map(|r| match r {
+            Ok(()) => "accepted".to_string(),
+            Err(e) => e.to_string(),
+        })
+        .collect();
+    compare(
+        "refusals",
+        &messages,
+        &[
+            "invalid buffer operation: elements 90..101 are not a range within a buffer of 100"
+                .to_string(),
+            "invalid buffer operation: elements 7..3 are not a range within a buffer of 100"
+                .to_string(),
+            "invalid buffer operation: cannot copy 100 elements into a buffer of 20".to_string(),
+            "invalid buffer operation: cannot copy 3 elements into a buffer of 2".to_string(),
+        ],
+    )?;
+    // Nothing refused changed the data.
+    compare("after refusals", &copy.to_vec().map_err(err)?, &want_copy)
 }
 
 pub fn device_buffers_stay_on_the_device(o: LaunchOptions) -> CaseResult {

@@ -72,6 +72,12 @@ impl Backend for Cpu {
         };
         Ok(Box::new(HostMemory(words)))
     }
+
+    unsafe fn copy(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+        // SAFETY: the caller's contract: both are host memory of this backend's buffers.
+        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
+        Ok(())
+    }
 }
 
 /// The CPU backend's device memory: host memory, 8-byte aligned for any element type,
@@ -83,11 +89,11 @@ impl Memory for HostMemory {
         self.0.as_ptr() as u64
     }
 
-    fn read(&self, into: &mut [u8]) -> Result<(), Error> {
-        // SAFETY: the caller reads at most the bytes it allocated.
+    fn read(&self, offset: usize, into: &mut [u8]) -> Result<(), Error> {
+        // SAFETY: the caller reads within the bytes it allocated.
         unsafe {
             std::ptr::copy_nonoverlapping(
-                self.0.as_ptr().cast::<u8>(),
+                self.0.as_ptr().cast::<u8>().add(offset),
                 into.as_mut_ptr(),
                 into.len(),
             )

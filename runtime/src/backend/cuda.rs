@@ -197,6 +197,17 @@ impl Driver for Cuda {
         .map_err(driver_error("launching the kernel"))
     }
 
+    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+        let stream = stream(self.ordinal)?;
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(driver_error("copying on the device"))?;
+        // SAFETY: the caller's contract.
+        unsafe { cudarc::driver::result::memcpy_dtod_async(to, from, bytes, stream.cu_stream()) }
+            .map_err(driver_error("copying on the device"))
+    }
+
     fn synchronize(&self) -> Result<(), Error> {
         stream(self.ordinal)?
             .synchronize()

@@ -54,6 +54,7 @@ struct Hip {
     memset: unsafe extern "C" fn(*mut c_void, c_int, usize) -> HipResult,
     memcpy_htod: unsafe extern "C" fn(*mut c_void, *const c_void, usize) -> HipResult,
     memcpy_dtoh: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> HipResult,
+    memcpy_dtod: unsafe extern "C" fn(*mut c_void, *mut c_void, usize) -> HipResult,
     device_synchronize: unsafe extern "C" fn() -> HipResult,
     module_load_data: unsafe extern "C" fn(*mut *mut c_void, *const c_void) -> HipResult,
     module_get_function:
@@ -133,6 +134,7 @@ fn load() -> Result<Hip, HipUnavailable> {
             memset: function!("hipMemset"),
             memcpy_htod: function!("hipMemcpyHtoD"),
             memcpy_dtoh: function!("hipMemcpyDtoH"),
+            memcpy_dtod: function!("hipMemcpyDtoD"),
             device_synchronize: function!("hipDeviceSynchronize"),
             module_load_data: function!("hipModuleLoadData"),
             module_get_function: function!("hipModuleGetFunction"),
@@ -460,6 +462,13 @@ impl Driver for HipDevice {
             )
         };
         hip.check(e, "launching the kernel")
+    }
+
+    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+        let hip = self.selected()?;
+        // SAFETY: the caller's contract.
+        let e = unsafe { (hip.memcpy_dtod)(to as *mut c_void, from as *mut c_void, bytes) };
+        hip.check(e, "copying on the device")
     }
 
     fn synchronize(&self) -> Result<(), Error> {

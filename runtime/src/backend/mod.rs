@@ -25,6 +25,14 @@ pub(crate) trait Backend: Send + Sync {
     fn allocate_zeroed(&'static self, bytes: u128) -> Result<Box<dyn Memory>, Error>;
     /// Device memory holding a copy of `data`.
     fn upload(&'static self, data: &[u8]) -> Result<Box<dyn Memory>, Error>;
+    /// Copies `bytes` from device address `from` to device address `to`, after the
+    /// launches already made on the device.
+    ///
+    /// # Safety
+    ///
+    /// Both ranges must lie in live memory of this device that no one else writes, and
+    /// must not overlap.
+    unsafe fn copy(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error>;
     /// Hands over the launches of an issuer whose thread ends, for the next
     /// synchronisation to release. Must make no driver call: it runs while the thread's
     /// locals are destroyed.

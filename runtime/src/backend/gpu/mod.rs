@@ -89,6 +89,12 @@ pub(crate) trait Driver: Send + Sync + 'static {
         function: &Self::Function,
         grid: GpuDispatch<'_>,
     ) -> Result<(), Error>;
+    /// Enqueues a copy of `bytes` from device address `from` to device address `to`.
+    ///
+    /// # Safety
+    ///
+    /// Both ranges must lie in live memory of this device, and must not overlap.
+    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error>;
     /// Waits for everything enqueued on the device.
     fn synchronize(&self) -> Result<(), Error>;
 }
@@ -394,13 +400,13 @@ impl<D: Driver> Gpu<D> {
         entry
     }
 
-    /// Waits for everything launched on the device, with `read` (a buffer and where on
-    /// the host its first bytes go) copied too, behind the panic buffers' copies, so that
+    /// Waits for everything launched on the device, with `read` (a buffer, the byte to
+    /// start at, and where on the host the bytes go) copied too, behind the panic buffers' copies, so that
     /// one wait covers everything; then reports the first panic, in launch order, of the
     /// calling thread's asynchronous launches that no earlier synchronisation reported.
     /// Other threads' launches are never reported here. A panic is reported even though
     /// the bytes were copied.
-    fn settle(&self, read: Option<(&D::Buffer, &mut [u8])>) -> Result<(), Error> {
+    fn settle(&self, read: Option<(&D::Buffer, usize, &mut [u8])>) -> Result<(), Error> {
         // Taken before waiting: every launch in them was enqueued before it was recorded
         // (under the entry's lock), so the wait below covers it.
         let entry = lock(&self.pending).get(&issuer()).cloned();
@@ -412,9 +418,9 @@ impl<D: Driver> Gpu<D> {
         for pending in orphans.iter_mut().chain(mine.iter_mut()) {
             copied = copied.and(self.enqueue_panic_reads(pending));
         }
-        if let Some((buffer, into)) = read {
+        if let Some((buffer, offset, into)) = read {
             // SAFETY: `into` is read by the caller only after the wait below.
-            copied = copied.and(unsafe { self.driver.copy_out(buffer, 0, into) });
+            copied = copied.and(unsafe { self.driver.copy_out(buffer, offset, into) });
         }
         self.driver.synchronize()?;
         copied?;
@@ -540,6 +546,14 @@ impl<D: Driver> Backend for Gpu<D> {
         Ok(Box::new(DeviceMemory { buffer, gpu: self }))
     }
 
+    unsafe fn copy(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+        if bytes == 0 {
+            return Ok(());
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.driver.copy_device(from, to, bytes) }
+    }
+
     fn retire(&self, issuer: Issuer) {
         // Makes no driver call: this runs while the thread's locals are destroyed.
         let Some(entry) = lock(&self.pending).remove(&issuer) else {
@@ -563,14 +577,14 @@ impl<D: Driver> Memory for DeviceMemory<D> {
         self.gpu.driver.address(&self.buffer)
     }
 
-    fn read(&self, into: &mut [u8]) -> Result<(), Error> {
+    fn read(&self, offset: usize, into: &mut [u8]) -> Result<(), Error> {
         // Waits for the launches that may write the memory, and reports this thread's
         // unreported panics on the device; the copy is enqueued behind the panic
         // buffers' own, so that one wait covers both.
         if into.is_empty() {
             return self.gpu.settle(None);
         }
-        self.gpu.settle(Some((&self.buffer, into)))
+        self.gpu.settle(Some((&self.buffer, offset, into)))
     }
 
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {

@@ -106,6 +106,12 @@ impl Driver for Fake {
         }
         Ok(())
     }
+    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+        self.note("copy on device");
+        // SAFETY: the addresses are of live fake buffers with these bytes.
+        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
+        Ok(())
+    }
     fn synchronize(&self) -> Result<(), Error> {
         self.note("synchronize");
         Ok(())
@@ -288,7 +294,7 @@ fn launches_on_device_data_do_not_wait_and_their_panics_reach_only_their_issuer_
     // Another thread's synchronisation waits, but reports nothing of this thread's.
     std::thread::scope(|s| s.spawn(|| gpu.synchronize().unwrap()).join().unwrap());
     let mut out = [0u8; 8];
-    let e = memory.read(&mut out).unwrap_err();
+    let e = memory.read(0, &mut out).unwrap_err();
     assert_eq!(
         e.to_string(),
         "kernel `twice` panicked at twice.rs:2:5: too big"
@@ -316,4 +322,19 @@ fn clean_slabs_go_back_to_the_pool() {
     }
     gpu.synchronize().unwrap();
     assert_eq!(allocations(&log(gpu)), 0);
+}
+
+#[test]
+fn copies_on_the_device_are_enqueued_and_read_back_after_a_wait() {
+    let gpu = fake();
+    let from = gpu.upload(&words(&[1, 2, 3, 4])).unwrap();
+    let mut to = gpu.allocate_zeroed(16).unwrap();
+    to.write(0, &words(&[9])).unwrap();
+    log(gpu);
+    // SAFETY: both are live buffers of the fake GPU with these bytes.
+    unsafe { gpu.copy(from.address() + 4, to.address() + 4, 8) }.unwrap();
+    let mut out = [0u8; 12];
+    to.read(4, &mut out).unwrap();
+    assert_eq!(out, words(&[2, 3, 0])[..]);
+    assert_eq!(log(gpu), ["copy on device", "copy out", "synchronize"]);
 }
