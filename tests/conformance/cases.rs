@@ -93,6 +93,7 @@ macro_rules! for_each_case {
         $m!(generic_kernels_over_half_floats);
         $m!(integer_constants_from_outside_the_kernel);
         $m!(device_buffer_views_and_copies_on_the_device);
+        $m!(tuple_and_range_locals);
     };
 }
 
@@ -1805,6 +1806,80 @@ fn device_of(o: LaunchOptions) -> offload::Device {
         Some(i) => offload::devices()[i].clone(),
         None => offload::default_device().expect("a default device"),
     }
+}
+
+/// Tuples and ranges held in locals: the running minimum and its index as one tuple,
+/// assigned whole and by field, taken apart by `let`; a window held as a range, iterated
+/// forwards, backwards and inclusively, its ends read and moved.
+#[offload_kernel]
+fn tuple_and_range_kernel(mut out: Region<f32, Linear1D>, x: &[f32]) {
+    let i = out.index();
+    let mut window = i..(i + 4).min(x.len());
+    if let Some(o) = out.get_mut() {
+        let mut best = (usize::MAX, f32::INFINITY);
+        for k in window.clone() {
+            if x[k] < best.1 {
+                best = (k, x[k]);
+            }
+        }
+        best.1 += 0.5;
+        let mut last: (usize, f32) = (0, 0.0);
+        for k in window.clone().rev() {
+            last.0 += k;
+            last.1 = x[k];
+        }
+        let size = window.len() + window.contains(&(i + 2)) as usize * 10;
+        window = 0..2;
+        let mut ends = 0;
+        for k in window.start..=window.end {
+            ends += k;
+        }
+        // A loop variable hides the tuple of its name.
+        for best in 0..2 {
+            ends += best * 10;
+        }
+        let all = 3..=1;
+        let (at, value) = best;
+        *o = value
+            + at as f32 * 10.0
+            + last.0 as f32 * 100.0
+            + last.1
+            + ends as f32 * 1000.0
+            + size as f32 * 10000.0
+            + all.is_empty() as u32 as f32 * 100000.0;
+    }
+}
+
+pub fn tuple_and_range_locals(o: LaunchOptions) -> CaseResult {
+    let x: Vec<f32> = (0..50).map(|k| ((k * 37) % 23) as f32 - 5.0).collect();
+    let mut out = vec![0.0f32; x.len()];
+    tuple_and_range_kernel(o, &mut out, &x).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..x.len())
+        .map(|i| {
+            let window = i..(i + 4).min(x.len());
+            let mut best = (usize::MAX, f32::INFINITY);
+            for k in window.clone() {
+                if x[k] < best.1 {
+                    best = (k, x[k]);
+                }
+            }
+            best.1 += 0.5;
+            let mut last = (0usize, 0.0f32);
+            for k in window.clone().rev() {
+                last.0 += k;
+                last.1 = x[k];
+            }
+            let size = window.len() + window.contains(&(i + 2)) as usize * 10;
+            best.1
+                + best.0 as f32 * 10.0
+                + last.0 as f32 * 100.0
+                + last.1
+                + 13.0 * 1000.0
+                + size as f32 * 10000.0
+                + 100000.0
+        })
+        .collect();
+    compare("tuple and range locals", &out, &want)
 }
 
 #[offload_kernel]

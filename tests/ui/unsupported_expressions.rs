@@ -3,22 +3,6 @@ use offload::prelude::*;
 // Each refusal names the kind of expression and, where one exists, what to write.
 
 #[offload_kernel]
-fn range_held(mut y: Region<f32, Linear1D>) {
-    let steps = 0..4;
-    if let Some(v) = y.get_mut() {
-        *v = steps.len() as f32;
-    }
-}
-
-#[offload_kernel]
-fn tuple_field(mut y: Region<f32, Linear1D>) {
-    let best = (0usize, f32::INFINITY);
-    if let Some(v) = y.get_mut() {
-        *v = best.1;
-    }
-}
-
-#[offload_kernel]
 fn const_block(mut y: Region<f32, Linear1D>) {
     if let Some(v) = y.get_mut() {
         *v = const { 2.0 };

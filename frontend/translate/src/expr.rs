@@ -656,13 +656,13 @@ fn unsupported(e: &syn::Expr) -> String {
             "an array is a value only as a local's initialiser: `let mut acc = [0.0f32; 4];` or `let taps = [1.0, 2.0, 1.0];`".into()
         }
         syn::Expr::Tuple(_) => {
-            "a tuple is a value only where it is taken apart at once: `let (a, b) = (x, y);` or `(a, b) = (b, a);`; hold its parts in variables".into()
+            "a tuple is a value only when bound by `let` (`let mut best = (0, 1.0);`, then `best.0`), assigned (`best = (k, v)`, `(a, b) = (b, a)`) or taken apart (`let (a, b) = best;`); it is not passed to a function, nested in another tuple or returned".into()
         }
         syn::Expr::Field(_) => {
-            "field access (`t.0`, `s.x`) is not supported in kernels: kernels have no tuples or structs as values; hold the parts in variables".into()
+            "field access is supported on tuple locals (`best.0`) and range locals (`r.start`, `r.end`) only; kernels have no structs".into()
         }
         syn::Expr::Range(_) => {
-            "a range is a value only as what a `for` loop runs over (`for i in a..b`) or what `map` is called on; hold its ends in variables".into()
+            "a range is a value only as what a `for` loop runs over (`for i in a..b`), what `map` is called on, or a local (`let r = a..b;`, then `for i in r`, `r.start`, `r.len()`); it is not passed to a function".into()
         }
         syn::Expr::Struct(_) => {
             "struct literals are not supported in kernels: hold the fields in variables".into()

@@ -42,6 +42,7 @@ mod inference;
 mod methods;
 mod places;
 mod reductions;
+mod split_locals;
 mod syntax;
 mod types;
 mod versioning;
@@ -473,6 +474,9 @@ fn translate_body(
         BodyKind::Kernel => instance_name(&sig.ident.to_string(), subst),
         BodyKind::Device => sig.ident.to_string(),
     };
+    // Tuple and range locals become one local per part (see `split_locals`).
+    let split = split_locals::split(item)?;
+    let item = &split;
     // Inference runs first, over the syntax, so translation reads the body once. Where
     // a binding meets a use the inference pass does not model (it models what the
     // conformance kernels use; see its tests), the translator records the type the use
