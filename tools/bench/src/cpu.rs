@@ -100,6 +100,19 @@ fn cpu_block_scan(n: usize, cpu: usize, x: &[f32]) -> Result<()> {
         });
         rayon_scan_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
+    // A serial loop on one core: what a barrier kernel on a small machine is held to.
+    let mut serial_ms = Vec::new();
+    for _ in 0..5 {
+        let t = std::time::Instant::now();
+        want.copy_from_slice(&x);
+        for block in want.chunks_mut(256) {
+            for k in 1..block.len() {
+                block[k] += block[k - 1];
+            }
+        }
+        std::hint::black_box(&want);
+        serial_ms.push(t.elapsed().as_secs_f64() * 1e3);
+    }
     // The kernel's own algorithm (eight doubling steps per block) with rayon.
     let mut rayon_steps_ms = Vec::new();
     for _ in 0..5 {
@@ -118,16 +131,19 @@ fn cpu_block_scan(n: usize, cpu: usize, x: &[f32]) -> Result<()> {
         });
         rayon_steps_ms.push(t.elapsed().as_secs_f64() * 1e3);
     }
-    let (s, rs, rh) = (
+    let (s, rs, rh, serial) = (
         median(scan_ms),
         median(rayon_scan_ms),
         median(rayon_steps_ms),
+        median(serial_ms),
     );
     println!(
         "cpu block scan n={n} (256-thread workgroups, 16 barriers): offload {s:.3} ms; rayon, \
-         the same doubling steps {rh:.3} ms ({:.1}x); rayon, a running sum {rs:.3} ms ({:.1}x)",
+         the same doubling steps {rh:.3} ms ({:.1}x); rayon, a running sum {rs:.3} ms ({:.1}x); \
+         a serial running sum {serial:.3} ms ({:.2}x)",
         s / rh,
-        s / rs
+        s / rs,
+        s / serial
     );
     Ok(())
 }
