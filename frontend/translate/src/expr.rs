@@ -210,7 +210,18 @@ impl Translator {
                 "closures in kernels are bound to a name and called (`let f = |v| ..; f(x)`), or passed to `map` and `fold`",
             ),
             syn::Expr::Call(c) => self.call(c, expected),
-            syn::Expr::Reference(_) => error(e, "taking references is not supported in kernels"),
+            syn::Expr::Reference(r) => match strip_parens(&r.expr) {
+                syn::Expr::Index(i) if matches!(strip_parens(&i.index), syn::Expr::Range(_)) => {
+                    error(
+                        e,
+                        "a sub-slice (`&x[a..b]`) is not supported in kernels: index the slice from the start of the part (`x[a + k]` for `k` in `0..b - a`), or loop over `a..b`",
+                    )
+                }
+                _ => error(
+                    e,
+                    "taking a reference (`&x`) is not supported in kernels: use the value, or the element by index",
+                ),
+            },
             syn::Expr::ForLoop(f) => self.for_loop(f),
             syn::Expr::Match(m) => self.match_expr(m, expected),
             syn::Expr::Tuple(t) if t.elems.is_empty() => Ok(None),
@@ -674,6 +685,12 @@ fn unsupported(e: &syn::Expr) -> String {
         syn::Expr::Const(_) => {
             "`const` blocks are not supported in kernels: declare a `const` item (`const N: usize = 4;`)".into()
         }
+        syn::Expr::Let(_) => {
+            "`let` is an expression only in `if let` and `while let` conditions".into()
+        }
+        syn::Expr::TryBlock(_) => "`try` blocks are not supported in kernels".into(),
+        syn::Expr::Yield(_) => "`yield` is not supported in kernels".into(),
+        syn::Expr::Infer(_) => "`_` is not a value in kernels".into(),
         _ => "this kind of expression is not supported in kernels; see the README's table of what kernels take".into(),
     }
 }
