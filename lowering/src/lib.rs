@@ -68,7 +68,8 @@ mod workgroup_loops;
 
 pub use cpu::{CpuKernel, CpuObject};
 pub use kernel_abi::PANIC_BUFFER_WORDS;
-pub use llvm::{CpuTarget, RegistryEntry, registry_object};
+pub use libdevice::LibdeviceMissing;
+pub use llvm::{CpuTarget, JitError, RegistryEntry, registry_object};
 pub use pipeline::{AmdTarget, GpuTarget, Session, Stage, run_a_panicking_pass};
 
 use offload_mir::{Linked, TargetFacts};
@@ -85,10 +86,10 @@ pub enum LowerError {
         diagnostics: String,
     },
     #[error("CPU code generation failed: {0}")]
-    Jit(String),
+    Jit(#[from] llvm::JitError),
     /// A kernel calls math that needs CUDA's libdevice, and none was found or given.
-    #[error("{0}")]
-    Libdevice(String),
+    #[error(transparent)]
+    Libdevice(#[from] libdevice::LibdeviceMissing),
     /// MLIR given by the user (`offload-opt FILE.mlir`) that does not parse or verify, or
     /// that a pass of the pipeline the user gave refuses.
     #[error("{diagnostics}")]
@@ -96,12 +97,23 @@ pub enum LowerError {
     /// AMD GPU code without the ROCm device libraries or LLVM's linker.
     #[error(transparent)]
     Rocm(#[from] rocm::ToolkitError),
-    /// A target that does not name a chip.
-    #[error("{0}")]
-    Target(String),
+    /// A target that does not name a chip, or nothing to compile for it.
+    #[error(transparent)]
+    Target(#[from] TargetError),
     /// A pipeline given as text that does not name passes correctly.
     #[error("bad pass pipeline `{pipeline}`: {message}")]
     Pipeline { pipeline: String, message: String },
+}
+
+/// A target the lowering cannot compile for.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TargetError {
+    #[error(
+        "`{0}` is not an AMD GPU LLVM 22 compiles for: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
+    )]
+    NotAnAmdChip(String),
+    #[error("no kernels to compile")]
+    NoKernels,
 }
 
 /// What NVIDIA GPUs fix: warps of [`offload_mir::abi::NVIDIA_WARP`] lanes.
@@ -149,7 +161,7 @@ fn rocdl_module<'s>(
     }
     let mut modules = modules.into_iter();
     let Some(mut all) = modules.next() else {
-        return Err(LowerError::Target("no kernels to compile".into()));
+        return Err(TargetError::NoKernels.into());
     };
     for module in modules {
         // SAFETY: both modules are live in one context; each top-level operation of

@@ -55,23 +55,41 @@ pub fn unresolved(ptx: &str) -> Vec<String> {
         .collect()
 }
 
-/// Why a kernel that calls `functions` has no libdevice.
-pub fn missing_message(functions: &[String]) -> String {
-    let looked: Vec<String> = if std::env::var_os("OFFLOAD_LIBDEVICE").is_some() {
-        vec![candidates()[0].display().to_string()]
-    } else {
-        candidates()
+/// A kernel calls functions of CUDA's libdevice, and no `libdevice.10.bc` was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LibdeviceMissing {
+    /// The libdevice functions the kernel calls (`__nv_expf`, ...).
+    pub functions: Vec<String>,
+    /// Where the file was looked for, in order.
+    pub looked: Vec<std::path::PathBuf>,
+}
+
+impl LibdeviceMissing {
+    /// The functions `functions` need, looked for where this process looks now.
+    pub fn now(functions: Vec<String>) -> LibdeviceMissing {
+        let mut looked = candidates();
+        if std::env::var_os("OFFLOAD_LIBDEVICE").is_some() {
+            looked.truncate(1);
+        }
+        LibdeviceMissing { functions, looked }
+    }
+}
+
+impl std::fmt::Display for LibdeviceMissing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let functions: Vec<String> = self.functions.iter().map(|n| format!("`{n}`")).collect();
+        let looked: Vec<String> = self
+            .looked
             .iter()
             .map(|p| p.display().to_string())
-            .collect()
-    };
-    format!(
-        "the kernel calls {}, which needs CUDA's libdevice.10.bc; it is not in {} (set OFFLOAD_LIBDEVICE to the file, or CUDA_HOME to a CUDA toolkit)",
-        functions
-            .iter()
-            .map(|f| format!("`{f}`"))
-            .collect::<Vec<_>>()
-            .join(", "),
-        looked.join(", ")
-    )
+            .collect();
+        write!(
+            f,
+            "the kernel calls {}, which needs CUDA's libdevice.10.bc; it is not in {} (set OFFLOAD_LIBDEVICE to the file, or CUDA_HOME to a CUDA toolkit)",
+            functions.join(", "),
+            looked.join(", ")
+        )
+    }
 }
+
+impl std::error::Error for LibdeviceMissing {}

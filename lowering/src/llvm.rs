@@ -231,12 +231,32 @@ unsafe fn take_message(message: *mut c_char) -> String {
     }
 }
 
+/// Why the CPU code generator or the JIT linker failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum JitError {
+    #[error("`{entry}` did not translate to LLVM IR")]
+    NoLlvmIr { entry: String },
+    #[error("the module has no function `{entry}`")]
+    NoFunction { entry: String },
+    #[error("no code generator for `{triple}`: {message}")]
+    NoTarget { triple: String, message: String },
+    #[error("LLVM has no target machine for `{triple}` ({cpu})")]
+    NoMachine { triple: String, cpu: String },
+    #[error("code generation failed: {0}")]
+    Codegen(String),
+    #[error("the compiled code has no entry point `{symbol}`: {message}")]
+    NoEntry { symbol: String, message: String },
+    /// A call into LLVM failed while doing `what`, with LLVM's message.
+    #[error("{what}: {message}")]
+    Llvm { what: &'static str, message: String },
+}
+
 /// `Ok` for a null `LLVMErrorRef`, else its message (the error consumed).
 ///
 /// # Safety
 ///
 /// `error` is null or an error LLVM returned and nothing else has consumed.
-unsafe fn check(error: Error, what: &str) -> Result<(), LowerError> {
+unsafe fn check(error: Error, what: &'static str) -> Result<(), JitError> {
     if error.is_null() {
         return Ok(());
     }
@@ -247,7 +267,7 @@ unsafe fn check(error: Error, what: &str) -> Result<(), LowerError> {
         LLVMDisposeErrorMessage(raw);
         text
     };
-    Err(LowerError::Jit(format!("{what}: {message}")))
+    Err(JitError::Llvm { what, message })
 }
 
 fn c_string(text: &str) -> CString {
@@ -331,9 +351,10 @@ pub fn compile_object(
         let llvm = mlirTranslateModuleToLLVMIR(module.as_operation().to_raw(), context);
         if llvm.is_null() {
             LLVMContextDispose(context);
-            return Err(LowerError::Jit(format!(
-                "`{entry}` did not translate to LLVM IR"
-            )));
+            return Err(JitError::NoLlvmIr {
+                entry: entry.to_string(),
+            }
+            .into());
         }
         let result = build_object(context, llvm, entry, symbol, target);
         LLVMDisposeModule(llvm);
@@ -358,9 +379,10 @@ unsafe fn build_object(
         let entry_name = c_string(entry);
         let kernel = LLVMGetNamedFunction(module, entry_name.as_ptr());
         if kernel.is_null() {
-            return Err(LowerError::Jit(format!(
-                "the module has no function `{entry}`"
-            )));
+            return Err(JitError::NoFunction {
+                entry: entry.to_string(),
+            }
+            .into());
         }
         internalize(module);
         add_packed_entry(context, module, kernel, symbol);
@@ -379,11 +401,11 @@ unsafe fn emit(module: Module, target: &CpuTarget) -> Result<Vec<u8>, LowerError
         let mut llvm_target: Target = std::ptr::null_mut();
         let mut error: *mut c_char = std::ptr::null_mut();
         if LLVMGetTargetFromTriple(triple.as_ptr(), &mut llvm_target, &mut error) != 0 {
-            return Err(LowerError::Jit(format!(
-                "no code generator for `{}`: {}",
-                target.triple,
-                take_message(error)
-            )));
+            return Err(JitError::NoTarget {
+                triple: target.triple.clone(),
+                message: take_message(error),
+            }
+            .into());
         }
         let (cpu, features) = (c_string(&target.cpu), c_string(&target.features));
         let machine = LLVMCreateTargetMachine(
@@ -396,10 +418,11 @@ unsafe fn emit(module: Module, target: &CpuTarget) -> Result<Vec<u8>, LowerError
             CODE_MODEL_DEFAULT,
         );
         if machine.is_null() {
-            return Err(LowerError::Jit(format!(
-                "LLVM has no target machine for `{}` ({})",
-                target.triple, target.cpu
-            )));
+            return Err(JitError::NoMachine {
+                triple: target.triple.clone(),
+                cpu: target.cpu.clone(),
+            }
+            .into());
         }
         LLVMSetTarget(module, triple.as_ptr());
         let layout = LLVMCreateTargetDataLayout(machine);
@@ -434,10 +457,7 @@ unsafe fn emit(module: Module, target: &CpuTarget) -> Result<Vec<u8>, LowerError
                 &mut buffer,
             ) != 0
             {
-                return Err(LowerError::Jit(format!(
-                    "code generation failed: {}",
-                    take_message(error)
-                )));
+                return Err(JitError::Codegen(take_message(error)));
             }
             let start = LLVMGetBufferStart(buffer).cast::<u8>();
             let bytes = std::slice::from_raw_parts(start, LLVMGetBufferSize(buffer)).to_vec();
@@ -445,7 +465,7 @@ unsafe fn emit(module: Module, target: &CpuTarget) -> Result<Vec<u8>, LowerError
             Ok(bytes)
         });
         LLVMDisposeTargetMachine(machine);
-        result
+        Ok(result?)
     }
 }
 
@@ -678,14 +698,14 @@ struct Linker {
 unsafe impl Send for Linker {}
 
 fn linker() -> Result<&'static Mutex<Linker>, LowerError> {
-    static LINKER: OnceLock<Result<Mutex<Linker>, String>> = OnceLock::new();
+    static LINKER: OnceLock<Result<Mutex<Linker>, JitError>> = OnceLock::new();
     LINKER
-        .get_or_init(|| new_linker().map(Mutex::new).map_err(|e| e.to_string()))
+        .get_or_init(|| new_linker().map(Mutex::new))
         .as_ref()
         .map_err(|e| LowerError::Jit(e.clone()))
 }
 
-fn new_linker() -> Result<Linker, LowerError> {
+fn new_linker() -> Result<Linker, JitError> {
     initialize_host_target();
     // SAFETY: the builder is consumed by `LLVMOrcCreateLLJIT`; the generator and the
     // absolute-symbol unit are handed to the dylib, which owns them from then on.
@@ -741,8 +761,15 @@ pub fn load_object(object: &[u8], symbol: &str) -> Result<u64, LowerError> {
         )?;
         check(
             LLVMOrcLLJITLookup(linker.jit, &mut address, name.as_ptr()),
-            &format!("the compiled code has no entry point `{symbol}`"),
-        )?;
+            "looking up an entry point",
+        )
+        .map_err(|e| match e {
+            JitError::Llvm { message, .. } => JitError::NoEntry {
+                symbol: symbol.to_string(),
+                message,
+            },
+            other => other,
+        })?;
         linker.loaded.insert(symbol.to_string(), address);
         Ok(address)
     }

@@ -133,9 +133,7 @@ impl AmdTarget {
     /// The target for `chip`, one of those `AMD_CHIPS` lists.
     pub fn new(chip: &str) -> Result<AmdTarget, LowerError> {
         if !AMD_CHIPS.contains(&chip) {
-            return Err(LowerError::Target(format!(
-                "`{chip}` is not an AMD GPU LLVM 22 compiles for: give `gfx` and its number (`gfx90a`, `gfx942`, `gfx1100`)"
-            )));
+            return Err(crate::TargetError::NotAnAmdChip(chip.into()).into());
         }
         Ok(AmdTarget { chip: chip.into() })
     }
@@ -429,9 +427,7 @@ impl Session {
         let ptx = String::from_utf8_lossy(&bytes).into_owned();
         let unresolved = crate::libdevice::unresolved(&ptx);
         if !unresolved.is_empty() {
-            return Err(LowerError::Libdevice(crate::libdevice::missing_message(
-                &unresolved,
-            )));
+            return Err(crate::libdevice::LibdeviceMissing::now(unresolved).into());
         }
         Ok(ptx)
     }

@@ -196,7 +196,10 @@ fn jit_ptx(
     String::from_utf8(bytes).map_err(|_| {
         Error::compile(
             descriptor.name,
-            CompileCause::Lower("the cached PTX is not UTF-8".into()),
+            CompileCause::Lower(crate::LowerFailure::new(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                "the cached PTX is not UTF-8",
+            ))),
         )
     })
 }
@@ -296,5 +299,8 @@ fn no_code(descriptor: &'static KernelDescriptor, target: &str) -> Error {
 
 #[cfg(feature = "jit")]
 fn compile_error(descriptor: &KernelDescriptor, e: offload_lowering::LowerError) -> Error {
-    Error::compile(descriptor.name, CompileCause::Lower(e.to_string()))
+    Error::compile(
+        descriptor.name,
+        CompileCause::Lower(crate::LowerFailure::new(e)),
+    )
 }

@@ -88,10 +88,10 @@ pub enum CompileCause {
     /// with its MIR location and Rust span.
     #[error(transparent)]
     Mir(#[from] crate::kernel::MirError),
-    /// Lowering it for the device failed (the lowering's error, in words: it holds MLIR
-    /// state that does not outlive the compilation).
-    #[error("{0}")]
-    Lower(String),
+    /// Lowering it for the device failed: the lowering's error
+    /// ([`LowerFailure::error`]).
+    #[error(transparent)]
+    Lower(LowerFailure),
     /// The program has no code for the device: none was built ahead of time for it, and
     /// the `jit` feature, which would compile it, is off.
     #[error(
@@ -118,5 +118,48 @@ impl Error {
             message: cause.to_string(),
             cause: Box::new(cause),
         }
+    }
+}
+
+/// The lowering's error behind a [`CompileCause::Lower`]: an
+/// `offload_lowering::LowerError` where the `jit` feature is on, reached with
+/// [`error`](Self::error) (to downcast) and shared, so that [`Error`] stays `Clone`.
+#[derive(Clone)]
+pub struct LowerFailure(std::sync::Arc<dyn std::error::Error + Send + Sync>);
+
+impl LowerFailure {
+    #[cfg(feature = "jit")]
+    pub(crate) fn new(error: impl std::error::Error + Send + Sync + 'static) -> LowerFailure {
+        LowerFailure(std::sync::Arc::new(error))
+    }
+
+    /// The lowering's own error.
+    pub fn error(&self) -> &(dyn std::error::Error + Send + Sync + 'static) {
+        &*self.0
+    }
+}
+
+impl std::fmt::Debug for LowerFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::fmt::Display for LowerFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// Two failures are equal when they say the same.
+impl PartialEq for LowerFailure {
+    fn eq(&self, other: &Self) -> bool {
+        self.to_string() == other.to_string()
+    }
+}
+
+impl std::error::Error for LowerFailure {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
     }
 }

@@ -52,7 +52,7 @@ mod split;
 
 pub use buffer::{DeviceBuffer, DeviceSlice, DeviceSliceMut, SplitBuffer};
 pub use device::{Device, parse_selection};
-pub use error::{CompileCause, Error};
+pub use error::{CompileCause, Error, LowerFailure};
 pub use kernel::MirError;
 pub use kernel_view::Atomic;
 pub use launch::LaunchOptions;

@@ -1903,7 +1903,7 @@ pub fn device_buffer_views_and_copies_on_the_device(o: LaunchOptions) -> CaseRes
     view_axpy(
         o,
         &mut buf.slice_mut(10..30).map_err(err)?,
-        &src.slice(50..70).map_err(err)?,
+        src.slice(50..70).map_err(err)?,
         2.0,
     )
     .map_err(err)?;
@@ -1916,7 +1916,7 @@ pub fn device_buffer_views_and_copies_on_the_device(o: LaunchOptions) -> CaseRes
     compare("a view read back", &part, &want[5..13])?;
 
     let mut copy = DeviceBuffer::<f32>::zeros(&device, 20).map_err(err)?;
-    copy.copy_from_device(&buf.slice(10..30).map_err(err)?)
+    copy.copy_from_device(buf.slice(10..30).map_err(err)?)
         .map_err(err)?;
     copy.slice_mut(..5)
         .map_err(err)?
@@ -1924,7 +1924,7 @@ pub fn device_buffer_views_and_copies_on_the_device(o: LaunchOptions) -> CaseRes
         .map_err(err)?;
     copy.slice_mut(15..)
         .map_err(err)?
-        .copy_from_device(&src.slice(..5).map_err(err)?)
+        .copy_from_device(src.slice(..5).map_err(err)?)
         .map_err(err)?;
     let mut want_copy = want[10..30].to_vec();
     want_copy[..5].fill(-1.0);
@@ -1941,9 +1941,11 @@ pub fn device_buffer_views_and_copies_on_the_device(o: LaunchOptions) -> CaseRes
         &want_copy,
     )?;
 
+    let backwards = (7, 3);
     let refused = [
         buf.slice(90..101).map(|_| ()),
-        buf.slice(7..3).map(|_| ()),
+        // A start past the end, as a program would compute one.
+        buf.slice(backwards.0..backwards.1).map(|_| ()),
         copy.copy_from_device(&buf),
         copy.slice_mut(0..2)
             .and_then(|mut v| v.copy_from_slice(&[1.0; 3])),

@@ -77,9 +77,16 @@ fn feature_kernels_reach_ptx_and_cpu() {
                 "{}",
                 body.name
             ),
-            Err(offload_lowering::LowerError::Libdevice(message))
+            Err(offload_lowering::LowerError::Libdevice(missing))
                 if body.name == "math_and_casts" =>
             {
+                // The functions, and the message built from them.
+                assert!(
+                    missing.functions.iter().all(|f| f.starts_with("__nv_")),
+                    "{missing:?}"
+                );
+                assert!(!missing.looked.is_empty(), "{missing:?}");
+                let message = missing.to_string();
                 assert!(message.starts_with("the kernel calls `__nv_"), "{message}");
             }
             Err(e) => panic!("{}: {e}", body.name),
