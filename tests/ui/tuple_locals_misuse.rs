@@ -48,4 +48,19 @@ fn whole_range(mut y: Region<usize, Linear1D>) {
     }
 }
 
+// A tuple-returning device function's results bound without their types, which no use
+// gives (a use that does, `*v = a * b`, would be enough).
+#[offload_device]
+fn pair(x: f32) -> (f32, f32) {
+    (x, -x)
+}
+
+#[offload_kernel]
+fn untyped_pair(mut y: Region<f32, Linear1D>) {
+    let (a, b) = pair(1.0);
+    if let Some(v) = y.get_mut() {
+        *v = (a < b) as u32 as f32;
+    }
+}
+
 fn main() {}

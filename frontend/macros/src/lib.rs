@@ -448,21 +448,25 @@ fn device_function(item: &ItemFn) -> syn::Result<TokenStream2> {
     let mut bodies = Vec::new();
     let mut checks = Vec::new();
     for subst in instances(&item.sig).map_err(to_syn)? {
-        let body = translate_device(item, &file, &subst)
+        let parts = translate_device(item, &file, &subst)
             .map_err(to_syn)
-            .and_then(|body| {
-                offload_mir::validate(&body).map_err(|e| not_fitting(item, &e))?;
-                Ok(body)
+            .and_then(|parts| {
+                for body in &parts {
+                    offload_mir::validate(body).map_err(|e| not_fitting(item, &e))?;
+                }
+                Ok(parts)
             });
-        let body = match body {
-            Ok(body) => body,
+        let parts = match parts {
+            Ok(parts) => parts,
             // An `f16`/`bf16` instance the body does not support is left out: a kernel
             // instance that calls it does not link, and its launch says so.
             Err(_) if offload_translate::optional_instance(&subst) => continue,
             Err(e) => return Err(e),
         };
-        checks.extend(signature_checks(&item.block, &body));
-        bodies.push(body.to_string());
+        for body in parts {
+            checks.extend(signature_checks(&item.block, &body));
+            bodies.push(body.to_string());
+        }
     }
     let calls = device_calls(&item.block);
     let vis = &item.vis;

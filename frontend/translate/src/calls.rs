@@ -154,12 +154,19 @@ impl Translator {
             args.push(self.scalar_expr(arg, ty)?.0);
         }
         let Some(ty) = expected else {
-            return error(
-                c,
-                format!(
+            // An element of a tuple-returning function (`split_locals`): name the tuple.
+            let element = func
+                .rsplit_once("__")
+                .filter(|(_, k)| !k.is_empty() && k.bytes().all(|b| b.is_ascii_digit()));
+            let message = match element {
+                Some((tuple_fn, _)) => format!(
+                    "annotate the types of `{tuple_fn}(..)`'s results, e.g. `let (a, b): (f32, f32) = {tuple_fn}(..);`"
+                ),
+                None => format!(
                     "annotate the type of `{func}(..)`'s result, e.g. `let x: f32 = {func}(..);`"
                 ),
-            );
+            };
+            return error(c, message);
         };
         let dest = self.temp(ty);
         let target = self.new_block();

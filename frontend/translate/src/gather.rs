@@ -155,7 +155,7 @@ pub fn gather(sources: &[Source<'_>]) -> Result<Gathered, GatherError> {
         let mut bodies = Vec::new();
         for subst in instances(&m.item.sig).map_err(error)? {
             match translate_device(m.item, m.file, &subst) {
-                Ok(body) => bodies.push(body),
+                Ok(parts) => bodies.extend(parts),
                 Err(_) if crate::optional_instance(&subst) => {}
                 Err(e) => return Err(error(e)),
             }

@@ -421,9 +421,24 @@ pub fn kernel_options(item: &syn::ItemFn) -> Result<KernelOptions> {
     Ok(options)
 }
 
-/// Translates one instance of an `#[offload_device]` function.
-pub fn translate_device(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Body> {
-    translate_body(item, file, subst, &[], BodyKind::Device)
+/// Translates one instance of an `#[offload_device]` function: one body, or for a
+/// function that returns a tuple, one body per element, `name__0`, `name__1`, ..., each
+/// returning its element ([`split_locals::tuple_result_parts`]), which calls that take the
+/// tuple apart call.
+pub fn translate_device(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Vec<Body>> {
+    match split_locals::tuple_result_parts(item) {
+        Some(parts) => parts
+            .iter()
+            .map(|part| translate_body(part, file, subst, &[], BodyKind::Device))
+            .collect(),
+        None => Ok(vec![translate_body(
+            item,
+            file,
+            subst,
+            &[],
+            BodyKind::Device,
+        )?]),
+    }
 }
 
 fn translate_body(

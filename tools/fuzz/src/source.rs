@@ -606,11 +606,13 @@ fn translate(source: &str, generic: Option<ScalarTy>) -> Result<Body, String> {
         .into_iter()
         .collect();
     let body = offload_translate::translate_instance(kernel, "fuzz.rs", &subst).map_err(at)?;
-    let helper = offload_translate::translate_device(device, "fuzz.rs", &[]).map_err(at)?;
+    let helpers = offload_translate::translate_device(device, "fuzz.rs", &[]).map_err(at)?;
     let mut by_name: offload_mir::inline::DeviceFunctions = Default::default();
-    by_name
-        .entry(helper.name.as_str())
-        .or_default()
-        .push(&helper);
+    for helper in &helpers {
+        by_name
+            .entry(helper.name.as_str())
+            .or_default()
+            .push(helper);
+    }
     offload_mir::inline::inline_calls(&body, &by_name).map_err(|e| format!("inline: {e}"))
 }
