@@ -44,6 +44,7 @@ mod places;
 mod reductions;
 mod split_locals;
 mod syntax;
+mod tuple_results;
 mod types;
 mod versioning;
 mod workgroup;
@@ -423,10 +424,10 @@ pub fn kernel_options(item: &syn::ItemFn) -> Result<KernelOptions> {
 
 /// Translates one instance of an `#[offload_device]` function: one body, or for a
 /// function that returns a tuple, one body per element, `name__0`, `name__1`, ..., each
-/// returning its element ([`split_locals::tuple_result_parts`]), which calls that take the
+/// returning its element ([`tuple_results::tuple_result_parts`]), which calls that take the
 /// tuple apart call.
 pub fn translate_device(item: &syn::ItemFn, file: &str, subst: &Substitution) -> Result<Vec<Body>> {
-    match split_locals::tuple_result_parts(item) {
+    match tuple_results::tuple_result_parts(item) {
         Some(parts) => parts
             .iter()
             .map(|part| translate_body(part, file, subst, &[], BodyKind::Device))

@@ -5,15 +5,15 @@
 //! `r__start..r__end`. The translator then sees only scalars, tuple assignments and range
 //! expressions, which it takes already.
 //!
-//! A device function that returns a tuple is compiled as one function per element
-//! (`step__0`, `step__1`, ...: [`tuple_result_parts`]), and a call taken apart at once
-//! (`let (a, b) = step(..)`, `(a, b) = step(..)`) calls each of them.
+//! A call of a device function that returns a tuple, taken apart at once (`let (a, b) =
+//! step(..)`, `(a, b) = step(..)`), calls the function's part for each element
+//! ([`super::tuple_results`]).
 //!
 //! Names follow Rust's scopes: a later `let`, a loop variable, a closure parameter or a
 //! pattern that binds the same name hides the split local. A use the rewrite leaves as it
 //! was (a tuple passed whole, a nested tuple) is refused by the translator, as before.
 
-use super::syntax::strip_parens;
+use super::syntax::{strip_parens, strip_type};
 use std::collections::HashMap;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
@@ -111,7 +111,7 @@ impl Splitter {
                 other => other,
             };
             if let syn::Pat::Tuple(t) = pattern
-                && let Some(parts) = spread_call(&init.expr, t.elems.len())
+                && let Some(parts) = super::tuple_results::spread_call(&init.expr, t.elems.len())
             {
                 *init.expr = parts;
             }
@@ -255,133 +255,6 @@ fn strip_reference(e: &syn::Expr) -> &syn::Expr {
     }
 }
 
-/// `f(args)`, a call of a function that returns a tuple of `n` elements, as the tuple of
-/// `f__0(args)` to `f__{n-1}(args)` ([`tuple_result_parts`]); `None` for anything else.
-fn spread_call(e: &syn::Expr, n: usize) -> Option<syn::Expr> {
-    let syn::Expr::Call(call) = strip_parens(e) else {
-        return None;
-    };
-    let syn::Expr::Path(p) = &*call.func else {
-        return None;
-    };
-    let name = p.path.get_ident().filter(|_| p.qself.is_none() && n >= 2)?;
-    let args = &call.args;
-    let parts = (0..n).map(|k| {
-        let part = syn::Ident::new(&format!("{name}__{k}"), name.span());
-        quote::quote_spanned!(call.span()=> #part(#args))
-    });
-    Some(syn::parse_quote_spanned!(call.span()=> (#(#parts),*)))
-}
-
-/// For a function that returns a tuple of two or more elements, one copy per element:
-/// named `name__k`, returning element `k`, each tuple it returns (by `return` or as its
-/// value) replaced by that element.
-pub(super) fn tuple_result_parts(item: &syn::ItemFn) -> Option<Vec<syn::ItemFn>> {
-    let syn::ReturnType::Type(_, ty) = &item.sig.output else {
-        return None;
-    };
-    let syn::Type::Tuple(elements) = strip_type(ty) else {
-        return None;
-    };
-    if elements.elems.len() < 2 {
-        return None;
-    }
-    let parts = elements.elems.iter().enumerate().map(|(k, element)| {
-        let mut part = item.clone();
-        let name = &item.sig.ident;
-        part.sig.ident = syn::Ident::new(&format!("{name}__{k}"), name.span());
-        part.sig.output = syn::ReturnType::Type(Default::default(), Box::new(element.clone()));
-        Projector { k }.visit_block_mut(&mut part.block);
-        project_tail(&mut part.block, k);
-        part
-    });
-    Some(parts.collect())
-}
-
-/// Replaces what each `return` returns by its element `k`.
-struct Projector {
-    k: usize,
-}
-
-impl VisitMut for Projector {
-    fn visit_expr_mut(&mut self, e: &mut syn::Expr) {
-        match e {
-            // A closure's `return`s are its own.
-            syn::Expr::Closure(_) => {}
-            syn::Expr::Return(r) => {
-                if let Some(value) = &mut r.expr {
-                    self.visit_expr_mut(value);
-                    project(value, self.k);
-                }
-            }
-            _ => syn::visit_mut::visit_expr_mut(self, e),
-        }
-    }
-}
-
-/// The block's value replaced by its element `k`.
-fn project_tail(block: &mut syn::Block, k: usize) {
-    if let Some(syn::Stmt::Expr(e, None)) = block.stmts.last_mut() {
-        project(e, k);
-    }
-}
-
-/// `e`, a tuple-valued expression, replaced by its element `k`: through blocks, `if`s
-/// and `match`es to the tuples they yield; a call of another tuple function as a call of
-/// its part `k`; anything else bound to a local first.
-fn project(e: &mut syn::Expr, k: usize) {
-    match e {
-        syn::Expr::Paren(p) => project(&mut p.expr, k),
-        syn::Expr::Tuple(t) if k < t.elems.len() => *e = t.elems[k].clone(),
-        syn::Expr::Block(b) => project_tail(&mut b.block, k),
-        syn::Expr::If(i) => {
-            project_tail(&mut i.then_branch, k);
-            if let Some((_, otherwise)) = &mut i.else_branch {
-                project(otherwise, k);
-            }
-        }
-        syn::Expr::Match(m) => {
-            for arm in &mut m.arms {
-                project(&mut arm.body, k);
-            }
-        }
-        // Projected where the `return` is.
-        syn::Expr::Return(_) => {}
-        syn::Expr::Call(c)
-            if let syn::Expr::Path(p) = &*c.func
-                && p.qself.is_none()
-                && p.path.get_ident().is_some() =>
-        {
-            if let syn::Expr::Path(p) = &mut *c.func
-                && let Some(name) = p.path.get_ident().cloned()
-            {
-                p.path = syn::Ident::new(&format!("{name}__{k}"), name.span()).into();
-            }
-        }
-        other => {
-            let span = other.span();
-            let index = syn::Index {
-                index: k as u32,
-                span,
-            };
-            let value = other.clone();
-            *other = syn::parse_quote_spanned!(span=> {
-                let __offload_result = #value;
-                __offload_result.#index
-            });
-        }
-    }
-}
-
-/// `ty` without parentheses around it.
-fn strip_type(ty: &syn::Type) -> &syn::Type {
-    match ty {
-        syn::Type::Paren(p) => strip_type(&p.elem),
-        syn::Type::Group(g) => strip_type(&g.elem),
-        other => other,
-    }
-}
-
 /// The expression a split local stands for where it is used whole: the tuple of its
 /// parts, or the range between them.
 fn whole(split: &Split, span: proc_macro2::Span) -> Option<syn::Expr> {
@@ -456,7 +329,8 @@ impl VisitMut for Splitter {
                 // named at its place (so that type inference ties the two), then each
                 // place.
                 if let syn::Expr::Tuple(places) = strip_parens(&a.left)
-                    && let Some(syn::Expr::Tuple(parts)) = spread_call(&a.right, places.elems.len())
+                    && let Some(syn::Expr::Tuple(parts)) =
+                        super::tuple_results::spread_call(&a.right, places.elems.len())
                 {
                     let places: Vec<syn::Expr> = places.elems.iter().cloned().collect();
                     let temps: Vec<syn::Ident> = (places.iter().enumerate())

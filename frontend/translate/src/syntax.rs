@@ -1,6 +1,6 @@
-//! Helpers that read Rust syntax without translating it: parentheses seen through, what
-//! a `for` loop over elements iterates, a turbofish's scalar type, and an expression's
-//! text as `stringify!` prints it.
+//! Helpers that read Rust syntax without translating it: parentheses seen through (in
+//! expressions and types), what a `for` loop over elements iterates, a turbofish's
+//! scalar type, and an expression's text as `stringify!` prints it.
 
 use super::{Result, error};
 use offload_mir::ScalarTy;
@@ -10,6 +10,15 @@ pub(super) fn strip_parens(e: &syn::Expr) -> &syn::Expr {
     match e {
         syn::Expr::Paren(p) => strip_parens(&p.expr),
         syn::Expr::Group(g) => strip_parens(&g.expr),
+        other => other,
+    }
+}
+
+/// `ty` without parentheses around it.
+pub(super) fn strip_type(ty: &syn::Type) -> &syn::Type {
+    match ty {
+        syn::Type::Paren(p) => strip_type(&p.elem),
+        syn::Type::Group(g) => strip_type(&g.elem),
         other => other,
     }
 }

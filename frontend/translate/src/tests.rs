@@ -37,7 +37,7 @@ fn conformance_kernels_are_translated_once() {
     assert!(functions.len() > 70, "found {} functions", functions.len());
     // A device function that returns a tuple is translated as one function per element.
     let parts = functions.iter().flat_map(|item| {
-        crate::split_locals::tuple_result_parts(item).unwrap_or_else(|| vec![item.clone()])
+        crate::tuple_results::tuple_result_parts(item).unwrap_or_else(|| vec![item.clone()])
     });
     for item in parts.collect::<Vec<_>>().iter() {
         // As `translate_body` does first.
