@@ -25,15 +25,13 @@ use melior::{
 pub const NAME: &str = "offload-bf16-to-integers";
 
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), crate::rewrite::PassError> {
-    // LLVM expands an atomic add of `bf16` into a compare-and-swap loop whose addition
-    // rounds with a call to `__truncsfbf2`: a module that has one defines that function
-    // itself (weak: one per object, the linker keeps one), as the `arith.truncf` this
-    // pass then expands.
-    let bf16_atomics = rewrite::collect(root, "memref.atomic_rmw")
-        .into_iter()
-        // SAFETY: collected from the live module.
-        .any(|op| unsafe { rewrite::result_type(op).is_bf16() });
-    if bf16_atomics {
+    // LLVM narrows to `bf16` with a call to `__truncsfbf2` where it promotes a `bf16`
+    // value to `f32` and back on its own: in the compare-and-swap loop it expands an
+    // atomic add into, and around `bf16` values it passes or holds (a kernel's `bf16`
+    // argument, a `freeze`). A module with any `bf16` value defines that function itself
+    // (weak: one per object, the linker keeps one), as the `arith.truncf` this pass then
+    // expands.
+    if rewrite::any_value_type(root, |t| t.is_bf16()) {
         // SAFETY: `root` is the live module.
         unsafe { define_truncsfbf2(context, root) };
     }

@@ -32,6 +32,37 @@ pub fn collect(root: OperationRef<'_, '_>, name: &str) -> Vec<MlirOperation> {
     found
 }
 
+/// Whether any value in `root` (an operation's operand or result, or a block's argument)
+/// has a type `is`.
+pub fn any_value_type(root: OperationRef<'_, '_>, is: impl Fn(Type<'_>) -> bool) -> bool {
+    use melior::ir::{BlockLike, RegionLike, ValueLike};
+    let mut found = false;
+    root.walk(melior::ir::operation::WalkOrder::PreOrder, |op| {
+        let values = (0..op.operand_count())
+            .filter_map(|i| op.operand(i).ok().map(|v| v.r#type()))
+            .chain((0..op.result_count()).filter_map(|i| op.result(i).ok().map(|v| v.r#type())));
+        let mut arguments = Vec::new();
+        for region in (0..op.region_count()).filter_map(|i| op.region(i).ok()) {
+            let mut block = region.first_block();
+            while let Some(b) = block {
+                arguments.extend(
+                    (0..b.argument_count())
+                        .filter_map(|i| b.argument(i).ok())
+                        .map(|a| a.r#type()),
+                );
+                block = b.next_in_region();
+            }
+        }
+        found = values.chain(arguments).any(&is);
+        if found {
+            melior::ir::operation::WalkResult::Interrupt
+        } else {
+            melior::ir::operation::WalkResult::Advance
+        }
+    });
+    found
+}
+
 /// Replaces every use of the anchor's results with `values`, then erases it.
 ///
 /// # Safety

@@ -4082,6 +4082,15 @@ fn half_atomic_counts(
     }
 }
 
+/// A `bf16` scalar argument written out as it came (a subnormal one must not be flushed
+/// on its way through the CPU's calling convention).
+#[offload_kernel]
+fn bfloat_passed_through(mut out: Region<bf16, Linear1D>, b: bf16) {
+    if let Some(v) = out.get_mut() {
+        *v = b;
+    }
+}
+
 /// A second kernel with half-precision atomics, so that two are loaded side by side:
 /// every thread adds `h` and `b` to the first element.
 #[offload_kernel]
@@ -4265,6 +4274,11 @@ pub fn half_precision_floats(o: LaunchOptions) -> CaseResult {
             bf16::from_bits(100),
         ),
     ];
+    for b in [bf16::from_bits(1), bf16::from_bits(0x807f), bf16::from_f32(-2.5)] {
+        let mut out = vec![bf16::ZERO; 3];
+        bfloat_passed_through(o, &mut out, b).map_err(|e| e.to_string())?;
+        compare("a bf16 argument", &bf_bits(&out), &bf_bits(&[b; 3]))?;
+    }
     for (threads, h, b, want_h, want_b) in totals {
         let (mut halves, mut bfloats) = (vec![f16::ZERO], vec![bf16::ZERO]);
         let mut done = vec![0u8; threads];
