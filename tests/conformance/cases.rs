@@ -4274,7 +4274,11 @@ pub fn half_precision_floats(o: LaunchOptions) -> CaseResult {
             bf16::from_bits(100),
         ),
     ];
-    for b in [bf16::from_bits(1), bf16::from_bits(0x807f), bf16::from_f32(-2.5)] {
+    for b in [
+        bf16::from_bits(1),
+        bf16::from_bits(0x807f),
+        bf16::from_f32(-2.5),
+    ] {
         let mut out = vec![bf16::ZERO; 3];
         bfloat_passed_through(o, &mut out, b).map_err(|e| e.to_string())?;
         compare("a bf16 argument", &bf_bits(&out), &bf_bits(&[b; 3]))?;

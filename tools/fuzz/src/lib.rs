@@ -137,6 +137,10 @@ constructs! {
     Let,
     Assignment,
     TupleAssignment,
+    /// A local holding a tuple: read by field, assigned whole.
+    TupleLocals,
+    /// A local holding a range: iterated by `clone`.
+    RangeLocals,
     Swap,
     Arithmetic,
     Comparisons,
@@ -162,6 +166,8 @@ constructs! {
     MethodsByPath,
     Panics,
     DeviceFunctions,
+    /// A device function that returns a pair, taken apart by a typed `let`.
+    TupleResults,
     GenericKernel,
     GenericLiterals,
     ThreadPosition,

@@ -281,11 +281,19 @@ fn prologue(shape: Shape, elem: &str) -> (String, Vec<String>) {
     )
 }
 
-/// The device function every source kernel may call.
+/// The device functions every source kernel may call: one returns a scalar, one a pair.
 const HELPER: &str = "#[offload_device]
 fn helper(a: i32, b: f32) -> f32 {
     let m = if a > 3 { a % 5 } else { a.wrapping_mul(3) };
     b * 0.5 + m as f32
+}
+
+#[offload_device]
+fn pair_helper(a: i32, b: f32) -> (f32, i32) {
+    if a > 3 {
+        return (b - 1.0, a % 5);
+    }
+    (b * 0.5, a.wrapping_mul(3))
 }
 ";
 
@@ -582,21 +590,24 @@ fn geometry(rng: &mut Rng, shape: Shape, threads: [u32; 3]) -> ([u32; 3], Geomet
 }
 
 /// The kernel of `source` translated (for `E` = `generic`'s type in a generic kernel),
-/// with the device function `helper` inlined.
+/// with the device functions `helper` and `pair_helper` inlined.
 fn translate(source: &str, generic: Option<ScalarTy>) -> Result<Body, String> {
     let file: syn::File = syn::parse_str(source).map_err(|e| format!("does not parse: {e}"))?;
     let mut kernel = None;
-    let mut device = None;
+    let mut devices = Vec::new();
     for item in &file.items {
         if let syn::Item::Fn(f) = item {
-            if f.sig.ident == "helper" {
-                device = Some(f);
+            if f.sig.ident == "helper" || f.sig.ident == "pair_helper" {
+                devices.push(f);
             } else {
                 kernel = Some(f);
             }
         }
     }
-    let (kernel, device) = (kernel.ok_or("no kernel")?, device.ok_or("no helper")?);
+    let kernel = kernel.ok_or("no kernel")?;
+    if devices.len() != 2 {
+        return Err("no helpers".into());
+    }
     let at = |e: offload_translate::TranslateError| {
         let start = e.span.start();
         format!("{}:{}: {}", start.line, start.column, e.message)
@@ -606,7 +617,10 @@ fn translate(source: &str, generic: Option<ScalarTy>) -> Result<Body, String> {
         .into_iter()
         .collect();
     let body = offload_translate::translate_instance(kernel, "fuzz.rs", &subst).map_err(at)?;
-    let helpers = offload_translate::translate_device(device, "fuzz.rs", &[]).map_err(at)?;
+    let mut helpers = Vec::new();
+    for device in devices {
+        helpers.extend(offload_translate::translate_device(device, "fuzz.rs", &[]).map_err(at)?);
+    }
     let mut by_name: offload_mir::inline::DeviceFunctions = Default::default();
     for helper in &helpers {
         by_name

@@ -71,14 +71,43 @@ impl Src<'_> {
     }
 
     pub(super) fn swap(&mut self) {
+        let pair = |vars: &[Var]| {
+            vars.iter().filter(|v| v.mutable).any(|a| {
+                vars.iter()
+                    .any(|b| b.mutable && b.ty == a.ty && b.name != a.name)
+            })
+        };
+        // Two mutable locals of one type to swap, made if there are none.
+        if !pair(&self.vars) {
+            for _ in 0..2 {
+                let name = self.fresh("s");
+                let value = self.literal(T::I32);
+                self.line(&format!("let mut {name}: i32 = {value};"));
+                self.vars.push(Var {
+                    name,
+                    ty: T::I32,
+                    varying: false,
+                    mutable: true,
+                });
+            }
+        }
         let targets: Vec<Var> = self.vars.iter().filter(|v| v.mutable).cloned().collect();
         for a in &targets {
             let other = targets.iter().find(|b| b.ty == a.ty && b.name != a.name);
             if let Some(b) = other {
                 let (a, b) = (a.clone(), b.clone());
-                if self.rng.bool() {
+                let how = self.rng.u32(0..3);
+                if how == 0 {
                     self.note(Construct::TupleAssignment);
                     self.line(&format!("({0}, {1}) = ({1}, {0});", a.name, b.name));
+                } else if how == 1 {
+                    // Through a tuple local: assigned whole, read by field.
+                    self.note(Construct::TupleLocals);
+                    let pair = self.fresh("pair");
+                    self.line(&format!("let mut {pair} = ({}, {});", a.name, b.name));
+                    self.line(&format!("{pair} = ({pair}.1, {pair}.0);"));
+                    self.line(&format!("{} = {pair}.0;", a.name));
+                    self.line(&format!("{} = {pair}.1;", b.name));
                 } else {
                     self.note(Construct::Swap);
                     self.line(&format!(
@@ -118,6 +147,12 @@ impl Src<'_> {
             0 => (format!("for {k} in 0..3usize"), T::Usize),
             1 => (format!("for {k} in (0..9u32).step_by(4)"), T::U32),
             2 => (format!("for {k} in (1..=3i32).rev()"), T::I32),
+            5 if self.rng.bool() => {
+                self.note(Construct::RangeLocals);
+                let r = self.fresh("r");
+                self.line(&format!("let {r} = 1..(n as usize % 5);"));
+                (format!("for {k} in {r}.clone().rev()"), T::Usize)
+            }
             3 => {
                 self.note(Construct::LoopsOverElements);
                 (format!("for (_, &{k}) in x.iter().enumerate()"), T::F32)
@@ -356,12 +391,29 @@ impl Src<'_> {
         let (a, va) = self.expr(T::I32, 2);
         let (b, vb) = self.expr(T::F32, 2);
         self.note(Construct::DeviceFunctions);
+        let varying = va || vb || !self.uniform;
+        if self.rng.u32(0..3) == 0 {
+            self.note(Construct::TupleResults);
+            let (f, i) = (self.fresh("v"), self.fresh("w"));
+            self.line(&format!(
+                "let ({f}, {i}): (f32, i32) = pair_helper({a}, {b});"
+            ));
+            for (name, ty) in [(f, T::F32), (i, T::I32)] {
+                self.vars.push(Var {
+                    name,
+                    ty,
+                    varying,
+                    mutable: false,
+                });
+            }
+            return;
+        }
         let name = self.fresh("v");
         self.line(&format!("let {name}: f32 = helper({a}, {b});"));
         self.vars.push(Var {
             name,
             ty: T::F32,
-            varying: va || vb || !self.uniform,
+            varying,
             mutable: false,
         });
     }
