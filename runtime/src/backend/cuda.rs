@@ -140,21 +140,25 @@ impl Driver for Cuda {
     }
 
     fn host(&self, bytes: usize) -> Result<Pinned, Error> {
+        // Not write-combined: the host reads it.
+        pinned(self.ordinal, bytes, 0)
+    }
+
+    fn mapped(&self, bytes: usize) -> Result<Option<(Pinned, u64)>, Error> {
+        use cudarc::driver::sys;
         let ctx = context(self.ordinal)?;
-        // SAFETY: plain page-locked memory (not write-combined: the host reads it),
-        // zeroed before anything reads it.
-        let mut memory = unsafe { ctx.alloc_pinned_with_flags::<u8>(bytes, 0) }
-            .map_err(driver_error("allocating page-locked host memory"))?;
-        let bytes = memory
-            .as_mut_slice()
-            .map_err(driver_error("allocating page-locked host memory"))?;
-        bytes.fill(0);
-        let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
-        Ok(Pinned {
-            _memory: memory,
-            ptr,
-            len,
-        })
+        let attribute = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY;
+        if ctx.attribute(attribute).map_err(driver_error("querying the device"))? == 0 {
+            return Ok(None);
+        }
+        let memory = pinned(self.ordinal, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP)?;
+        let mut address = 0;
+        // SAFETY: `memory` was allocated with `CU_MEMHOSTALLOC_DEVICEMAP` in this
+        // device's context (bound to the thread by the allocation); flags must be 0.
+        unsafe { sys::cuMemHostGetDevicePointer_v2(&mut address, memory.ptr.cast(), 0) }
+            .result()
+            .map_err(driver_error("mapping page-locked host memory"))?;
+        Ok(Some((memory, address)))
     }
 
     unsafe fn launch_grid(
@@ -213,6 +217,25 @@ impl Driver for Cuda {
             .synchronize()
             .map_err(driver_error("running the kernel"))
     }
+}
+
+/// `bytes` of zeroed page-locked host memory in the device's context, allocated with
+/// `flags` (`CU_MEMHOSTALLOC_*`).
+fn pinned(ordinal: usize, bytes: usize, flags: u32) -> Result<Pinned, Error> {
+    let ctx = context(ordinal)?;
+    // SAFETY: zeroed below, before anything reads it.
+    let mut memory = unsafe { ctx.alloc_pinned_with_flags::<u8>(bytes, flags) }
+        .map_err(driver_error("allocating page-locked host memory"))?;
+    let bytes = memory
+        .as_mut_slice()
+        .map_err(driver_error("allocating page-locked host memory"))?;
+    bytes.fill(0);
+    let (ptr, len) = (bytes.as_mut_ptr(), bytes.len());
+    Ok(Pinned {
+        _memory: memory,
+        ptr,
+        len,
+    })
 }
 
 /// Page-locked host memory, read and written through the pointer taken when it was

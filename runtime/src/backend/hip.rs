@@ -441,6 +441,12 @@ impl Driver for HipDevice {
         Ok(vec![0; bytes])
     }
 
+    /// None: a GPU's atomic on host memory needs PCIe atomics the platform may lack, and
+    /// a panic report's count is one.
+    fn mapped(&self, _bytes: usize) -> Result<Option<(Vec<u8>, u64)>, Error> {
+        Ok(None)
+    }
+
     unsafe fn launch_grid(&self, function: &Function, grid: GpuDispatch<'_>) -> Result<(), Error> {
         let hip = self.selected()?;
         let mut params = grid.params();

@@ -15,8 +15,11 @@
 //! Panic buffers of asynchronous launches: each launch has one slot of a slab of
 //! [`SLOTS`] buffers, taken in launch order. A slab belongs to one issuer on one device
 //! until that issuer's next synchronisation there, which waits for the device, reads the
-//! slab's used slots in one copy and reports the first of them, in launch order, that
-//! records a panic. Slabs read back as all zeros go back to a pool for any issuer; a slab
+//! slab's used slots and reports the first of them, in launch order, that records a
+//! panic. Where the driver maps page-locked host memory into the device (CUDA), slabs
+//! are that memory: kernels write their reports to the host, and reading them costs no
+//! copy, only the wait. Elsewhere (HIP) they are device memory, and the used slots come
+//! back in one copy per slab, enqueued ahead of the wait. Slabs read back as all zeros go back to a pool for any issuer; a slab
 //! with a panic is freed. So a launch needs no allocation, zeroing or synchronisation of
 //! its own (a new slab every [`SLOTS`] launches, while the pool is empty), and a slab is
 //! reused only after every launch that may write it has finished and was checked.
@@ -38,8 +41,9 @@ use std::sync::{Arc, Mutex};
 pub(crate) trait Driver: Send + Sync + 'static {
     /// Device memory, freed when dropped, after the work enqueued before.
     type Buffer: Send + Sync + 'static;
-    /// Host memory panic words are copied into: page-locked where the driver has it, so
-    /// that the copy need not hold up the host.
+    /// Host memory panic words are in: copied into (page-locked where the driver has
+    /// it, so that the copy need not hold up the host), or written by the kernels
+    /// themselves ([`Driver::mapped`]).
     type Host: std::ops::DerefMut<Target = [u8]> + Send + Sync + 'static;
     /// A kernel loaded on the device.
     type Function: Send + Sync + 'static;
@@ -78,6 +82,11 @@ pub(crate) trait Driver: Send + Sync + 'static {
     ) -> Result<(), Error>;
     /// `bytes` of zeroed host memory for [`Driver::copy_out`].
     fn host(&self, bytes: usize) -> Result<Self::Host, Error>;
+    /// `bytes` of zeroed page-locked host memory that kernels write directly, and its
+    /// address on the device; what the device wrote is on the host once
+    /// [`Driver::synchronize`] has returned. `None` where the driver does not map host
+    /// memory for this (then panic buffers live on the device and are copied back).
+    fn mapped(&self, bytes: usize) -> Result<Option<(Self::Host, u64)>, Error>;
     /// Enqueues one grid of `function`.
     ///
     /// # Safety
@@ -119,10 +128,12 @@ pub(crate) struct Gpu<D: Driver> {
     retired: Mutex<Vec<Pending<D>>>,
 }
 
-/// `SLOTS` panic buffers on the device, zeroed while in the pool, and the host memory
-/// their used slots are copied into.
+/// `SLOTS` panic buffers, zeroed while in the pool: host memory the kernels write
+/// through `address` where the driver maps it, else device memory whose used slots are
+/// copied into `host` before a synchronisation.
 struct Slab<D: Driver> {
-    buffer: D::Buffer,
+    /// The device memory the kernels write, when `host` is not mapped.
+    device: Option<D::Buffer>,
     address: u64,
     host: D::Host,
 }
@@ -313,12 +324,11 @@ impl<D: Driver> Gpu<D> {
         } = staged;
         // SAFETY: `slab` and `buffers` live until the device is synchronised below.
         unsafe { self.enqueue(function, launch, words, slab.address) }?;
-        // Enqueued behind the kernel: the wait below covers both.
-        // SAFETY: the slab's host memory is read only after that wait.
-        unsafe {
-            self.driver
-                .copy_out(&slab.buffer, 0, &mut slab.host[..PANIC_BYTES])
-        }?;
+        if let Some(device) = &slab.device {
+            // Enqueued behind the kernel: the wait below covers both.
+            // SAFETY: the slab's host memory is read only after that wait.
+            unsafe { self.driver.copy_out(device, 0, &mut slab.host[..PANIC_BYTES]) }?;
+        }
         let entry = lock(&self.pending).get(&issuer).cloned();
         let finished_inputs = entry.map(|entry| std::mem::take(&mut lock(&entry).inputs));
         self.driver.synchronize()?;
@@ -365,11 +375,18 @@ impl<D: Driver> Gpu<D> {
             return Ok(slab);
         }
         let bytes = SLOTS * PANIC_BYTES;
+        if let Some((host, address)) = self.driver.mapped(bytes)? {
+            return Ok(Slab {
+                device: None,
+                address,
+                host,
+            });
+        }
         let mut buffer = self.driver.allocate(bytes)?;
         self.driver.zero(&mut buffer, bytes)?;
         Ok(Slab {
             address: self.driver.address(&buffer),
-            buffer,
+            device: Some(buffer),
             host: self.driver.host(bytes)?,
         })
     }
@@ -446,13 +463,17 @@ impl<D: Driver> Gpu<D> {
         result
     }
 
-    /// Enqueues the copies of `pending`'s used panic buffers to their slabs' host memory.
+    /// Enqueues the copies of `pending`'s used panic buffers to their slabs' host memory
+    /// (none for slabs the kernels write on the host).
     fn enqueue_panic_reads(&self, pending: &mut Pending<D>) -> Result<(), Error> {
         for (slab, kernels) in pending.slabs.iter_mut().zip(pending.kernels.chunks(SLOTS)) {
+            let Some(device) = &slab.device else {
+                continue;
+            };
             // Only the used slots: nothing writes the others, which stay zero.
             let used = &mut slab.host[..kernels.len() * PANIC_BYTES];
             // SAFETY: the host memory is read only after the caller's synchronisation.
-            unsafe { self.driver.copy_out(&slab.buffer, 0, used) }?;
+            unsafe { self.driver.copy_out(device, 0, used) }?;
         }
         Ok(())
     }

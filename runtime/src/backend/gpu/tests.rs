@@ -37,6 +37,8 @@ struct Bytes(Box<[u8]>);
 
 struct Fake {
     device: Device,
+    /// Whether panic slabs are host memory the kernels write (as CUDA's mapped memory).
+    maps_host_memory: bool,
     /// Every operation, in order.
     log: Mutex<Vec<&'static str>>,
 }
@@ -88,6 +90,16 @@ impl Driver for Fake {
     fn host(&self, bytes: usize) -> Result<Vec<u8>, Error> {
         Ok(vec![0; bytes])
     }
+    fn mapped(&self, bytes: usize) -> Result<Option<(Vec<u8>, u64)>, Error> {
+        if !self.maps_host_memory {
+            return Ok(None);
+        }
+        self.note("map host memory");
+        let host = vec![0; bytes];
+        // The fake device writes host memory at its host address.
+        let address = host.as_ptr() as u64;
+        Ok(Some((host, address)))
+    }
     unsafe fn launch_grid(&self, _: &&'static str, grid: GpuDispatch<'_>) -> Result<(), Error> {
         self.note("launch");
         // Words: the region's memref (allocated, aligned, offset, len, stride), the
@@ -118,13 +130,24 @@ impl Driver for Fake {
     }
 }
 
+/// A fake GPU whose panic slabs are device memory, copied back.
 fn fake() -> &'static Gpu<Fake> {
+    fake_with(false)
+}
+
+/// A fake GPU whose panic slabs are host memory the kernels write.
+fn fake_mapping() -> &'static Gpu<Fake> {
+    fake_with(true)
+}
+
+fn fake_with(maps_host_memory: bool) -> &'static Gpu<Fake> {
     Box::leak(Box::new(Gpu::new(Fake {
         device: Device::Cuda {
             ordinal: 0,
             name: "fake".into(),
             compute_capability: (9, 0),
         },
+        maps_host_memory,
         log: Mutex::default(),
     })))
 }
@@ -337,4 +360,78 @@ fn copies_on_the_device_are_enqueued_and_read_back_after_a_wait() {
     to.read(4, &mut out).unwrap();
     assert_eq!(out, words(&[2, 3, 0])[..]);
     assert_eq!(log(gpu), ["copy on device", "copy out", "synchronize"]);
+}
+
+#[test]
+fn with_mapped_panic_slabs_no_copy_reads_a_panic() {
+    let gpu = fake_mapping();
+    let mut data = words(&[1, 2, 3, 4]);
+    launch(gpu, &mut host_args(&mut data, 3), 32).unwrap();
+    assert_eq!(data, words(&[2, 4, 6, 8]));
+    // One copy in, one copy back: the panic buffer is read where the kernel wrote it.
+    assert_eq!(
+        log(gpu),
+        [
+            "load",
+            "allocate",
+            "copy in",
+            "map host memory",
+            "launch",
+            "synchronize",
+            "copy out",
+            "synchronize"
+        ]
+    );
+    let e = launch(gpu, &mut host_args(&mut data, 10), 32).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "kernel `twice` panicked at twice.rs:2:5: too big"
+    );
+    assert_eq!(data, words(&[2, 4, 6, 8]));
+    assert_eq!(log(gpu), ["allocate", "copy in", "launch", "synchronize"]);
+}
+
+#[test]
+fn with_mapped_panic_slabs_a_device_read_is_one_copy_and_reports_the_issuers_panic() {
+    let gpu = fake_mapping();
+    let memory = gpu.upload(&words(&[1, 2])).unwrap();
+    log(gpu);
+    launch(gpu, &mut device_args(gpu, &*memory, 2, 3), 32).unwrap();
+    launch(gpu, &mut device_args(gpu, &*memory, 2, 10), 32).unwrap();
+    std::thread::scope(|s| s.spawn(|| gpu.synchronize().unwrap()).join().unwrap());
+    let mut out = [0u8; 8];
+    let e = memory.read(0, &mut out).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "kernel `twice` panicked at twice.rs:2:5: too big"
+    );
+    assert_eq!(out, words(&[4, 8])[..]);
+    assert_eq!(
+        log(gpu),
+        [
+            "load",
+            "map host memory",
+            "launch",
+            "launch",
+            "synchronize",
+            "copy out",
+            "synchronize"
+        ]
+    );
+    // A clean slab goes back to the pool; the one with a panic does not.
+    launch(gpu, &mut device_args(gpu, &*memory, 2, 3), 32).unwrap();
+    gpu.synchronize().unwrap();
+    launch(gpu, &mut device_args(gpu, &*memory, 2, 3), 32).unwrap();
+    memory.read(0, &mut out).unwrap();
+    assert_eq!(
+        log(gpu),
+        [
+            "map host memory",
+            "launch",
+            "synchronize",
+            "launch",
+            "copy out",
+            "synchronize"
+        ]
+    );
 }
