@@ -255,10 +255,7 @@ fn terminator_reads(t: &Terminator, read: &mut impl FnMut(Local)) {
         TerminatorKind::SwitchInt { discr, .. } => operand(discr),
         TerminatorKind::Assert { cond, msg, .. } => {
             operand(cond);
-            if let AssertMessage::BoundsCheck { len, index } = msg {
-                operand(len);
-                operand(index);
-            }
+            msg.operands().into_iter().for_each(operand);
         }
         TerminatorKind::Call { args, .. } => args.iter().for_each(operand),
         TerminatorKind::Goto(_)
@@ -699,12 +696,9 @@ impl<'c, 'a> Emitter<'c, 'a> {
             }
             TerminatorKind::Assert { cond, msg, target } => {
                 let (c, _) = self.operand(cond, span);
-                let values = match msg {
-                    AssertMessage::BoundsCheck { len, index } => {
-                        vec![self.operand(len, span).0, self.operand(index, span).0]
-                    }
-                    AssertMessage::Panic(_) => vec![],
-                };
+                let values: Vec<_> = (msg.operands().into_iter())
+                    .map(|op| self.operand(op, span).0)
+                    .collect();
                 let site = self.panic_site;
                 let (to, to_values) = self.successor(*target);
                 let panic = self.panic_blocks[self.block].expect("asserts have a panic block");

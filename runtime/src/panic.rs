@@ -2,7 +2,7 @@
 //! reported to: the [`Issuer`] of the launch.
 
 use crate::Error;
-use offload_mir::{AssertMessage, Body};
+use offload_mir::Body;
 
 /// The words of the panic buffer the lowering's kernel ABI defines: `[count, site,
 /// value0, value1, scratch...]`.
@@ -26,15 +26,7 @@ pub(crate) fn decode(kernel: &str, body: &Body, words: &PanicWords) -> Option<Er
             message: format!("a thread panicked at an unknown site ({})", words[1]),
         });
     };
-    let message = match msg {
-        AssertMessage::BoundsCheck { .. } => {
-            format!(
-                "index out of bounds: the len is {} but the index is {}",
-                words[2], words[3]
-            )
-        }
-        AssertMessage::Panic(text) => text.clone(),
-    };
+    let message = msg.text(&words[2..4]);
     Some(Error::KernelPanic {
         kernel: kernel.to_string(),
         file: body.file.clone(),

@@ -94,6 +94,7 @@ macro_rules! for_each_case {
         $m!(integer_constants_from_outside_the_kernel);
         $m!(device_buffer_views_and_copies_on_the_device);
         $m!(tuple_and_range_locals);
+        $m!(sub_slices_of_read_only_slices);
         $m!(device_functions_returning_tuples);
     };
 }
@@ -1955,6 +1956,123 @@ pub fn tuple_and_range_locals(o: LaunchOptions) -> CaseResult {
         })
         .collect();
     compare("tuple and range locals", &out, &want)
+}
+
+/// Sub-slices of read-only slices: bound, sub-sliced again, indexed, iterated (zipped,
+/// reversed, enumerated, reduced after a `map`) and measured, each made once where it
+/// is written.
+#[offload_kernel]
+fn sub_slice_kernel(mut out: Region<i64, Linear1D>, x: &[i32], w: &[i32], span: usize) {
+    let i = out.index();
+    if let Some(o) = out.get_mut() {
+        let end = (i + span).min(x.len());
+        let part = &x[i..end];
+        let mut acc = 0i64;
+        for k in 0..part.len() {
+            acc += part[k] as i64 * (k as i64 + 1);
+        }
+        let head: i32 = x[..=i.min(3)].iter().sum();
+        let tail = x[i..].iter().map(|v| *v as i64).sum::<i64>();
+        let mut dot = 0i64;
+        for (a, b) in part.iter().zip(&w[1..]) {
+            dot += *a as i64 * *b as i64;
+        }
+        let inner: &[i32] = &part[part.len().min(1)..];
+        let mut back = 0i64;
+        for v in inner.iter().rev() {
+            back = back * 3 + *v as i64;
+        }
+        let mut firsts = 0i64;
+        for (k, v) in x[i / 2..i].iter().enumerate() {
+            firsts += k as i64 * *v as i64;
+        }
+        let ranged = (i..end).map(|k| x[k] as i64 * 2).sum::<i64>()
+            + (i..end).step_by(2).fold(0i64, |a, k| a * 5 + x[k] as i64)
+            + (i..=end - 1).rev().map(|k| x[k] as i64).product::<i64>();
+        *o = acc
+            + ranged * 13
+            + head as i64 * 1000
+            + tail * 7
+            + dot * 3
+            + back
+            + firsts * 11
+            + inner.len() as i64 * 100000
+            + x[i..end].len() as i64;
+    }
+}
+
+/// A sub-slice out of its slice, or out of order, and an index past a sub-slice (but
+/// not past its slice): Rust's panics, at the line that makes or indexes it.
+#[offload_kernel]
+fn sub_slice_misuse(mut out: Region<i32, Linear1D>, x: &[i32], a: usize, b: usize, k: usize) {
+    if let Some(o) = out.get_mut() {
+        let from = &x[a..];
+        let part = &x[a..=b];
+        *o = part[k] + from.len() as i32;
+    }
+}
+
+pub fn sub_slices_of_read_only_slices(o: LaunchOptions) -> CaseResult {
+    let x: Vec<i32> = (0..40).map(|k| (k * 37) % 23 - 9).collect();
+    let w: Vec<i32> = (0..45).map(|k| (k * 11) % 7 - 3).collect();
+    let mut out = vec![0i64; x.len()];
+    sub_slice_kernel(o, &mut out, &x, &w, 6).map_err(|e| e.to_string())?;
+    let want: Vec<i64> = (0..x.len())
+        .map(|i| {
+            let end = (i + 6).min(x.len());
+            let part = &x[i..end];
+            let acc: i64 = (part.iter().enumerate())
+                .map(|(k, v)| *v as i64 * (k as i64 + 1))
+                .sum();
+            let head: i32 = x[..=i.min(3)].iter().sum();
+            let tail: i64 = x[i..].iter().map(|v| *v as i64).sum();
+            let dot: i64 = (part.iter().zip(&w[1..]))
+                .map(|(a, b)| *a as i64 * *b as i64)
+                .sum();
+            let inner = &part[part.len().min(1)..];
+            let back = inner.iter().rev().fold(0i64, |b, v| b * 3 + *v as i64);
+            let firsts: i64 = (x[i / 2..i].iter().enumerate())
+                .map(|(k, v)| k as i64 * *v as i64)
+                .sum();
+            let ranged: i64 = (i..end).map(|k| x[k] as i64 * 2).sum::<i64>()
+                + (i..end).step_by(2).fold(0i64, |a, k| a * 5 + x[k] as i64)
+                + (i..=end - 1).rev().map(|k| x[k] as i64).product::<i64>();
+            acc + ranged * 13
+                + head as i64 * 1000
+                + tail * 7
+                + dot * 3
+                + back
+                + firsts * 11
+                + inner.len() as i64 * 100000
+                + (end - i) as i64
+        })
+        .collect();
+    compare("sub-slices", &out, &want)?;
+    let x: Vec<i32> = (0..8).collect();
+    let mut out = vec![0i32; 4];
+    let mut misuse = |a, b, k| sub_slice_misuse(o, &mut out, &x, a, b, k);
+    expect_panic(
+        misuse(9, 9, 0),
+        "range start index 9 out of range for slice of length 8",
+        "let from = &x[a..];",
+    )?;
+    expect_panic(
+        misuse(2, 8, 0),
+        "range end index 8 out of range for slice of length 8",
+        "let part = &x[a..=b];",
+    )?;
+    expect_panic(
+        misuse(5, 2, 0),
+        "slice index starts at 5 but ends at 3",
+        "let part = &x[a..=b];",
+    )?;
+    expect_panic(
+        misuse(2, 3, 2),
+        "index out of bounds: the len is 2 but the index is 2",
+        "*o = part[k] + from.len() as i32;",
+    )?;
+    misuse(2, 3, 1).map_err(|e| e.to_string())?;
+    compare("sub-slice reads", &out, &[9; 4])
 }
 
 #[offload_kernel]

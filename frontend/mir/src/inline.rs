@@ -283,13 +283,11 @@ fn remap_operand(op: &Operand, local: &impl Fn(Local) -> Local) -> Operand {
 }
 
 fn remap_message(msg: &AssertMessage, local: &impl Fn(Local) -> Local) -> AssertMessage {
-    match msg {
-        AssertMessage::BoundsCheck { len, index } => AssertMessage::BoundsCheck {
-            len: remap_operand(len, local),
-            index: remap_operand(index, local),
-        },
-        AssertMessage::Panic(text) => AssertMessage::Panic(text.clone()),
+    let mut msg = msg.clone();
+    for op in msg.operands_mut() {
+        *op = remap_operand(op, local);
     }
+    msg
 }
 
 fn remap_rvalue(rv: &Rvalue, local: &impl Fn(Local) -> Local) -> Rvalue {

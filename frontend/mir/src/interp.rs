@@ -121,12 +121,7 @@ impl PanicReport {
     pub fn message(&self, body: &Body) -> String {
         let value = |i: usize| self.values.get(i).map_or(0, |&v| v as i64);
         match body.panic_sites().get(self.site) {
-            Some((AssertMessage::BoundsCheck { .. }, _)) => format!(
-                "index out of bounds: the len is {} but the index is {}",
-                value(0),
-                value(1)
-            ),
-            Some((AssertMessage::Panic(text), _)) => text.clone(),
+            Some((msg, _)) => msg.text(&[value(0), value(1)]),
             None => format!("a thread panicked at an unknown site ({})", self.site),
         }
     }
@@ -619,8 +614,7 @@ fn uses_atomic_results(body: &Body) -> bool {
     let terminator_reads = |t: &TerminatorKind| match t {
         TerminatorKind::SwitchInt { discr, .. } => read(discr),
         TerminatorKind::Assert { cond, msg, .. } => {
-            read(cond)
-                || matches!(msg, AssertMessage::BoundsCheck { len, index } if read(len) || read(index))
+            read(cond) || msg.operands().into_iter().any(read)
         }
         TerminatorKind::Call { args, .. } => args.iter().any(read),
         TerminatorKind::Goto(_)
@@ -742,12 +736,9 @@ impl Machine<'_> {
             TerminatorKind::Assert { cond, msg, target } => {
                 // The lowering evaluates the message's operands whether or not it panics.
                 let ok = self.operand(t, cond)? != 0;
-                let values = match msg {
-                    AssertMessage::BoundsCheck { len, index } => {
-                        vec![self.operand(t, len)?, self.operand(t, index)?]
-                    }
-                    AssertMessage::Panic(_) => Vec::new(),
-                };
+                let values = (msg.operands().into_iter())
+                    .map(|op| self.operand(t, op))
+                    .collect::<Result<Vec<_>, _>>()?;
                 if ok {
                     Flow::Jump(target.index())
                 } else {

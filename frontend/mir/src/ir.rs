@@ -619,11 +619,106 @@ pub struct Statement {
     pub raw: bool,
 }
 
-/// Why an `assert` terminator panics.
+/// Why an `assert` terminator panics: Rust's message for an index or a slice range out
+/// of bounds, with its two `usize` values, or a fixed text.
 #[derive(Clone, Debug, PartialEq)]
 pub enum AssertMessage {
-    BoundsCheck { len: Operand, index: Operand },
+    /// "index out of bounds: the len is {len} but the index is {index}".
+    BoundsCheck {
+        len: Operand,
+        index: Operand,
+    },
+    /// `&x[a..b]` with `a > b`: "slice index starts at {start} but ends at {end}".
+    SliceOrder {
+        start: Operand,
+        end: Operand,
+    },
+    /// `&x[a..]` past the end: "range start index {start} out of range for slice of
+    /// length {len}".
+    SliceStart {
+        start: Operand,
+        len: Operand,
+    },
+    /// `&x[..b]` past the end: "range end index {end} out of range for slice of length
+    /// {len}".
+    SliceEnd {
+        end: Operand,
+        len: Operand,
+    },
     Panic(String),
+}
+
+impl AssertMessage {
+    /// The message's values, in the order they are reported (none for a fixed text).
+    pub fn operands(&self) -> Vec<&Operand> {
+        match self {
+            AssertMessage::BoundsCheck { len: a, index: b }
+            | AssertMessage::SliceOrder { start: a, end: b }
+            | AssertMessage::SliceStart { start: a, len: b }
+            | AssertMessage::SliceEnd { end: a, len: b } => vec![a, b],
+            AssertMessage::Panic(_) => Vec::new(),
+        }
+    }
+
+    /// The message's values, to rewrite in place.
+    pub fn operands_mut(&mut self) -> Vec<&mut Operand> {
+        match self {
+            AssertMessage::BoundsCheck { len: a, index: b }
+            | AssertMessage::SliceOrder { start: a, end: b }
+            | AssertMessage::SliceStart { start: a, len: b }
+            | AssertMessage::SliceEnd { end: a, len: b } => vec![a, b],
+            AssertMessage::Panic(_) => Vec::new(),
+        }
+    }
+
+    /// The panic's text, with the values as reported (missing ones read as 0).
+    pub fn text(&self, values: &[i64]) -> String {
+        let v = |i: usize| values.get(i).copied().unwrap_or(0);
+        match self {
+            AssertMessage::BoundsCheck { .. } => format!(
+                "index out of bounds: the len is {} but the index is {}",
+                v(0),
+                v(1)
+            ),
+            AssertMessage::SliceOrder { .. } => {
+                format!("slice index starts at {} but ends at {}", v(0), v(1))
+            }
+            AssertMessage::SliceStart { .. } => format!(
+                "range start index {} out of range for slice of length {}",
+                v(0),
+                v(1)
+            ),
+            AssertMessage::SliceEnd { .. } => format!(
+                "range end index {} out of range for slice of length {}",
+                v(0),
+                v(1)
+            ),
+            AssertMessage::Panic(text) => text.clone(),
+        }
+    }
+
+    /// The variant's name and its fields' names, as the text form writes them; `None`
+    /// for a fixed text.
+    pub fn form(&self) -> Option<(&'static str, [&'static str; 2])> {
+        match self {
+            AssertMessage::BoundsCheck { .. } => Some(("BoundsCheck", ["len", "index"])),
+            AssertMessage::SliceOrder { .. } => Some(("SliceOrder", ["start", "end"])),
+            AssertMessage::SliceStart { .. } => Some(("SliceStart", ["start", "len"])),
+            AssertMessage::SliceEnd { .. } => Some(("SliceEnd", ["end", "len"])),
+            AssertMessage::Panic(_) => None,
+        }
+    }
+
+    /// The message of the variant the text form names, with its two values.
+    pub fn from_form(name: &str, a: Operand, b: Operand) -> Option<AssertMessage> {
+        Some(match name {
+            "BoundsCheck" => AssertMessage::BoundsCheck { len: a, index: b },
+            "SliceOrder" => AssertMessage::SliceOrder { start: a, end: b },
+            "SliceStart" => AssertMessage::SliceStart { start: a, len: b },
+            "SliceEnd" => AssertMessage::SliceEnd { end: a, len: b },
+            _ => return None,
+        })
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -661,17 +661,26 @@ impl Parser {
             self.expect("(")?;
             let cond = self.operand()?;
             self.expect(",")?;
-            let msg = if self.eat_word("BoundsCheck") {
+            let msg = if let Tok::Word(name) = &self.peek().tok {
+                // `BoundsCheck { len: OP, index: OP }` and the other messages with values.
+                let name = name.clone();
+                let zero = || Operand::Const(Const::Int(0, ScalarTy::Usize));
+                let Some((_, [x, y])) =
+                    AssertMessage::from_form(&name, zero(), zero()).and_then(|m| m.form())
+                else {
+                    return self.unexpected("an assert message");
+                };
+                self.pos += 1;
                 self.expect("{")?;
-                self.expect_word("len")?;
+                self.expect_word(x)?;
                 self.expect(":")?;
-                let len = self.operand()?;
+                let a = self.operand()?;
                 self.expect(",")?;
-                self.expect_word("index")?;
+                self.expect_word(y)?;
                 self.expect(":")?;
-                let index = self.operand()?;
+                let b = self.operand()?;
                 self.expect("}")?;
-                AssertMessage::BoundsCheck { len, index }
+                AssertMessage::from_form(&name, a, b).expect("the name was just matched")
             } else {
                 AssertMessage::Panic(self.string()?)
             };

@@ -69,11 +69,12 @@ fn write_call(f: &mut fmt::Formatter<'_>, name: &str, args: &[Operand]) -> fmt::
 
 impl fmt::Display for AssertMessage {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            AssertMessage::BoundsCheck { len, index } => {
-                write!(f, "BoundsCheck {{ len: {len}, index: {index} }}")
-            }
-            AssertMessage::Panic(msg) => write!(f, "{msg:?}"),
+        match (self.form(), self.operands().as_slice()) {
+            (Some((name, [x, y])), [a, b]) => write!(f, "{name} {{ {x}: {a}, {y}: {b} }}"),
+            _ => match self {
+                AssertMessage::Panic(msg) => write!(f, "{msg:?}"),
+                _ => unreachable!("a message with a form has two values"),
+            },
         }
     }
 }

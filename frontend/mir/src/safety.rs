@@ -490,9 +490,8 @@ impl Analysis<'_> {
             TerminatorKind::Assert { cond, msg, target } => {
                 let n = block.statements.len();
                 let c = self.operand(b, n, 0, cond, span, &state);
-                if let AssertMessage::BoundsCheck { len, index } = msg {
-                    self.operand(b, n, 1, len, span, &state);
-                    self.operand(b, n, 2, index, span, &state);
+                for (k, op) in (1u8..).zip(msg.operands()) {
+                    self.operand(b, n, k, op, span, &state);
                 }
                 self.assume(&mut state, c, true);
                 vec![(*target, state)]

@@ -34,12 +34,10 @@ pub fn simplify_keeping_sites(body: &mut Body) {
         block.terminator.kind = match &block.terminator.kind {
             TerminatorKind::Assert { msg, .. } => TerminatorKind::Assert {
                 cond: Operand::Const(Const::Bool(true)),
-                msg: match msg {
-                    AssertMessage::BoundsCheck { .. } => AssertMessage::BoundsCheck {
-                        len: zero,
-                        index: zero,
-                    },
-                    panic => panic.clone(),
+                msg: {
+                    let mut msg = msg.clone();
+                    msg.operands_mut().into_iter().for_each(|op| *op = zero);
+                    msg
                 },
                 target: BasicBlock(b as u32),
             },
@@ -276,12 +274,10 @@ fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
             args.iter_mut().for_each(|a| constant(a, &state));
             state.set(*dest, None);
         }
-        TerminatorKind::Assert {
-            msg: AssertMessage::BoundsCheck { len, index },
-            ..
-        } => {
-            constant(len, &state);
-            constant(index, &state);
+        TerminatorKind::Assert { msg, .. } => {
+            msg.operands_mut()
+                .into_iter()
+                .for_each(|op| constant(op, &state));
         }
         _ => {}
     }

@@ -593,16 +593,14 @@ impl Validator<'_> {
                         format!("`assert` needs a `bool` condition, found `{ty}`"),
                     );
                 }
-                if let AssertMessage::BoundsCheck { len, index } = msg {
-                    for op in [len, index] {
-                        let ty = self.operand_ty(bb, t.span, op)?;
-                        if ty != ScalarTy::Usize {
-                            return self.err(
-                                Some(bb),
-                                t.span,
-                                format!("bounds-check operands must be `usize`, found `{ty}`"),
-                            );
-                        }
+                for op in msg.operands() {
+                    let ty = self.operand_ty(bb, t.span, op)?;
+                    if ty != ScalarTy::Usize {
+                        return self.err(
+                            Some(bb),
+                            t.span,
+                            format!("bounds-check operands must be `usize`, found `{ty}`"),
+                        );
                     }
                 }
             }
@@ -721,9 +719,8 @@ impl Validator<'_> {
             }
             TerminatorKind::Assert { cond, msg, .. } => {
                 self.check_assigned(bb, &state, cond, t.span)?;
-                if let AssertMessage::BoundsCheck { len, index } = msg {
-                    self.check_assigned(bb, &state, len, t.span)?;
-                    self.check_assigned(bb, &state, index, t.span)?;
+                for op in msg.operands() {
+                    self.check_assigned(bb, &state, op, t.span)?;
                 }
             }
             _ => {}

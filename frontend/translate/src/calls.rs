@@ -288,12 +288,17 @@ impl Translator {
 
     /// `x.len()` of a `Chunked<N>` chunk, a read-only array or a slice parameter.
     fn len_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
+        if super::sub_slices::as_sub_slice(&m.receiver).is_some()
+            && let Binding::Window { len, .. } = self.sub_slice(&m.receiver)?
+        {
+            return Ok(Some((Operand::Copy(Place::local(len)), ScalarTy::Usize)));
+        }
         let local = match &*m.receiver {
             syn::Expr::Path(p) => p.path.get_ident().and_then(|id| self.lookup(id)),
             _ => None,
         };
         match local {
-            Some(Binding::RegionChunk { len, .. }) => {
+            Some(Binding::Window { len, .. }) => {
                 Ok(Some((Operand::Copy(Place::local(len)), ScalarTy::Usize)))
             }
             Some(Binding::Array(a)) => {

@@ -75,6 +75,20 @@ impl Translator {
         {
             return self.closure_binding(name, closure);
         }
+        // `let part = &x[a..b];` (or `let part: &[f32] = ..`): a window of the slice.
+        let named = match &local.pat {
+            syn::Pat::Type(t) => &*t.pat,
+            other => other,
+        };
+        if let Some(init) = &local.init
+            && init.diverge.is_none()
+            && super::sub_slices::as_sub_slice(&init.expr).is_some()
+            && let syn::Pat::Ident(name) = named
+        {
+            let window = self.sub_slice(&init.expr)?;
+            self.bind(&name.ident, window);
+            return Ok(());
+        }
         let (pat, annotated) = match &local.pat {
             syn::Pat::Type(t) => (&*t.pat, Some(scalar_type(&t.ty, &self.subst)?)),
             other => (other, None),

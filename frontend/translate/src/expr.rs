@@ -9,6 +9,9 @@ use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
 
+/// Where a sub-slice may be written, for the refusal of any other place.
+pub(super) const SUB_SLICE_USES: &str = "in kernels a sub-slice is bound to a name (`let part = &x[a..b];`), iterated (`x[a..b].iter()`, `for v in &x[a..b]`) or measured (`x[a..b].len()`); device functions take scalars, so pass the elements";
+
 impl Translator {
     /// Constants of the primitive types by path: `f32::consts::PI`, `f64::EPSILON`,
     /// `i32::MAX`, `u32::BITS`, with or without a `std::`/`core::` prefix. A single name
@@ -212,10 +215,7 @@ impl Translator {
             syn::Expr::Call(c) => self.call(c, expected),
             syn::Expr::Reference(r) => match strip_parens(&r.expr) {
                 syn::Expr::Index(i) if matches!(strip_parens(&i.index), syn::Expr::Range(_)) => {
-                    error(
-                        e,
-                        "a sub-slice (`&x[a..b]`) is not supported in kernels: index the slice from the start of the part (`x[a + k]` for `k` in `0..b - a`), or loop over `a..b`",
-                    )
+                    error(e, SUB_SLICE_USES)
                 }
                 _ => error(
                     e,

@@ -1,6 +1,7 @@
 //! `for` loops: over a range (stepped, reversed, or with bounds-checked reads versioned
 //! out of the body) and over a region's or slice's elements.
 
+use super::sub_slices::as_sub_slice;
 use super::syntax::{Elements, element_iteration, strip_parens};
 use super::{Binding, Result, Translator, Value, error, position, versioning};
 use offload_mir::*;
@@ -13,6 +14,15 @@ impl Translator {
     /// for `a..=T::MAX`.
     pub(super) fn for_loop(&mut self, f: &syn::ExprForLoop) -> Result<Value> {
         if let Some(elements) = element_iteration(&f.expr) {
+            let parts = |e: Option<&syn::Expr>| e.is_some_and(|e| as_sub_slice(e).is_some());
+            if parts(Some(elements.of)) || parts(elements.zipped) {
+                let f = syn::ExprForLoop {
+                    expr: Box::new(self.bind_sub_slices(&f.expr)?),
+                    ..f.clone()
+                };
+                let elements = element_iteration(&f.expr).expect("still an iteration");
+                return self.element_loop(&f, elements);
+            }
             return self.element_loop(f, elements);
         }
         if let syn::Expr::MethodCall(m) = strip_parens(&f.expr)

@@ -15,6 +15,7 @@
 //! what it meets there (see `translate_body`).
 
 use super::builtins::{self, Function, Rule};
+use super::sub_slices::as_sub_slice;
 use super::syntax::{Elements, element_iteration, strip_parens, turbofish_type};
 use super::types::{binop, literal_suffix_type, scalar_type};
 use super::{ConstValues, ParamKind, Substitution, param_kind, position};
@@ -189,6 +190,9 @@ impl Inference<'_> {
     }
 
     fn entry_of(&self, e: &syn::Expr) -> Option<Entry> {
+        if let Some((sliced, _)) = as_sub_slice(e) {
+            return self.entry_of(sliced);
+        }
         match strip_parens(e) {
             syn::Expr::Path(p) => self.lookup(p.path.get_ident()?),
             _ => None,
@@ -248,6 +252,11 @@ impl Inference<'_> {
             (syn::Pat::Ident(id), Some(syn::Expr::Repeat(r))) => {
                 let elem = self.elements(std::iter::once(&*r.expr), annotation);
                 self.bind(&id.ident, Entry::Elements(elem));
+            }
+            (syn::Pat::Ident(id), Some(e)) if as_sub_slice(e).is_some() => {
+                self.sub_slice_bounds(e);
+                let elements = self.entry_of(e).unwrap_or(Entry::Elements(Term::Unknown));
+                self.bind(&id.ident, elements);
             }
             (syn::Pat::Ident(id), Some(syn::Expr::Closure(c))) => {
                 self.closures.push((c.clone(), self.scopes.clone()));
@@ -502,6 +511,11 @@ impl Inference<'_> {
     fn index(&mut self, i: &syn::ExprIndex) -> Term {
         let usize_ = Term::Known(ScalarTy::Usize);
         match strip_parens(&i.index) {
+            // `x[a..b]`, a sub-slice, not an element.
+            syn::Expr::Range(_) => {
+                self.sub_slice_bounds(&syn::Expr::Index(i.clone()));
+                return Term::Unknown;
+            }
             // `tile[(row, col)]`.
             syn::Expr::Tuple(t) => {
                 for e in &t.elems {
@@ -654,7 +668,21 @@ impl Inference<'_> {
 
     /// Binds what a `for` loop (or a reduction's closure) over elements receives each
     /// step: `v` or `&v`, `(k, v)` when enumerated, `(a, b)` when zipped.
+    /// A sub-slice's bounds are `usize`s.
+    fn sub_slice_bounds(&mut self, e: &syn::Expr) {
+        if let Some((_, range)) = as_sub_slice(e) {
+            for bound in range.start.iter().chain(&range.end) {
+                let t = self.expr(bound);
+                self.unify(t, Term::Known(ScalarTy::Usize));
+            }
+        }
+    }
+
     fn bind_item(&mut self, pat: &syn::Pat, it: Elements<'_>) {
+        self.sub_slice_bounds(it.of);
+        if let Some(z) = it.zipped {
+            self.sub_slice_bounds(z);
+        }
         let elements = |s: &Self, e: &syn::Expr| match s.entry_of(e) {
             Some(Entry::Elements(t)) => t,
             _ => Term::Unknown,

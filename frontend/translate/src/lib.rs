@@ -43,6 +43,7 @@ mod methods;
 mod places;
 mod reductions;
 mod split_locals;
+mod sub_slices;
 mod syntax;
 mod tuple_results;
 mod types;
@@ -642,10 +643,11 @@ impl Translator {
 enum Binding {
     Local(Local),
     /// `v` in `if let Some(v) = region.get_mut()`: the thread's element of `region`.
-    /// `c` in `if let Some(c) = region.get_mut()` for a `Chunked<N>` region: `len`
-    /// elements from `start`.
-    RegionChunk {
-        region: Local,
+    /// `len` elements of `base` from `start`: `c` in `if let Some(c) = region.get_mut()`
+    /// for a `Chunked<N>` region (the thread's own, writable), or `s` in `let s =
+    /// &x[a..b]` for a slice `x` (a sub-slice, read-only; see `sub_slices.rs`).
+    Window {
+        base: Local,
         start: Local,
         len: Local,
     },
@@ -882,18 +884,18 @@ impl Translator {
             Rvalue::BinaryOp(BinOp::Lt, Operand::Copy(Place::local(index)), len),
             span,
         );
+        let msg = AssertMessage::BoundsCheck {
+            len,
+            index: Operand::Copy(Place::local(index)),
+        };
+        self.assert_that(in_bounds, msg, span);
+    }
+
+    /// Panics with `msg` unless `cond` holds; translation goes on where it does.
+    fn assert_that(&mut self, cond: Operand, msg: AssertMessage, span: SynSpan) {
         let next = self.new_block();
-        self.terminate(
-            TerminatorKind::Assert {
-                cond: in_bounds,
-                msg: AssertMessage::BoundsCheck {
-                    len,
-                    index: Operand::Copy(Place::local(index)),
-                },
-                target: next,
-            },
-            span,
-        );
+        let target = next;
+        self.terminate(TerminatorKind::Assert { cond, msg, target }, span);
         self.current = Some(next);
     }
 

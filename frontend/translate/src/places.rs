@@ -76,8 +76,8 @@ impl Translator {
             let chunk_len = self.as_local(chunk, ScalarTy::Usize, span);
             self.bind(
                 binding,
-                Binding::RegionChunk {
-                    region,
+                Binding::Window {
+                    base: region,
                     start: index,
                     len: chunk_len,
                 },
@@ -555,7 +555,7 @@ impl Translator {
         if let syn::Expr::Index(i) = e
             && let syn::Expr::Path(p) = &*i.expr
             && let Some(id) = p.path.get_ident()
-            && let Some(Binding::Local(l)) = self.lookup(id)
+            && let Some(Binding::Local(l) | Binding::Window { base: l, .. }) = self.lookup(id)
             && matches!(self.body.locals[l.index()].ty, Ty::Slice(_))
         {
             return error(
@@ -601,12 +601,12 @@ impl Translator {
         Ok((Place::element(shared, index), elem))
     }
 
-    /// `chunk[k]` of a `Chunked<N>` chunk: bounds-checked against the chunk's length,
-    /// then element `start + k` of the region.
-    fn chunk_element(
+    /// `c[k]` of a window (a `Chunked<N>` chunk or a sub-slice): bounds-checked against
+    /// the window's length, then element `start + k` of its base.
+    fn window_element(
         &mut self,
         i: &syn::ExprIndex,
-        region: Local,
+        base: Local,
         start: Local,
         len: Local,
     ) -> Result<(Place, ScalarTy)> {
@@ -624,11 +624,17 @@ impl Translator {
             span,
         );
         let at = self.as_local(at, ScalarTy::Usize, span);
-        let elem = self.body.locals[region.index()]
+        if let Ty::Slice(_) = self.body.locals[base.index()].ty {
+            // Implied by the window's own checks (`start + len <= x.len()` when it was
+            // made), which the verifier does not combine: stated again for it.
+            let len = self.assign_temp(ScalarTy::Usize, Rvalue::Len(base), span);
+            self.bounds_check(at, len, span);
+        }
+        let elem = self.body.locals[base.index()]
             .ty
             .element()
-            .expect("a region has elements");
-        Ok((Place::element(region, at), elem))
+            .expect("a window's base has elements");
+        Ok((Place::element(base, at), elem))
     }
 
     /// The place an expression names, and the type of the value there: a scalar local,
@@ -691,9 +697,11 @@ impl Translator {
             Some(Binding::RegionElement { .. }) => {
                 error(e, format!("`{id}` is a reference; write `*{id}`"))
             }
-            Some(Binding::RegionChunk { .. }) => error(
+            Some(Binding::Window { .. }) => error(
                 e,
-                format!("`{id}` is a chunk; index it (`{id}[k]`) or call `{id}.len()`"),
+                format!(
+                    "`{id}` is a chunk or sub-slice; index it (`{id}[k]`) or call `{id}.len()`"
+                ),
             ),
             Some(Binding::Array(_)) => error(
                 e,
@@ -712,8 +720,8 @@ impl Translator {
             return error(&i.expr, "only slice parameters can be indexed");
         };
         let target = p.path.get_ident().and_then(|id| self.lookup(id));
-        if let Some(Binding::RegionChunk { region, start, len }) = target {
-            return self.chunk_element(i, region, start, len);
+        if let Some(Binding::Window { base, start, len }) = target {
+            return self.window_element(i, base, start, len);
         }
         if let Some(Binding::Array(array)) = target {
             return self.array_element(i, array);
@@ -752,10 +760,7 @@ impl Translator {
             ty => return error(&i.expr, format!("cannot index a value of type `{ty}`")),
         };
         if let syn::Expr::Range(r) = &*i.index {
-            return error(
-                r,
-                "range indexing (sub-slices) is not supported in kernels yet",
-            );
+            return error(r, super::expr::SUB_SLICE_USES);
         }
         let (index, _) = self.scalar_expr(&i.index, Some(ScalarTy::Usize))?;
         let index = if self.unchecked.contains(&super::versioning::read_id(i)) {

@@ -1,7 +1,7 @@
-//! Iterator reductions over a slice, array or chunk: `x.iter().sum()`, `.product()` and
-//! `.fold(init, |acc, v| ...)` (or `.fold(init, f32::max)`), also after `.map(|v| ...)`
-//! (and after `copied`, `enumerate`, `rev` and `zip`, as `for` loops take them). Each
-//! becomes the loop Rust runs:
+//! Iterator reductions over a slice, sub-slice, array or chunk, or a range:
+//! `x.iter().sum()`, `.product()` and `.fold(init, |acc, v| ...)` (or `.fold(init,
+//! f32::max)`), also after `.map(|v| ...)` (and after `copied`, `enumerate`, `rev` and
+//! `zip`, as `for` loops take them). Each becomes the loop Rust runs:
 //!
 //! ```text
 //! { let mut acc = init; for v in x.iter() { acc = f(acc, v); } acc }
@@ -37,14 +37,17 @@ impl Translator {
             }
             other => (other, None),
         };
-        let Some(of) = super::syntax::iterated(iter) else {
-            // `sum`, `product` and `fold` run over the elements of a whole slice, array
-            // or chunk; anything else (a range, a sub-slice, an iterator adaptor kernels
+        // Or over a range with both ends, perhaps reversed or stepped
+        // (`(a..b).map(|k| x[k]).sum::<f32>()`): the desugared loop is a counted one.
+        let range = counted(iter).then_some(iter);
+        let Some(of) = super::syntax::iterated(iter).or(range) else {
+            // `sum`, `product` and `fold` run over the elements of a slice, sub-slice,
+            // array or chunk, or a range; anything else (an iterator adaptor kernels
             // lack) is refused here by what it is, not as a method of its own.
             return error(
                 &m.method,
                 format!(
-                    "`{name}` runs over a whole slice's, array's or chunk's elements (`x.iter()`, with `copied`, `enumerate`, `rev`, `zip` and one `map`); for a range or part of a slice, loop and accumulate: `let mut acc = 0.0; for i in a..b {{ acc += x[i]; }}`"
+                    "`{name}` runs over the elements of a slice, sub-slice, array or chunk (`x.iter()`, `x[a..b].iter()`, with `copied`, `enumerate`, `rev`, `zip` and one `map`) or over a range (`(a..b)`, `.rev()`, `.step_by(s)`); for anything else, loop and accumulate: `let mut acc = 0.0; for i in a..b {{ acc += f(i); }}`"
                 ),
             );
         };
@@ -177,13 +180,16 @@ impl Translator {
 
     /// The element type of the slice, array or chunk `of` names.
     pub(super) fn element_type(&self, of: &syn::Expr) -> Option<ScalarTy> {
+        if let Some((sliced, _)) = super::sub_slices::as_sub_slice(of) {
+            return self.element_type(sliced);
+        }
         let syn::Expr::Path(p) = super::syntax::strip_parens(of) else {
             return None;
         };
         match self.lookup(p.path.get_ident()?)? {
             Binding::Local(l) => self.body.locals[l.index()].ty.element(),
             Binding::Array(a) => Some(self.arrays[a].elem),
-            Binding::RegionChunk { region, .. } => self.body.locals[region.index()].ty.element(),
+            Binding::Window { base, .. } => self.body.locals[base.index()].ty.element(),
             _ => None,
         }
     }
@@ -206,6 +212,21 @@ pub(super) fn as_get(m: &syn::ExprMethodCall) -> Option<syn::ExprMethodCall> {
     match get {
         syn::Expr::MethodCall(get) => Some(get),
         _ => unreachable!("a method call parses as one"),
+    }
+}
+
+/// Whether `e` is a range a `for` loop counts over: `a..b` or `a..=b`, or one of them
+/// with `.rev()` or `.step_by(s)`.
+fn counted(e: &syn::Expr) -> bool {
+    let range = |e: &syn::Expr| matches!(super::syntax::strip_parens(e), syn::Expr::Range(r) if r.start.is_some() && r.end.is_some());
+    match super::syntax::strip_parens(e) {
+        syn::Expr::MethodCall(m) => {
+            matches!(
+                (m.method.to_string().as_str(), m.args.len()),
+                ("rev", 0) | ("step_by", 1)
+            ) && range(&m.receiver)
+        }
+        other => range(other),
     }
 }
 

@@ -40,6 +40,10 @@ pub(super) fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
         reversed: false,
     };
     let simple = |x: Elements<'_>| !x.enumerate && !x.reversed && x.zipped.is_none();
+    if super::sub_slices::as_sub_slice(e).is_some() {
+        // `&x[a..b]`, or `x[a..b]` before `.iter()`.
+        return Some(plain(e));
+    }
     match e {
         syn::Expr::Path(_) => Some(plain(e)),
         // `&x` as `zip`'s argument.
@@ -58,6 +62,7 @@ pub(super) fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
         syn::Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
             "iter" => match strip_parens(&m.receiver) {
                 r @ syn::Expr::Path(_) => Some(plain(r)),
+                r if super::sub_slices::as_sub_slice(r).is_some() => Some(plain(r)),
                 _ => None,
             },
             "copied" | "cloned" => element_iteration(&m.receiver),

@@ -22,7 +22,7 @@ impl Translator {
                 Binding::Local(l) if self.flexible.contains_key(&l) => None,
                 Binding::Local(l) => self.body.locals[l.index()].ty.scalar(),
                 Binding::RegionElement { .. }
-                | Binding::RegionChunk { .. }
+                | Binding::Window { .. }
                 | Binding::Array(_)
                 | Binding::Closure(_) => None,
             },
@@ -39,7 +39,7 @@ impl Translator {
                             self.body.locals[l.index()].ty.scalar()
                         }
                         Binding::Local(_)
-                        | Binding::RegionChunk { .. }
+                        | Binding::Window { .. }
                         | Binding::Array(_)
                         | Binding::Closure(_) => None,
                     }
@@ -63,9 +63,7 @@ impl Translator {
                 };
                 match self.lookup(p.path.get_ident()?)? {
                     Binding::Local(l) => self.body.locals[l.index()].ty.element(),
-                    Binding::RegionChunk { region, .. } => {
-                        self.body.locals[region.index()].ty.element()
-                    }
+                    Binding::Window { base, .. } => self.body.locals[base.index()].ty.element(),
                     Binding::Array(a) => Some(self.arrays[a].elem),
                     Binding::RegionElement { .. } | Binding::Closure(_) => None,
                 }

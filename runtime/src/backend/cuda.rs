@@ -148,7 +148,11 @@ impl Driver for Cuda {
         use cudarc::driver::sys;
         let ctx = context(self.ordinal)?;
         let attribute = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_CAN_MAP_HOST_MEMORY;
-        if ctx.attribute(attribute).map_err(driver_error("querying the device"))? == 0 {
+        if ctx
+            .attribute(attribute)
+            .map_err(driver_error("querying the device"))?
+            == 0
+        {
             return Ok(None);
         }
         let memory = pinned(self.ordinal, bytes, sys::CU_MEMHOSTALLOC_DEVICEMAP)?;

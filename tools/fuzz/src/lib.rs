@@ -178,6 +178,8 @@ constructs! {
     SliceGet,
     IteratorReductions,
     Zip,
+    /// A sub-slice (`&x[a..]`, `w[1..=b]`) iterated and reduced.
+    SubSlices,
     Closures,
     Shared2D,
     Barrier,

@@ -483,3 +483,58 @@ kernel k(mut _1: Region<f16, Linear1D>, _2: i32) {
         "{e}"
     );
 }
+
+/// A sub-slice's range checks: each message reads back from text as it was written and
+/// reports its two values as Rust's slicing panics do.
+#[test]
+fn slice_range_messages_round_trip_and_report_their_values() {
+    let text = "// offload-mir v1
+kernel k(_1: &[u32], _2: usize, _3: usize) {
+    file \"k.rs\";
+    let mut _0: ();
+    let mut _4: usize;
+    let mut _5: bool;
+
+    bb0: {
+        _4 = Len(_1); // 1:1
+        _5 = Le(copy _2, copy _4); // 1:1
+        assert(copy _5, SliceStart { start: copy _2, len: copy _4 }) -> bb1; // 1:1
+    }
+
+    bb1: {
+        _5 = Lt(copy _3, copy _4); // 2:1
+        assert(copy _5, SliceEnd { end: copy _3, len: copy _4 }) -> bb2; // 2:1
+    }
+
+    bb2: {
+        _5 = Le(copy _2, copy _3); // 3:1
+        assert(copy _5, SliceOrder { start: copy _2, end: copy _3 }) -> bb3; // 3:1
+    }
+
+    bb3: {
+        return; // 4:1
+    }
+}
+";
+    let body = crate::parse(text).expect("parses");
+    assert_eq!(crate::parse(&body.to_string()).expect("reparses"), body);
+    crate::validate(&body).expect("valid");
+    let message = |a: u64, b: u64| {
+        let mut args = vec![
+            ArgValue::buffer(ScalarTy::U32, vec![0; 8]),
+            ArgValue::Scalar(Const::Int(a as i128, ScalarTy::Usize)),
+            ArgValue::Scalar(Const::Int(b as i128, ScalarTy::Usize)),
+        ];
+        let outcome = run(&body, &launch(1, 1), &mut args, &Options::default()).unwrap();
+        outcome.panic.map(|p| p.message(&body))
+    };
+    assert_eq!(message(2, 5), None);
+    let texts = [
+        (9, 9, "range start index 9 out of range for slice of length 8"),
+        (2, 8, "range end index 8 out of range for slice of length 8"),
+        (5, 3, "slice index starts at 5 but ends at 3"),
+    ];
+    for (a, b, text) in texts {
+        assert_eq!(message(a, b).as_deref(), Some(text));
+    }
+}

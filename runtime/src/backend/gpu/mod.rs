@@ -327,7 +327,10 @@ impl<D: Driver> Gpu<D> {
         if let Some(device) = &slab.device {
             // Enqueued behind the kernel: the wait below covers both.
             // SAFETY: the slab's host memory is read only after that wait.
-            unsafe { self.driver.copy_out(device, 0, &mut slab.host[..PANIC_BYTES]) }?;
+            unsafe {
+                self.driver
+                    .copy_out(device, 0, &mut slab.host[..PANIC_BYTES])
+            }?;
         }
         let entry = lock(&self.pending).get(&issuer).cloned();
         let finished_inputs = entry.map(|entry| std::mem::take(&mut lock(&entry).inputs));

@@ -205,8 +205,19 @@ impl Src<'_> {
     /// An iterator reduction over the slice `x: &[f32]` (or `w: &[i32]`).
     pub(super) fn reduction(&mut self, ty: T) -> (String, bool) {
         self.note(Construct::IteratorReductions);
-        let r = match self.rng.u32(0..5) {
+        let r = match self.rng.u32(0..8) {
             0 => "x.iter().map(|v| v * 0.5).sum::<f32>()".to_string(),
+            5 => {
+                self.note(Construct::SubSlices);
+                "x[(n as usize % 3).min(x.len())..].iter().map(|v| v * 0.25).sum::<f32>()".into()
+            }
+            6 => {
+                self.note(Construct::SubSlices);
+                // Past the end for short slices: Rust's panic, from the interpreter too.
+                "w[1..=(n as usize % 6)].iter().rev().fold(0i32, |a, v| a.wrapping_mul(3).wrapping_add(*v))"
+                    .into()
+            }
+            7 => "(0..(n as usize % 5)).map(|k| k as f32 * 0.5).sum::<f32>()".into(),
             1 => {
                 self.note(Construct::Zip);
                 "x.iter().zip(w.iter()).map(|(p, q)| p * (*q as f32)).sum::<f32>()".into()
