@@ -930,16 +930,7 @@ impl Translator {
 
     /// Ends the current block with a check of `cond` that panics with `message`.
     fn assert(&mut self, cond: Operand, message: &str, span: SynSpan) {
-        let next = self.new_block();
-        self.terminate(
-            TerminatorKind::Assert {
-                cond,
-                msg: AssertMessage::Panic(message.into()),
-                target: next,
-            },
-            span,
-        );
-        self.current = Some(next);
+        self.assert_that(cond, AssertMessage::Panic(message.into()), span);
     }
 }
 

@@ -186,8 +186,8 @@ impl Translator {
     }
 
     /// The methods of a `Shared2D` tile: `write(v)`, the thread's own slot `(y, x)` (the
-    /// workgroup must be `COLS` threads wide, checked at the write, so that this slot is
-    /// the thread's linear rank), `rows()`, `cols()`, `len()`.
+    /// workgroup at most `COLS` threads wide and one plane deep, checked at the write, so
+    /// that no other thread has this slot), `rows()`, `cols()`, `len()`.
     fn tile_call(
         &mut self,
         m: &syn::ExprMethodCall,
@@ -209,22 +209,46 @@ impl Translator {
                     .element()
                     .expect("shared arrays have elements");
                 let (value, _) = self.scalar_expr(value, Some(elem))?;
-                let width = self.assign_temp(
-                    ScalarTy::Usize,
-                    Rvalue::Position(Position::WorkgroupSize, 0),
-                    span,
-                );
+                // The thread (y, x) writes slot (y, x), which is its own when the
+                // workgroup is no wider than a row (narrower leaves padding columns, the
+                // cure for bank conflicts) and one plane deep.
+                let position = |b: &mut Self, p: Position, d: u8| {
+                    b.assign_temp(ScalarTy::Usize, Rvalue::Position(p, d), span)
+                };
+                let width = position(self, Position::WorkgroupSize, 0);
                 let fits = self.assign_temp(
                     ScalarTy::Bool,
-                    Rvalue::BinaryOp(BinOp::Eq, width, usize_const(cols)),
+                    Rvalue::BinaryOp(BinOp::Le, width, usize_const(cols)),
                     span,
                 );
                 self.assert(
                     fits,
-                    "a `Shared2D` tile is written by workgroups as wide as its columns",
+                    "a `Shared2D` tile is written by workgroups at most as wide as its columns",
                     span,
                 );
-                let index = self.own_slot(tile, None, span);
+                let depth = position(self, Position::WorkgroupSize, 2);
+                let flat = self.assign_temp(
+                    ScalarTy::Bool,
+                    Rvalue::BinaryOp(BinOp::Eq, depth, usize_const(1)),
+                    span,
+                );
+                self.assert(
+                    flat,
+                    "a `Shared2D` tile is written by workgroups of one plane (`workgroup_dim(2) == 1`)",
+                    span,
+                );
+                let (x, y) = (
+                    position(self, Position::Thread, 0),
+                    position(self, Position::Thread, 1),
+                );
+                let row = self.assign_temp(
+                    ScalarTy::Usize,
+                    Rvalue::BinaryOp(BinOp::Mul, y, usize_const(cols)),
+                    span,
+                );
+                let slot =
+                    self.assign_temp(ScalarTy::Usize, Rvalue::BinaryOp(BinOp::Add, row, x), span);
+                let index = self.checked_index(tile, slot, span);
                 self.push(Place::element(tile, index), Rvalue::Use(value), span);
                 Ok(None)
             }

@@ -530,7 +530,11 @@ kernel k(_1: &[u32], _2: usize, _3: usize) {
     };
     assert_eq!(message(2, 5), None);
     let texts = [
-        (9, 9, "range start index 9 out of range for slice of length 8"),
+        (
+            9,
+            9,
+            "range start index 9 out of range for slice of length 8",
+        ),
         (2, 8, "range end index 8 out of range for slice of length 8"),
         (5, 3, "slice index starts at 5 but ends at 3"),
     ];

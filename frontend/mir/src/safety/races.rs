@@ -8,7 +8,9 @@
 //! different slots whenever different threads make them, by one of:
 //!
 //! - **own slots**: both indices are `k * threads + rank` (`write`, `write_nth`,
-//!   `thread_rank()`), or both are `rank + c` for one `c` every thread shares;
+//!   `thread_rank()`), or both are `rank + c` for one `c` every thread shares, or both
+//!   are `thread_idx(1) * c + thread_idx(0)` for one constant `c` where facts make the
+//!   workgroup at most `c` wide and one plane deep (a `Shared2D` tile's `write`);
 //! - **apart by a bound**: one index is below some `x` and the other at least `x`, for an
 //!   `x` every thread of the workgroup shares in that phase (as the tree reduction's
 //!   `tile[t]` under `t < s` and `tile[t + s]`).
@@ -63,6 +65,9 @@ enum Own {
     Strided,
     /// `rank + c`, for a `c` every thread shares.
     Shifted(Sym),
+    /// `thread_idx(1) * c + thread_idx(0)` for a constant `c` in a workgroup at most `c`
+    /// wide and one plane deep: a `Shared2D` tile's own slot, its rows padded or not.
+    Rows(Sym),
 }
 
 /// The distinct shared memories of a kernel, each as the locals that view it: each
@@ -255,6 +260,9 @@ impl Analysis<'_> {
         } else if self.own_slot(state, a.local, i) {
             slots.own.push(Own::Strided);
         }
+        if let Some(c) = self.row_slot(state, i) {
+            slots.own.push(Own::Rows(c));
+        }
         if let Some((c, _)) = self.values.const_bits(i) {
             slots.lo.push(i);
             let next = self.values.usize(c + 1);
@@ -293,6 +301,36 @@ impl Analysis<'_> {
             }
         }
         slots
+    }
+
+    /// The columns `c` if `i` is `thread_idx(1) * c + thread_idx(0)` for a constant `c`,
+    /// where the facts make the workgroup at most `c` wide and one plane deep: no two
+    /// threads have that slot (`thread_idx(0) < c`).
+    fn row_slot(&mut self, state: &State, i: Sym) -> Option<Sym> {
+        let [tx, ty] = [0, 1].map(|d| self.values.intern(Expr::Position(Position::Thread, d)));
+        let [width, depth] =
+            [0, 2].map(|d| (self.values).intern(Expr::Position(Position::WorkgroupSize, d)));
+        let Expr::Binary(BinOp::Add, a, b) = self.values.get(i).clone() else {
+            return None;
+        };
+        let row = [(a, b), (b, a)].into_iter().find(|(_, x)| *x == tx)?.0;
+        // `thread_idx(1) * 1` is folded to `thread_idx(1)`.
+        let c = match self.values.get(row).clone() {
+            _ if row == ty => self.values.usize(1),
+            Expr::Binary(BinOp::Mul, p, q) => {
+                [(p, q), (q, p)].into_iter().find(|(y, _)| *y == ty)?.1
+            }
+            _ => return None,
+        };
+        self.values.const_bits(c)?;
+        let one = |v: &super::Values, s: Sym| v.const_bits(s) == Some((1, ScalarTy::Usize));
+        let flat = self.equal_by_fact(state, depth, one);
+        let narrow = state.facts.iter().any(|&(f, holds)| {
+            matches!(self.values.get(f), Expr::Binary(op, w, k)
+                if *w == width && *k == c
+                    && matches!((op, holds), (BinOp::Le, true) | (BinOp::Gt, false)))
+        });
+        (flat && narrow).then_some(c)
     }
 
     /// Whether `i` is the thread's rank here: the rank itself, `thread_idx(0)` in a
