@@ -16,7 +16,7 @@
 
 use melior::{
     Context,
-    dialect::{cf, func},
+    dialect::{arith::CmpiPredicate, cf, func},
     ir::{
         Attribute, Block, BlockLike, Identifier, Location, Module, Operation, Region, RegionLike,
         Type, Value,
@@ -100,10 +100,20 @@ pub fn build<'c>(context: &'c Context, linked: &Linked) -> Module<'c> {
         blocks.push(Block::new(&args));
     }
     let mut panic_blocks = vec![None; n];
+    let mut switch_blocks = vec![0; n];
     for (i, block) in body.blocks.iter().enumerate() {
-        if let TerminatorKind::Assert { .. } = block.terminator.kind {
-            panic_blocks[i + 1] = Some(blocks.len());
-            blocks.push(Block::new(&[]));
+        match &block.terminator.kind {
+            TerminatorKind::Assert { .. } => {
+                panic_blocks[i + 1] = Some(blocks.len());
+                blocks.push(Block::new(&[]));
+            }
+            TerminatorKind::SwitchInt { targets, .. } if targets.len() > 1 => {
+                switch_blocks[i + 1] = blocks.len();
+                for _ in 1..targets.len() {
+                    blocks.push(Block::new(&[]));
+                }
+            }
+            _ => {}
         }
     }
 
@@ -119,6 +129,7 @@ pub fn build<'c>(context: &'c Context, linked: &Linked) -> Module<'c> {
         containers: vec![None; body.locals.len()],
         phis,
         panic_blocks,
+        switch_blocks,
         panic_site: 0,
         written_before_read: &linked.proven().written_before_read,
     };
@@ -192,6 +203,9 @@ struct Emitter<'c, 'a> {
     /// panic site number.
     panic_blocks: Vec<Option<usize>>,
     panic_site: usize,
+    /// The first of the blocks that test the second and later values of the switch
+    /// ending each node (`targets - 1` of them; 0 where there are none).
+    switch_blocks: Vec<usize>,
     /// The shared locals no read of which sees a slot no thread wrote.
     written_before_read: &'a [Local],
 }
@@ -657,42 +671,47 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 targets,
                 otherwise,
             } => {
+                // A chain of two-way branches, not a `cf.switch`: `canonicalize` folds
+                // a branch on a constant before it merges blocks (see
+                // `pipeline::CANONICALIZE`), which it cannot be told to do for a switch.
+                // LLVM makes a switch of the chain again.
                 let (d, ty) = self.operand(discr, span);
-                let (default, default_values) = self.successor(*otherwise);
-                if ty == ScalarTy::Bool && targets.len() == 1 && targets[0].0 == 0 {
-                    let (to, values) = self.successor(targets[0].1);
+                let here = self.block;
+                for (k, (v, b)) in targets.iter().enumerate() {
+                    let (to, values) = self.successor(*b);
+                    let (next, next_values) = if k + 1 == targets.len() {
+                        self.successor(*otherwise)
+                    } else {
+                        (&self.blocks[self.switch_blocks[here] + k], Vec::new())
+                    };
+                    // A `bool` is its own test: its `false` arm is the branch's second.
+                    let (test, (yes, yes_values), (no, no_values)) = match (ty, *v) {
+                        (ScalarTy::Bool, 0) => (d, (next, next_values), (to, values)),
+                        (ScalarTy::Bool, _) => (d, (to, values), (next, next_values)),
+                        _ => {
+                            let value = self.constant(Const::Int(signed_bits(*v, ty), ty), span);
+                            let test = self.compare_ints(CmpiPredicate::Eq, d, value, span);
+                            (test, (to, values), (next, next_values))
+                        }
+                    };
                     self.append(cf::cond_br(
                         self.context,
-                        d,
-                        default,
-                        to,
-                        &default_values,
-                        &values,
+                        test,
+                        yes,
+                        no,
+                        &yes_values,
+                        &no_values,
                         location,
                     ));
-                } else {
-                    let cases: Vec<(i64, &'a Block<'c>, Vec<Value<'c, 'a>>)> = targets
-                        .iter()
-                        .map(|(v, b)| {
-                            let (to, values) = self.successor(*b);
-                            (signed_bits(*v, ty) as i64, to, values)
-                        })
-                        .collect();
-                    let values: Vec<i64> = cases.iter().map(|c| c.0).collect();
-                    let destinations: Vec<(&Block<'c>, &[Value<'c, 'a>])> =
-                        cases.iter().map(|c| (c.1, c.2.as_slice())).collect();
-                    let switch = cf::switch(
-                        self.context,
-                        &values,
-                        d,
-                        self.scalar(ty),
-                        (default, &default_values),
-                        &destinations,
-                        location,
-                    )
-                    .expect("a switch of validated cases builds");
-                    self.append(switch);
+                    if k + 1 < targets.len() {
+                        self.block = self.switch_blocks[here] + k;
+                    }
                 }
+                if targets.is_empty() {
+                    let (to, values) = self.successor(*otherwise);
+                    self.append(cf::br(to, &values, location));
+                }
+                self.block = here;
             }
             TerminatorKind::Assert { cond, msg, target } => {
                 let (c, _) = self.operand(cond, span);

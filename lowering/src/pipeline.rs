@@ -31,6 +31,18 @@ use melior::{
 use offload_mir::Linked;
 use std::{cell::RefCell, rc::Rc, sync::Once};
 
+/// `canonicalize` on control flow in the `cf` dialect, as every pipeline of ours runs it:
+/// first folds alone (with the one pattern that folds a branch on a constant), then all
+/// of it. MLIR 22's driver can fold forever inside one sweep when a branch it folds
+/// leaves a loop no path reaches and it then merges that loop's header into its latch:
+/// the header's argument becomes `%x = arith.addi %x, %c` (upstream llvm-project PRs
+/// 221037 and 221152; CPU fuzz seed 4254 hit it at the `offload` stage). Region
+/// simplification, which runs between sweeps, erases unreachable blocks; the first pass
+/// folds the branches and so lets it erase such loops before the second merges blocks.
+/// (The pattern's name is MLIR's type name for it; were it ever not to match, the first
+/// pass would fold no branch and `canonicalize_ends_on_a_loop_left_unreachable` fails.)
+const CANONICALIZE: &str = "canonicalize{enable-patterns='(anonymous namespace)::SimplifyConstCondBranchPred'}, canonicalize";
+
 /// A stage whose IR `offload-opt` can print.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Stage {
@@ -214,7 +226,7 @@ impl Session {
             &mut module,
             "offload",
             &[],
-            "builtin.module(canonicalize, cse)",
+            &format!("builtin.module({CANONICALIZE}, cse)"),
         )?;
         Ok(module)
     }
@@ -225,7 +237,7 @@ impl Session {
             module,
             "gpu",
             &[PARTITION, TO_GPU],
-            "builtin.module(canonicalize, cse)",
+            &format!("builtin.module({CANONICALIZE}, cse)"),
         )
     }
 
@@ -459,17 +471,17 @@ impl Session {
             module,
             "cpu",
             &[PARTITION, TO_CPU, HALF_IN_F32, BF16_TO_INTEGERS],
-            // Bottom-up: a top-down canonicalizer (MLIR 22) that folds a branch whose
-            // condition it has just made constant can leave a loop no path reaches, fold
-            // its block argument into `%x = arith.addi %x, %c` and rewrite that forever
-            // (a CPU kernel's copy per phase has such branches: a value that came from
-            // another phase is a constant in its copy). Bottom-up it ended on that
-            // kernel (`to_cpu_unreachable_loop.mlir`) and on every fuzzed one tried.
-            "builtin.module(canonicalize{top-down=false}, cse, convert-math-to-funcs, \
-             convert-math-to-llvm, \
-             convert-math-to-libm, convert-scf-to-cf, expand-strided-metadata, lower-affine, \
-             convert-arith-to-llvm, finalize-memref-to-llvm, convert-cf-to-llvm, \
-             convert-func-to-llvm, reconcile-unrealized-casts)",
+            // The second canonicalizer bottom-up (`CANONICALIZE` ends in `canonicalize`):
+            // before branches were folded first, a top-down one rewrote a CPU kernel's
+            // copy per phase forever (`to_cpu_unreachable_loop.mlir`), and bottom-up is
+            // what every CPU kernel since has been measured with.
+            &format!(
+                "builtin.module({CANONICALIZE}{{top-down=false}}, cse, convert-math-to-funcs, \
+                 convert-math-to-llvm, \
+                 convert-math-to-libm, convert-scf-to-cf, expand-strided-metadata, lower-affine, \
+                 convert-arith-to-llvm, finalize-memref-to-llvm, convert-cf-to-llvm, \
+                 convert-func-to-llvm, reconcile-unrealized-casts)"
+            ),
         )?;
         // SAFETY: the module is live and now in the LLVM dialect.
         unsafe { crate::cpu_host::mark_noalias(&self.context, module.as_operation()) };

@@ -151,7 +151,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
     }
 
     /// An `arith.cmpi`.
-    fn compare_ints(
+    pub(super) fn compare_ints(
         &self,
         predicate: CmpiPredicate,
         a: Value<'c, 'a>,
