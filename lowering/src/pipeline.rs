@@ -40,7 +40,8 @@ use std::{cell::RefCell, rc::Rc, sync::Once};
 /// simplification, which runs between sweeps, erases unreachable blocks; the first pass
 /// folds the branches and so lets it erase such loops before the second merges blocks.
 /// (The pattern's name is MLIR's type name for it; were it ever not to match, the first
-/// pass would fold no branch and `canonicalize_ends_on_a_loop_left_unreachable` fails.)
+/// pass would fold no branch, and the link file tests
+/// `loop_left_unreachable_by_a_folded_{branch,switch}.mir` fail by their deadline.)
 const CANONICALIZE: &str = "canonicalize{enable-patterns='(anonymous namespace)::SimplifyConstCondBranchPred'}, canonicalize";
 
 /// A stage whose IR `offload-opt` can print.
