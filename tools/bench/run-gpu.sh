@@ -4,7 +4,8 @@
 # conformance suite; then the benchmark suite (`offload-bench suite`, every kernel of
 # cuda/suite.cu next to ours in one process), which writes suite.json, ratio.svg and
 # bandwidth.svg into SUITE_DIR (default: a new temporary directory). Needs nvcc there
-# and the `offload-bench` binary built here (`cargo build --release -p offload-bench`).
+# and the `offload-bench` binary built here, self-contained (`MLIR_SYS_LINK_SHARED=0
+# CARGO_TARGET_DIR=target/static cargo build --release -p offload-bench`).
 #   tools/bench/run-gpu.sh PATH/TO/offload-bench [N] [REPS] [SUITE_DIR]
 set -euo pipefail
 bench=${1:?path to offload-bench}

@@ -51,14 +51,17 @@ pub fn run() -> ExitCode {
 /// The LLVM this binary was built against, and whether it is still where the build found it
 /// (a crate that depends on `offload` builds against the same one).
 fn toolchain() -> Finding {
-    let linked = "MLIR and LLVM 22, linked into this binary";
+    let linked = match option_env!("MLIR_SYS_LINK_SHARED") {
+        Some("1") => "MLIR and LLVM 22, loaded from their shared libraries",
+        _ => "MLIR and LLVM 22, linked into this binary",
+    };
     let Some(prefix) = option_env!("MLIR_SYS_220_PREFIX") else {
         return ok(format!("{linked} (build prefix unknown)"));
     };
     let config = std::path::Path::new(prefix).join("bin/llvm-config");
     match std::process::Command::new(&config).arg("--version").output() {
         Ok(out) if out.status.success() => ok(format!(
-            "{linked}; {} reports {} (crates that depend on offload build against it: set MLIR_SYS_220_PREFIX, TABLEGEN_220_PREFIX and LLVM_SYS_221_PREFIX to {prefix}, as this workspace's .cargo/config.toml does)",
+            "{linked}; {} reports {} (crates that depend on offload build against it: set MLIR_SYS_220_PREFIX, TABLEGEN_220_PREFIX and LLVM_SYS_221_PREFIX to {prefix}, and for small programs MLIR_SYS_LINK_SHARED=1 with the rpath {prefix}/lib, as this workspace's .cargo/config.toml does)",
             config.display(),
             String::from_utf8_lossy(&out.stdout).trim()
         )),
