@@ -416,6 +416,7 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 FloatAttribute::new(self.context, ty, (v as f32) as f64).into()
             }
             Const::Float(v, _) => FloatAttribute::new(self.context, ty, v).into(),
+            Const::Item(..) => unreachable!("{}", offload_mir::LINKED_HOLD_NO_ITEMS),
         };
         OperationBuilder::new("arith.constant", self.location(span))
             .add_attributes(&[(Identifier::new(self.context, "value"), value)])

@@ -87,7 +87,7 @@ fn element_index(b: &Inserter<'_>, region: MlirValue, strategy: Strategy) -> Mli
     match strategy {
         Strategy::Linear1D | Strategy::Indexed => global_id(b, 0),
         Strategy::Chunked(n) => {
-            let n = b.index_constant(n as i64);
+            let n = b.index_constant(n.number() as i64);
             let chunk = global_id(b, 0);
             b.arith(arith::muli, chunk, n)
         }

@@ -2,7 +2,7 @@
 //! strategy so that no two threads can reach the same element.
 
 use crate::{Error, memory::BufferLocation, scalar::Scalar};
-use offload_mir::Strategy;
+use offload_mir::{Param, Strategy};
 use std::{marker::PhantomData, ptr::NonNull};
 
 /// Threads per workgroup when a launch does not say.
@@ -113,6 +113,7 @@ pub(crate) fn check_launch(
             Ok(())
         }
         Strategy::Chunked(n) => {
+            let n = n.number();
             if n == 0 {
                 return Err(Error::InvalidLaunch(
                     "`Chunked<0>` needs 1 to 2^32 - 1 elements per thread".into(),
@@ -151,7 +152,7 @@ pub(crate) fn default_geometry(
         }
         Strategy::Chunked(n) => {
             let workgroup_size = workgroup_size.unwrap_or([DEFAULT_WORKGROUP_SIZE, 1, 1]);
-            let chunks = shape.len.div_ceil(n.max(1) as usize);
+            let chunks = shape.len.div_ceil(n.number().max(1) as usize);
             Ok(([groups(chunks, workgroup_size[0])?, 1, 1], workgroup_size))
         }
         Strategy::Indexed => {
@@ -301,7 +302,7 @@ pub struct Chunked<const N: usize>;
 
 impl<const N: usize> PartitioningStrategy for Chunked<N> {
     // A constant-evaluation error for `N` past `u32::MAX` (a compile error where used).
-    const KIND: Strategy = Strategy::Chunked(chunk_len(N));
+    const KIND: Strategy = Strategy::Chunked(Param::Value(chunk_len(N)));
 }
 
 const fn chunk_len(n: usize) -> u32 {
@@ -336,7 +337,7 @@ impl PartitioningStrategy for Indexed {
 pub struct Stencil2D<const R: usize>;
 
 impl<const R: usize> PartitioningStrategy for Stencil2D<R> {
-    const KIND: Strategy = Strategy::Stencil2D(R as u32);
+    const KIND: Strategy = Strategy::Stencil2D(Param::Value(R as u32));
 }
 
 /// Host data lent to one launch. Not `Copy` or `Clone`: while the launch runs, a region

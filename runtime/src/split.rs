@@ -162,7 +162,7 @@ impl Windows {
     /// a window can never wrap.
     fn elements_per_group(&self, strategy: &Strategy) -> usize {
         self.threads_per_group.saturating_mul(match strategy {
-            Strategy::Chunked(n) => *n as usize,
+            Strategy::Chunked(n) => n.number() as usize,
             _ => 1,
         })
     }

@@ -51,18 +51,17 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     // One descriptor per instance: a plain kernel has one, a generic kernel one for each
     // combination of the types its bounds admit.
     let instances = instances(&item.sig).map_err(to_syn)?;
-    let consts = kernel_consts(item);
-    let probe = |base: u32| -> Vec<(String, ConstValue)> {
-        consts
-            .iter()
-            .enumerate()
-            .map(|(k, c)| (c.clone(), ConstValue::Int((base + k as u32) as i128)))
-            .collect()
-    };
+    // The values of the `const` items the kernel names outside itself are rustc's: the
+    // translation refers to them, and the descriptor's MIR text is built with them.
+    let names = kernel_consts(item);
+    let consts: Vec<(String, ConstValue)> = names
+        .iter()
+        .map(|name| (name.clone(), ConstValue::Rustc))
+        .collect();
     let mut descriptors = Vec::new();
     let mut arms = Vec::new();
     for subst in &instances {
-        match instance_descriptor(item, &file, subst, &consts, &probe) {
+        match instance_descriptor(item, &file, subst, &names, &consts) {
             Ok((descriptor, arm)) => {
                 descriptors.push(descriptor);
                 arms.push(arm);
@@ -105,7 +104,7 @@ fn kernel(item: &ItemFn) -> syn::Result<TokenStream2> {
     let where_clause = &item.sig.generics.where_clause;
 
     // Parameter kinds do not depend on the instance; read them with the first one.
-    let params = parameters(item, &instances[0], &probe(PROBE_A))?;
+    let params = parameters(item, &instances[0], &consts)?;
     let (check_params, host_params, args) = (&params.check, &params.host, &params.args);
     let block = &item.block;
     Ok(quote! {
@@ -203,26 +202,15 @@ fn instance_descriptor(
     item: &ItemFn,
     file: &str,
     subst: &[(String, offload_mir::ScalarTy)],
-    consts: &[String],
-    probe: &dyn Fn(u32) -> Vec<(String, ConstValue)>,
+    names: &[String],
+    consts: &[(String, ConstValue)],
 ) -> syn::Result<(TokenStream2, TokenStream2)> {
     let to_syn = |e: offload_translate::TranslateError| syn::Error::new(e.span, e.message);
     let name = &item.sig.ident;
     let name_str = name.to_string();
-    let body = translate_instance_with(item, file, subst, &probe(PROBE_A)).map_err(to_syn)?;
-    offload_mir::validate(&body).map_err(|e| not_fitting(item, &e))?;
-    let mir = if consts.is_empty() {
-        let mir = body.to_string();
-        quote! { #mir }
-    } else {
-        let other = translate_instance_with(item, file, subst, &probe(PROBE_B)).map_err(to_syn)?;
-        const_mir(&body.to_string(), &other.to_string(), consts).ok_or_else(|| {
-            syn::Error::new(
-                name.span(),
-                "a `const` item outside the kernel could not be carried into it: declare the constant inside the kernel (`const N: usize = 64;`)",
-            )
-        })?
-    };
+    let body = translate_instance_with(item, file, subst, consts).map_err(to_syn)?;
+    offload_mir::validate_translated(&body).map_err(|e| not_fitting(item, &e))?;
+    let mir = mir_text(&body, names);
     let ident = format_ident!("__OFFLOAD_KERNEL_{}", instance_name(&name_str, subst));
     let display = instance_display(&name_str, subst);
     let calls = device_calls(&item.block);
@@ -262,94 +250,71 @@ fn instance_display(name: &str, subst: &[(String, offload_mir::ScalarTy)]) -> St
     format!("{name}::<{}>", types.join(", "))
 }
 
-/// The values a kernel's `const` strategy arguments are translated with, twice: the
-/// numbers that differ between the two MIR texts are where the constants went.
-const PROBE_A: u32 = 1_000_003;
-const PROBE_B: u32 = 2_000_029;
-
-/// The MIR text of a kernel whose strategies name `const` items, as a `formatcp!` that
-/// puts the items' values where `a` (translated with [`PROBE_A`] values) and `b` (with
-/// [`PROBE_B`]) differ; `None` if they differ anywhere else.
-fn const_mir(a: &str, b: &str, consts: &[String]) -> Option<TokenStream2> {
-    // Split into runs of digits and runs of anything else.
-    fn tokens(text: &str) -> Vec<&str> {
-        let mut out = Vec::new();
-        let mut start = 0;
-        let bytes = text.as_bytes();
-        for i in 1..=bytes.len() {
-            if i == bytes.len() || bytes[i].is_ascii_digit() != bytes[start].is_ascii_digit() {
-                out.push(&text[start..i]);
-                start = i;
-            }
-        }
-        out
-    }
-    let (ta, tb) = (tokens(a), tokens(b));
-    if ta.len() != tb.len() {
-        return None;
+/// The MIR text of a kernel's descriptor: `body`'s text, with rustc's value of each outside
+/// `const` item (`names`) where the translation refers to it. A plain string when there
+/// is none; else a `formatcp!` (a `&'static str` built at compile time), beside checks
+/// that each item has the type its use gives it: an integer is checked to fit, as a
+/// literal's type would be, so the kernel never sees a wrapped value; a float must have
+/// that float type, and is written by its bits.
+fn mir_text(body: &offload_mir::Body, names: &[String]) -> TokenStream2 {
+    use offload_mir::{Piece, ScalarTy};
+    let pieces = offload_mir::pieces(body);
+    if let [Piece::Text(text)] = pieces.as_slice() {
+        return quote! { #text };
     }
     let mut format = String::new();
     let mut args = Vec::new();
-    // Where the MIR gives a constant a type (`const 1000003usize`), rustc checks that the
-    // item's value fits it: the kernel computes in the type its use gives the value, as
-    // for a literal, and must not get the value wrapped. A float constant (`const
-    // 1000003.0f32`) is written by its bits (`0x3c23d70a_f32`), and must have that type.
-    let mut typed = Vec::new();
-    let mut skip = 0;
-    for (i, (x, y)) in ta.iter().zip(&tb).enumerate() {
-        if skip > 0 {
-            skip -= 1;
-            continue;
-        }
-        if x == y {
-            format.push_str(&x.replace('{', "{{").replace('}', "}}"));
-            continue;
-        }
-        let k = x.parse::<u32>().ok()?.checked_sub(PROBE_A)?;
-        if y.parse::<u32>().ok()?.checked_sub(PROBE_B)? != k {
-            return None;
-        }
-        let name = format_ident!("{}", consts.get(k as usize)?);
-        let rest = ta[i + 1..].concat();
-        if let Some(float) = ["f32", "f64"]
-            .into_iter()
-            .find(|f| rest.starts_with(&format!(".0{f}")))
-        {
-            // Skip the `.` and `0` tokens; the suffix follows the bits.
-            skip = 2;
-            format.push_str("{:#x}_");
-            args.push(quote! { #name.to_bits() });
-            let ty = format_ident!("{}", float);
-            typed.push(quote! { const _: #ty = #name; });
-            continue;
-        }
-        format.push_str("{}");
-        args.push(quote! { #name });
-        let suffix: String = rest
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric())
-            .collect();
-        if let Some(ty) = offload_mir::ScalarTy::from_name(&suffix)
-            && ty.is_integer()
-        {
-            let bits = ty.bits();
-            let (min, max) = if ty.is_signed() {
-                (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
-            } else {
-                (0, (1i128 << bits) - 1)
-            };
-            let message = format!("`{name}` does not fit the `{ty}` it is used as in the kernel");
-            typed.push(quote! {
-                const _: () = assert!((#name as i128) >= #min && (#name as i128) <= #max, #message);
-            });
+    let mut checks = Vec::new();
+    for piece in pieces {
+        let (k, ty) = match piece {
+            Piece::Text(text) => {
+                format.push_str(&text.replace('{', "{{").replace('}', "}}"));
+                continue;
+            }
+            Piece::Item { k, ty } => (k, ty),
+        };
+        let name = format_ident!("{}", names[k as usize]);
+        match ty {
+            Some(t) if t.is_float() => {
+                format.push_str(&format!("{{:#x}}_{t}"));
+                args.push(quote! { #name.to_bits() });
+                let ty = match t {
+                    ScalarTy::F16 => quote! { ::offload::f16 },
+                    ScalarTy::Bf16 => quote! { ::offload::bf16 },
+                    _ => format_ident!("{}", t.name()).into_token_stream(),
+                };
+                checks.push(quote! { const _: #ty = #name; });
+            }
+            // A strategy's number (`Chunked<COLS>`), or an integer constant.
+            _ => {
+                let (t, suffix) = match ty {
+                    Some(t) => (t, t.name()),
+                    None => (ScalarTy::U32, ""),
+                };
+                format.push_str("{}");
+                format.push_str(suffix);
+                args.push(quote! { #name });
+                let bits = t.bits();
+                let (min, max) = if t.is_signed() {
+                    (-(1i128 << (bits - 1)), (1i128 << (bits - 1)) - 1)
+                } else {
+                    (0, (1i128 << bits) - 1)
+                };
+                let message = format!(
+                    "`{name}` does not fit the `{t}` it is used as in the kernel (outside `const` items are typed by their use, as literals are: give the use the item's type, as in `let n: i64 = {name};`)"
+                );
+                checks.push(quote! {
+                    const _: () = assert!((#name as i128) >= #min && (#name as i128) <= #max, #message);
+                });
+            }
         }
     }
-    Some(quote! {
+    quote! {
         {
-            #(#typed)*
+            #(#checks)*
             ::offload::__private::formatcp!(#format, #(#args),*)
         }
-    })
+    }
 }
 
 /// Marks a function callable from kernels. It stays an ordinary Rust function too; a

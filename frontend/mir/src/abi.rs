@@ -230,11 +230,17 @@ mod tests {
     fn every_packing_takes_the_words_its_parameters_say() {
         let region = |s| words_of(&Ty::Region(ScalarTy::F32, s));
         assert_eq!(memref_1d(1, 2).len(), region(Strategy::Linear1D));
-        assert_eq!(memref_1d(1, 2).len(), region(Strategy::Chunked(4)));
+        assert_eq!(
+            memref_1d(1, 2).len(),
+            region(Strategy::Chunked(crate::Param::Value(4)))
+        );
         assert_eq!(memref_1d(1, 2).len(), words_of(&Ty::Slice(ScalarTy::F64)));
         assert_eq!(memref_1d(1, 2).len(), words_of(&Ty::Atomic(ScalarTy::U32)));
         assert_eq!(region_2d(1, 2, 3, 0).len(), region(Strategy::Linear2D));
-        assert_eq!(region_2d(1, 2, 3, 0).len(), region(Strategy::Stencil2D(1)));
+        assert_eq!(
+            region_2d(1, 2, 3, 0).len(),
+            region(Strategy::Stencil2D(crate::Param::Value(1)))
+        );
         assert_eq!(region_3d(1, 2, 3, 4, 0).len(), region(Strategy::Linear3D));
         assert_eq!(indexed(1, 2, 3, 4).len(), region(Strategy::Indexed));
         assert_eq!(words_of(&Ty::Scalar(ScalarTy::I8)), 1);

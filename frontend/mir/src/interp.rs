@@ -952,7 +952,10 @@ impl Machine<'_> {
         let buffer = self.buffer(l);
         match buffer.strategy.expect("validated: a region") {
             Strategy::Linear1D | Strategy::Indexed => self.global_id(t, 0),
-            Strategy::Chunked(n) => self.global_id(t, 0).wrapping_mul(n as u64),
+            Strategy::Chunked(n) => {
+                let n = n.number();
+                self.global_id(t, 0).wrapping_mul(n as u64)
+            }
             Strategy::Linear2D | Strategy::Stencil2D(_) | Strategy::Linear3D => {
                 let [w, h, _] = buffer.extents;
                 let coord = |d| self.region_coord(t, l, d);

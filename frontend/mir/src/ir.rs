@@ -1,7 +1,7 @@
 //! The data model: locals and blocks in arenas, addressed by typed indices.
 
 pub use crate::intrinsic::{Intrinsic, Meaning, Signature};
-pub use crate::strategy::Strategy;
+pub use crate::strategy::{Param, Strategy};
 use std::fmt;
 
 /// A local variable: `_0` is the return place, then the arguments, then the rest.
@@ -262,13 +262,24 @@ pub enum Const {
     /// An integer of the given type; the bits are the value, sign-extended from its width.
     Int(i128, ScalarTy),
     Float(f64, ScalarTy),
+    /// The value of a `const` item outside the kernel, which only rustc knows: the
+    /// `k`-th of the names the macro gives the translator (`offload_translate::kernel_consts`),
+    /// typed by its use. The macro fills the value in where it builds the kernel's
+    /// descriptor ([`crate::print::pieces`]), so MIR text never holds one and no later stage
+    /// meets one.
+    Item(u32, ScalarTy),
 }
+
+/// Why no stage after the macro meets an outside `const` item not filled in: they take
+/// bodies parsed from text, which holds values, and [`crate::validate`] refuses items.
+pub const LINKED_HOLD_NO_ITEMS: &str =
+    "bodies parsed from text hold no outside `const` items (validate refuses them)";
 
 impl Const {
     pub fn ty(self) -> ScalarTy {
         match self {
             Const::Bool(_) => ScalarTy::Bool,
-            Const::Int(_, t) | Const::Float(_, t) => t,
+            Const::Int(_, t) | Const::Float(_, t) | Const::Item(_, t) => t,
         }
     }
 }

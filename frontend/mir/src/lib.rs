@@ -94,8 +94,8 @@ pub use intrinsic::{Def as IntrinsicDef, TABLE as INTRINSICS};
 pub use ir::*;
 pub use link::{LinkError, Linked, TargetFacts, Violation, link};
 pub use parse::{ParseError, parse, parse_module};
-pub use print::print_module;
-pub use validate::{Validated, ValidationError, validate};
+pub use print::{Piece, pieces, print_module};
+pub use validate::{Validated, ValidationError, validate, validate_translated};
 
 /// The version of the MIR text format, printed in every file header.
 pub const FORMAT_VERSION: u32 = 1;

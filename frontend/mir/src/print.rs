@@ -20,8 +20,54 @@ impl fmt::Display for Const {
             // `{:?}` prints the shortest text that reads back to the same value.
             Const::Float(v, ScalarTy::F32) => write!(f, "const {:?}f32", v as f32),
             Const::Float(v, t) => write!(f, "const {v:?}{t}"),
+            Const::Item(k, t) => {
+                f.write_str("const ")?;
+                item(f, k, Some(t))
+            }
         }
     }
+}
+
+/// Where an outside `const` item's value goes ([`Const::Item`], [`Param::Item`]): a mark
+/// that [`pieces`] finds, since no other MIR text holds `{item `.
+pub(crate) fn item(f: &mut impl Write, k: u32, ty: Option<ScalarTy>) -> fmt::Result {
+    match ty {
+        Some(t) => write!(f, "{{item {k} {t}}}"),
+        None => write!(f, "{{item {k}}}"),
+    }
+}
+
+/// A body's text ([`Body`]'s `Display`) cut where the values of outside `const` items go.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Piece {
+    Text(String),
+    /// The value of the `k`-th item: printed as a constant of `ty` (a [`Const::Item`]:
+    /// `64usize`, a float by its bits), or as a bare number (a [`Param::Item`]).
+    Item {
+        k: u32,
+        ty: Option<ScalarTy>,
+    },
+}
+
+/// The text of `body` as [`Piece`]s: the macro joins them with rustc's values of the items
+/// into the MIR text of the kernel's descriptor.
+pub fn pieces(body: &Body) -> Vec<Piece> {
+    let text = body.to_string();
+    let mut out = Vec::new();
+    let mut rest = text.as_str();
+    while let Some(at) = rest.find("{item ") {
+        let end = at + rest[at..].find('}').expect("an item mark is closed");
+        let mut words = rest[at + "{item ".len()..end].split(' ');
+        let k = words.next().and_then(|w| w.parse().ok());
+        let ty = words.next().map(ScalarTy::from_name);
+        let k = k.expect("an item mark holds its number");
+        let ty = ty.map(|t| t.expect("an item mark holds a scalar type"));
+        out.push(Piece::Text(rest[..at].to_string()));
+        out.push(Piece::Item { k, ty });
+        rest = &rest[end + 1..];
+    }
+    out.push(Piece::Text(rest.to_string()));
+    out
 }
 
 impl fmt::Display for Operand {

@@ -796,6 +796,9 @@ impl Analysis<'_> {
                 }
                 // `k < min(Len - RegionIndex, N)`: within the chunk and the region.
                 let rest = self.values.intern(Expr::Binary(BinOp::Sub, len, own));
+                let Some(n) = n.value() else {
+                    return false;
+                };
                 let n = self.values.usize(n as u128);
                 let bound = [
                     self.values

@@ -361,7 +361,7 @@ fn bits(c: Const) -> Option<u128> {
     match c {
         Const::Bool(b) => Some(b as u128),
         Const::Int(v, t) => Some((v as u128) & mask(t)),
-        Const::Float(..) => None,
+        Const::Float(..) | Const::Item(..) => None,
     }
 }
 

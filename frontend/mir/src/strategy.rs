@@ -11,10 +11,10 @@ pub enum Strategy {
     /// A row-major 2-D region: the thread at (x, y) owns element (row y, column x).
     Linear2D,
     /// Thread `t` owns the `N` contiguous elements from `t * N` (fewer at the end).
-    Chunked(u32),
+    Chunked(Param),
     /// A read-only 2-D region: the thread at (x, y) reads the neighbourhood of radius `R`
     /// around (row y, column x).
-    Stencil2D(u32),
+    Stencil2D(Param),
     /// A 3-D region, x fastest: the thread at (x, y, z) owns element (plane z, row y,
     /// column x).
     Linear3D,
@@ -22,6 +22,40 @@ pub enum Strategy {
     /// second array the host checked to be in bounds and pairwise distinct. The region's
     /// `Len` is the number of indices, and its element `t` is the data's `indices[t]`.
     Indexed,
+}
+
+/// A strategy's number (`N` of `Chunked<N>`, `R` of `Stencil2D<R>`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Param {
+    Value(u32),
+    /// A `const` item outside the kernel (`Chunked<COLS>`), as [`crate::Const::Item`]: only
+    /// the macro's translation holds one, and it fills the value in.
+    Item(u32),
+}
+
+impl Param {
+    /// The number; `None` for an item not yet filled in.
+    pub fn value(self) -> Option<u32> {
+        match self {
+            Param::Value(n) => Some(n),
+            Param::Item(_) => None,
+        }
+    }
+
+    /// The number of a strategy of a body parsed from text or validated, which holds no
+    /// items ([`crate::validate`] refuses them).
+    pub fn number(self) -> u32 {
+        self.value().expect(crate::ir::LINKED_HOLD_NO_ITEMS)
+    }
+}
+
+impl fmt::Display for Param {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Param::Value(n) => write!(f, "{n}"),
+            Param::Item(k) => crate::print::item(f, *k, None),
+        }
+    }
 }
 
 impl Strategy {
@@ -58,8 +92,8 @@ impl Strategy {
             "Linear3D" => Some(Strategy::Linear3D),
             "Indexed" => Some(Strategy::Indexed),
             _ => param("Chunked<")
-                .map(Strategy::Chunked)
-                .or_else(|| param("Stencil2D<").map(Strategy::Stencil2D)),
+                .map(|n| Strategy::Chunked(Param::Value(n)))
+                .or_else(|| param("Stencil2D<").map(|r| Strategy::Stencil2D(Param::Value(r)))),
         }
     }
 }

@@ -33,7 +33,18 @@ pub struct ValidationError {
 }
 
 pub fn validate(body: &Body) -> Result<Validated<'_>, ValidationError> {
-    let v = Validator { body };
+    check(body, false)
+}
+
+/// [`validate`] for a body the macro has just translated, whose outside `const` items
+/// ([`Const::Item`], [`Param::Item`]) it has yet to fill in. Every other stage takes bodies
+/// parsed from text, which hold none: [`validate`] refuses them.
+pub fn validate_translated(body: &Body) -> Result<(), ValidationError> {
+    check(body, true).map(|_| ())
+}
+
+fn check(body: &Body, items: bool) -> Result<Validated<'_>, ValidationError> {
+    let v = Validator { body, items };
     v.signature()?;
     for (i, block) in body.blocks.iter().enumerate() {
         let bb = BasicBlock(i as u32);
@@ -48,7 +59,11 @@ pub fn validate(body: &Body) -> Result<Validated<'_>, ValidationError> {
 
 struct Validator<'a> {
     body: &'a Body,
+    /// Whether outside `const` items may still stand for their values.
+    items: bool,
 }
+
+const UNFILLED: &str = "the value of a `const` item outside the kernel was not filled in";
 
 impl Validator<'_> {
     fn err<T>(
@@ -92,6 +107,14 @@ impl Validator<'_> {
         for (i, decl) in b.locals.iter().enumerate() {
             let is_arg = (1..=b.arg_count).contains(&i);
             let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
+            if let Ty::Region(
+                _,
+                Strategy::Chunked(Param::Item(_)) | Strategy::Stencil2D(Param::Item(_)),
+            ) = decl.ty
+                && !self.items
+            {
+                return self.err(None, span, UNFILLED.into());
+            }
             match decl.ty {
                 Ty::Region(..) | Ty::Slice(_) | Ty::Atomic(_) | Ty::Shared(..)
                     if b.kind == BodyKind::Device =>
@@ -241,6 +264,9 @@ impl Validator<'_> {
     ) -> Result<ScalarTy, ValidationError> {
         match op {
             Operand::Copy(p) | Operand::Move(p) => self.place_ty(bb, span, *p),
+            Operand::Const(Const::Item(..)) if !self.items => {
+                self.err(Some(bb), span, UNFILLED.into())
+            }
             Operand::Const(c) => Ok(c.ty()),
         }
     }

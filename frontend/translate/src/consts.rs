@@ -10,6 +10,10 @@ pub type ConstValues = [(String, ConstValue)];
 pub enum ConstValue {
     Int(i128),
     Float(f64),
+    /// Known only to rustc (the macro's case): the translation refers to the item
+    /// ([`offload_mir::Const::Item`], [`offload_mir::Param::Item`]), by its place in the
+    /// list of names, and the macro fills its value in.
+    Rustc,
 }
 
 /// The `const` items a kernel's signature uses as strategy arguments (`COLS` in
@@ -109,6 +113,7 @@ pub fn const_value(expr: &syn::Expr) -> Option<ConstValue> {
         }) => const_value(expr).map(|v| match v {
             ConstValue::Int(i) => ConstValue::Int(-i),
             ConstValue::Float(f) => ConstValue::Float(-f),
+            ConstValue::Rustc => ConstValue::Rustc,
         }),
         syn::Expr::Paren(p) => const_value(&p.expr),
         _ => None,

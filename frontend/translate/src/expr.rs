@@ -13,22 +13,21 @@ use syn::spanned::Spanned;
 pub(super) const SUB_SLICE_USES: &str = "in kernels a sub-slice is bound to a name (`let part = &x[a..b];`), iterated (`x[a..b].iter()`, `for v in &x[a..b]`) or measured (`x[a..b].len()`); device functions take scalars, so pass the elements";
 
 impl Translator {
-    /// Constants of the primitive types by path: `f32::consts::PI`, `f64::EPSILON`,
-    /// `i32::MAX`, `u32::BITS`, with or without a `std::`/`core::` prefix. A single name
-    /// that is a local is not a constant.
-    /// The value of an integer `const` item outside the kernel that `path` names.
-    pub(super) fn outer_const(&self, path: &syn::Path) -> Option<super::ConstValue> {
+    /// The `const` item outside the kernel that `path` names: its place among the
+    /// kernel's outside items and its value.
+    pub(super) fn outer_const(&self, path: &syn::Path) -> Option<(u32, super::ConstValue)> {
         let id = path.get_ident()?;
         if self.lookup(id).is_some() {
             return None;
         }
         let name = id.to_string();
-        self.consts
-            .iter()
-            .find(|(c, _)| *c == name)
-            .map(|(_, v)| *v)
+        let k = self.consts.iter().position(|(c, _)| *c == name)?;
+        Some((k as u32, self.consts[k].1))
     }
 
+    /// Constants of the primitive types by path: `f32::consts::PI`, `f64::EPSILON`,
+    /// `i32::MAX`, `u32::BITS`, with or without a `std::`/`core::` prefix. A single name
+    /// that is a local is not a constant.
     pub(super) fn path_constant(&self, path: &syn::Path) -> Option<Const> {
         if let Some(id) = path.get_ident()
             && self.lookup(id).is_some()
@@ -233,8 +232,9 @@ impl Translator {
         }
     }
 
-    /// An integer `const` item outside the kernel, with the value rustc gives it
-    /// (`kernel_consts`): typed by its use, as a literal is.
+    /// A `const` item outside the kernel (`kernel_consts`), typed by its use, as a literal
+    /// is: the value a tool reading sources found, or a reference to the item whose value
+    /// the macro fills in from rustc's.
     fn outer_const_value(
         &mut self,
         e: &syn::Expr,
@@ -243,9 +243,21 @@ impl Translator {
     ) -> Result<Value> {
         use super::ConstValue;
         let span = e.span();
-        let value = self.outer_const(path).expect("the caller checked");
+        let (k, value) = self.outer_const(path).expect("the caller checked");
         let float = expected.filter(|t| t.is_float());
+        if expected == Some(ScalarTy::Bool) {
+            return error(
+                e,
+                "a `bool` `const` item outside the kernel cannot be used in it; declare this constant inside the kernel",
+            );
+        }
         let value = match (value, float) {
+            // rustc's value, filled in by the macro; it checks that the item has the
+            // type of this use (a float) or fits it (an integer).
+            (ConstValue::Rustc, _) => {
+                let t = expected.unwrap_or(ScalarTy::I32);
+                return Ok(Some((Operand::Const(Const::Item(k, t)), t)));
+            }
             (ConstValue::Int(v), Some(t)) => {
                 return Ok(Some((Operand::Const(Const::Float(v as f64, t)), t)));
             }
@@ -255,12 +267,6 @@ impl Translator {
             }
             (ConstValue::Int(v), None) => v,
         };
-        if expected == Some(ScalarTy::Bool) {
-            return error(
-                e,
-                "a `bool` `const` item outside the kernel cannot be used in it; declare this constant inside the kernel",
-            );
-        }
         let lit = syn::LitInt::new(&value.unsigned_abs().to_string(), span);
         if value < 0 {
             // `-(magnitude)`, typed as the negation of a literal is.

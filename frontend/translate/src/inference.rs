@@ -461,7 +461,9 @@ impl Inference<'_> {
                 Some(Entry::Scalar(t) | Entry::ElementRef(t)) => t,
                 Some(Entry::Elements(_) | Entry::Closure(_)) => Term::Unknown,
                 None => match self.consts.iter().find(|(c, _)| id == c) {
-                    Some((_, super::ConstValue::Int(_))) => self.fresh(false),
+                    Some((_, super::ConstValue::Int(_) | super::ConstValue::Rustc)) => {
+                        self.fresh(false)
+                    }
                     Some((_, super::ConstValue::Float(_))) => self.fresh(true),
                     None => Term::Unknown,
                 },

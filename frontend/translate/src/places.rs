@@ -70,7 +70,7 @@ impl Translator {
             );
             let chunk = self.intrinsic(
                 Intrinsic::Min,
-                vec![left, Operand::Const(Const::Int(n as i128, ScalarTy::Usize))],
+                vec![left, Operand::Const(param_const(n, ScalarTy::Usize))],
                 span,
             )?;
             let chunk_len = self.as_local(chunk, ScalarTy::Usize, span);
@@ -208,7 +208,7 @@ impl Translator {
 
     /// One offset of a `Stencil2D<radius>` neighbour, as an `isize`: checked against the
     /// radius at compile time where its values are known, else by a device assertion.
-    fn stencil_offset(&mut self, arg: &syn::Expr, radius: u32, span: SynSpan) -> Result<Operand> {
+    fn stencil_offset(&mut self, arg: &syn::Expr, radius: Param, span: SynSpan) -> Result<Operand> {
         // A constant offset, or a name whose values are known (a `const`, a `for`
         // counter over constant bounds): checked here, at the source.
         let known = match strip_parens(arg) {
@@ -236,13 +236,15 @@ impl Translator {
             },
             _ => None,
         };
-        // A radius from a `const` item is known only to rustc (the translation sees a
-        // stand-in value): the check is then made at run time, where simplification
-        // folds it for constant offsets.
-        let radius_known =
-            !(self.consts.iter()).any(|(_, v)| *v == super::ConstValue::Int(radius as i128));
+        // A radius from a `const` item is known only to rustc: the check is then made at
+        // run time, where simplification folds it for constant offsets. Tools that read
+        // the item's value from the source (`gather`) check as the macro does: a radius
+        // equal to an item's value may be that item.
+        let radius_known = radius.value().filter(|r| {
+            !(self.consts.iter()).any(|(_, v)| *v == super::ConstValue::Int(*r as i128))
+        });
         if let Some(c) = constant
-            && radius_known
+            && let Some(radius) = radius_known
             && c.unsigned_abs() > radius as u64
         {
             return error(
@@ -251,7 +253,7 @@ impl Translator {
             );
         }
         if let Some((lo, hi)) = known
-            && radius_known
+            && let Some(radius) = radius_known
             && let Some(far) = [lo, hi]
                 .into_iter()
                 .find(|v| v.unsigned_abs() > radius as u128)
@@ -265,14 +267,14 @@ impl Translator {
             );
         }
         let (off, _) = self.scalar_expr(arg, Some(ScalarTy::Isize))?;
-        if constant.is_none() || !radius_known {
+        if constant.is_none() || radius_known.is_none() {
             let abs = self.intrinsic(Intrinsic::Abs, vec![off], span)?;
             let within = self.assign_temp(
                 ScalarTy::Bool,
                 Rvalue::BinaryOp(
                     BinOp::Le,
                     abs,
-                    Operand::Const(Const::Int(radius as i128, ScalarTy::Isize)),
+                    Operand::Const(param_const(radius, ScalarTy::Isize)),
                 ),
                 span,
             );
@@ -948,4 +950,12 @@ pub(super) struct Neighbour {
     pub index: Local,
     pub inside: Option<Operand>,
     pub provable: bool,
+}
+
+/// A strategy's number as a constant of type `ty`: its value, or the `const` item it names.
+fn param_const(p: Param, ty: ScalarTy) -> Const {
+    match p {
+        Param::Value(n) => Const::Int(n as i128, ty),
+        Param::Item(k) => Const::Item(k, ty),
+    }
 }

@@ -77,3 +77,78 @@ fn conformance_kernels_are_translated_once() {
         }
     }
 }
+
+/// A kernel naming outside `const` items, translated as the macro does (values rustc's),
+/// refers to the items; filled in with their values, its text is what a tool that read
+/// the values from the source translates, and it parses and validates.
+#[test]
+fn outside_const_items_are_referred_to_and_filled_in() {
+    use offload_mir::Piece;
+    let item: syn::ItemFn = syn::parse_quote! {
+        #[offload_kernel]
+        fn k(mut y: Region<f32, Chunked<COLS>>, img: Region<f32, Stencil2D<R>>) {
+            if let Some(c) = y.get_mut() {
+                for j in 0..c.len() {
+                    c[j] = img.get_clamped(R as isize, 0) * DT + TILE as f32;
+                }
+            }
+        }
+    };
+    let names = kernel_consts(&item);
+    assert_eq!(names, ["COLS", "R", "DT", "TILE"]);
+    let rustc: Vec<(String, ConstValue)> = names
+        .iter()
+        .map(|n| (n.clone(), ConstValue::Rustc))
+        .collect();
+    let body = translate_instance_with(&item, "k.rs", &[], &rustc).expect("translates");
+    offload_mir::validate_translated(&body).expect("valid with its items");
+    let invalid = offload_mir::validate(&body).expect_err("items are not filled in");
+    assert!(invalid.message.contains("was not filled in"), "{invalid}");
+
+    let values = [
+        ConstValue::Int(8),
+        ConstValue::Int(2),
+        ConstValue::Float(0.25),
+        ConstValue::Int(16),
+    ];
+    let mut filled = String::new();
+    let mut seen = Vec::new();
+    for piece in offload_mir::pieces(&body) {
+        match piece {
+            Piece::Text(text) => filled.push_str(&text),
+            Piece::Item { k, ty } => {
+                seen.push((k, ty));
+                match (values[k as usize], ty) {
+                    (ConstValue::Int(v), None) => filled.push_str(&v.to_string()),
+                    (ConstValue::Int(v), Some(t)) => filled.push_str(&format!("{v}{t}")),
+                    (ConstValue::Float(v), Some(ScalarTy::F32)) => {
+                        filled.push_str(&format!("{:#x}_f32", (v as f32).to_bits()))
+                    }
+                    other => panic!("unexpected item use {other:?}"),
+                }
+            }
+        }
+    }
+    assert!(
+        seen.contains(&(0, None)),
+        "the chunk length in the type: {seen:?}"
+    );
+    assert!(
+        seen.contains(&(1, None)),
+        "the radius in the type: {seen:?}"
+    );
+    assert!(
+        seen.contains(&(2, Some(ScalarTy::F32))),
+        "DT as an f32: {seen:?}"
+    );
+    assert!(
+        seen.contains(&(3, Some(ScalarTy::I32))),
+        "TILE, typed as a literal: {seen:?}"
+    );
+
+    let known: Vec<(String, ConstValue)> = names.iter().cloned().zip(values).collect();
+    let from_source = translate_instance_with(&item, "k.rs", &[], &known).expect("translates");
+    let parsed = offload_mir::parse(&filled).expect("the filled-in text parses");
+    offload_mir::validate(&parsed).expect("and validates");
+    assert_eq!(parsed.to_string(), from_source.to_string());
+}

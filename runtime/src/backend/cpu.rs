@@ -293,7 +293,7 @@ impl InPlace {
             };
             let per_thread = match strategy {
                 offload_mir::Strategy::Linear1D => 1,
-                offload_mir::Strategy::Chunked(n) => n as usize,
+                offload_mir::Strategy::Chunked(n) => n.number() as usize,
                 _ => return None,
             };
             let owned = threads

@@ -191,8 +191,16 @@ kernel every_kind(mut _1: Region<f32, Linear1D>, mut _2: Region<f32, Linear2D>, 
                 region(&mut d1[..], Strategy::Linear1D, &plain),
                 region(&mut d2[..], Strategy::Linear2D, &layout_2d),
                 region(&mut d3[..], Strategy::Linear3D, &layout_3d),
-                region(&mut d4[..], Strategy::Chunked(4), &plain),
-                region(&mut d5[..], Strategy::Stencil2D(1), &stencil),
+                region(
+                    &mut d4[..],
+                    Strategy::Chunked(offload_mir::Param::Value(4)),
+                    &plain,
+                ),
+                region(
+                    &mut d5[..],
+                    Strategy::Stencil2D(offload_mir::Param::Value(1)),
+                    &stencil,
+                ),
                 region(&mut d6[..], Strategy::Indexed, &indices),
                 DynamicArg::Slice {
                     elem: ScalarTy::F64,

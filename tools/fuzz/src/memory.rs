@@ -23,7 +23,7 @@ impl Gen<'_> {
         let r = writable[self.rng.usize(..writable.len())];
         self.open_regions.push(r.local);
         match r.strategy {
-            Strategy::Chunked(n) => self.own_chunk(r, n),
+            Strategy::Chunked(n) => self.own_chunk(r, n.number()),
             Strategy::Linear2D => {
                 let index = self.b.assign(ScalarTy::Usize, Rvalue::RegionIndex(r.local));
                 let coord = |g: &mut Self, rv| g.b.assign(ScalarTy::Usize, rv);
@@ -150,7 +150,7 @@ impl Gen<'_> {
         let Strategy::Stencil2D(radius) = r.strategy else {
             unreachable!("the only read-only strategy")
         };
-        let radius = radius as i64;
+        let radius = radius.number() as i64;
         let offsets = [
             self.rng.i64(-radius..=radius),
             self.rng.i64(-radius..=radius),

@@ -10,7 +10,7 @@ use crate::builder::Builder;
 use crate::values::random_bits;
 use fastrand::Rng;
 use offload_mir::interp::{ArgValue, Launch, Layout, bits_const};
-use offload_mir::{AtomicOp, Local, ScalarTy, Strategy, Ty};
+use offload_mir::{AtomicOp, Local, Param, ScalarTy, Strategy, Ty};
 
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct RegionArg {
@@ -119,7 +119,7 @@ pub(crate) fn plan(rng: &mut Rng, b: &mut Builder, broken: Option<Broken>) -> Pl
 fn arg_kinds(rng: &mut Rng, two_d: bool, broken: Option<Broken>) -> Vec<ArgKind> {
     let writable = |rng: &mut Rng| match (two_d, rng.u32(0..5)) {
         (true, _) | (false, 0) => Strategy::Linear2D,
-        (false, 1) => Strategy::Chunked(rng.u32(1..=4)),
+        (false, 1) => Strategy::Chunked(Param::Value(rng.u32(1..=4))),
         (false, 2) => Strategy::Indexed,
         _ => Strategy::Linear1D,
     };
@@ -128,7 +128,10 @@ fn arg_kinds(rng: &mut Rng, two_d: bool, broken: Option<Broken>) -> Vec<ArgKind>
     for _ in 0..rng.u32(0..=4) {
         rest.push(match rng.u32(0..10) {
             0..=1 => ArgKind::Region(element(rng), writable(rng)),
-            2 => ArgKind::Region(element(rng), Strategy::Stencil2D(rng.u32(0..=2))),
+            2 => ArgKind::Region(
+                element(rng),
+                Strategy::Stencil2D(Param::Value(rng.u32(0..=2))),
+            ),
             3..=4 => ArgKind::Slice(element(rng)),
             5 => ArgKind::Atomic(atomic_element(rng)),
             _ => ArgKind::Scalar(element(rng)),
@@ -170,7 +173,7 @@ fn declare(rng: &mut Rng, b: &mut Builder, plan: &mut Plan, kind: ArgKind, non_e
                     Layout::default(),
                 ),
                 Strategy::Chunked(n) => {
-                    let n = n as usize;
+                    let n = n.number() as usize;
                     let len = near(rng, gx * n, n + 2, 2).max(non_empty as usize);
                     (len, Layout::default())
                 }

@@ -27,6 +27,7 @@ pub fn const_bits(c: Const) -> u64 {
         Const::Float(v, ScalarTy::F16) => half::f16::from_f64(v).to_bits() as u64,
         Const::Float(v, ScalarTy::Bf16) => half::bf16::from_f64(v).to_bits() as u64,
         Const::Float(v, _) => v.to_bits(),
+        Const::Item(..) => unreachable!("{}", crate::ir::LINKED_HOLD_NO_ITEMS),
     }
 }
 

@@ -383,6 +383,7 @@ impl Analysis<'_> {
         match self.values.get(x) {
             Expr::Const(..)
             | Expr::Arg(_)
+            | Expr::Item(..)
             | Expr::Len(_)
             | Expr::RegionExtent(..)
             | Expr::RegionEnd(..) => true,

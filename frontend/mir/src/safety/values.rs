@@ -21,6 +21,9 @@ pub enum Expr {
     Const(u128, ScalarTy),
     /// A scalar argument of the kernel.
     Arg(Local),
+    /// A `const` item outside the kernel not yet filled in ([`Const::Item`]), which the
+    /// macro's translation checks for races: one value, the same in every thread.
+    Item(u32, ScalarTy),
     /// `Len(_n)`; for a static shared array this is a constant instead.
     Len(Local),
     RegionIndex(Local),
@@ -151,6 +154,7 @@ impl Values {
                 ScalarTy::F32 => ((f as f32).to_bits() as u128, t),
                 _ => (f.to_bits() as u128, t),
             },
+            Const::Item(k, t) => return self.intern(Expr::Item(k, t)),
         };
         self.intern(Expr::Const(bits, ty))
     }
