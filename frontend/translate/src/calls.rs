@@ -288,7 +288,7 @@ impl Translator {
 
     /// `x.len()` of a `Chunked<N>` chunk, a read-only array or a slice parameter.
     fn len_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
-        if super::sub_slices::as_sub_slice(&m.receiver).is_some()
+        if super::syntax::as_sub_slice(&m.receiver).is_some()
             && let Binding::Window { len, .. } = self.sub_slice(&m.receiver)?
         {
             return Ok(Some((Operand::Copy(Place::local(len)), ScalarTy::Usize)));

@@ -82,7 +82,7 @@ impl Translator {
         };
         if let Some(init) = &local.init
             && init.diverge.is_none()
-            && super::sub_slices::as_sub_slice(&init.expr).is_some()
+            && super::syntax::as_sub_slice(&init.expr).is_some()
             && let syn::Pat::Ident(name) = named
         {
             let window = self.sub_slice(&init.expr)?;

@@ -1,7 +1,7 @@
 //! `for` loops: over a range (stepped, reversed, or with bounds-checked reads versioned
 //! out of the body) and over a region's or slice's elements.
 
-use super::sub_slices::as_sub_slice;
+use super::syntax::as_sub_slice;
 use super::syntax::{Elements, element_iteration, strip_parens};
 use super::{Binding, Result, Translator, Value, error, position, versioning};
 use offload_mir::*;

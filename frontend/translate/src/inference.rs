@@ -15,7 +15,7 @@
 //! what it meets there (see `translate_body`).
 
 use super::builtins::{self, Function, Rule};
-use super::sub_slices::as_sub_slice;
+use super::syntax::as_sub_slice;
 use super::syntax::{Elements, element_iteration, strip_parens, turbofish_type};
 use super::types::{binop, literal_suffix_type, scalar_type};
 use super::{ConstValues, ParamKind, Substitution, param_kind, position};

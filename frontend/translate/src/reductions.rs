@@ -180,7 +180,7 @@ impl Translator {
 
     /// The element type of the slice, array or chunk `of` names.
     pub(super) fn element_type(&self, of: &syn::Expr) -> Option<ScalarTy> {
-        if let Some((sliced, _)) = super::sub_slices::as_sub_slice(of) {
+        if let Some((sliced, _)) = super::syntax::as_sub_slice(of) {
             return self.element_type(sliced);
         }
         let syn::Expr::Path(p) = super::syntax::strip_parens(of) else {

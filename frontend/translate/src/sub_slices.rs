@@ -8,27 +8,12 @@
 //! `x[start + k]`, checked against the window's length as Rust checks it. Windows of a
 //! slice are read-only, as the slice is.
 
-use super::syntax::strip_parens;
+use super::syntax::{as_sub_slice, strip_parens};
 use super::{Binding, Result, TranslateError, Translator, error};
 use offload_mir::*;
 use proc_macro2::Span as SynSpan;
 use syn::spanned::Spanned;
 use syn::visit_mut::VisitMut;
-
-/// `x[range]` or `&x[range]`: what is sliced, and the range.
-pub(super) fn as_sub_slice(e: &syn::Expr) -> Option<(&syn::Expr, &syn::ExprRange)> {
-    let e = match strip_parens(e) {
-        syn::Expr::Reference(r) if r.mutability.is_none() => strip_parens(&r.expr),
-        other => other,
-    };
-    match e {
-        syn::Expr::Index(i) => match strip_parens(&i.index) {
-            syn::Expr::Range(r) => Some((&i.expr, r)),
-            _ => None,
-        },
-        _ => None,
-    }
-}
 
 impl Translator {
     /// The window `e` (`x[range]` or `&x[range]`, of a slice parameter or a sub-slice of

@@ -40,7 +40,7 @@ pub(super) fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
         reversed: false,
     };
     let simple = |x: Elements<'_>| !x.enumerate && !x.reversed && x.zipped.is_none();
-    if super::sub_slices::as_sub_slice(e).is_some() {
+    if as_sub_slice(e).is_some() {
         // `&x[a..b]`, or `x[a..b]` before `.iter()`.
         return Some(plain(e));
     }
@@ -62,7 +62,7 @@ pub(super) fn element_iteration(e: &syn::Expr) -> Option<Elements<'_>> {
         syn::Expr::MethodCall(m) if m.args.is_empty() => match m.method.to_string().as_str() {
             "iter" => match strip_parens(&m.receiver) {
                 r @ syn::Expr::Path(_) => Some(plain(r)),
-                r if super::sub_slices::as_sub_slice(r).is_some() => Some(plain(r)),
+                r if as_sub_slice(r).is_some() => Some(plain(r)),
                 _ => None,
             },
             "copied" | "cloned" => element_iteration(&m.receiver),
@@ -134,4 +134,19 @@ pub(super) fn expression_text(e: &syn::Expr) -> String {
         out = out.replace(&format!("{op}("), &format!("{op} ("));
     }
     out.replace("! (", "!(")
+}
+
+/// `x[range]` or `&x[range]`: what is sliced, and the range.
+pub(super) fn as_sub_slice(e: &syn::Expr) -> Option<(&syn::Expr, &syn::ExprRange)> {
+    let e = match strip_parens(e) {
+        syn::Expr::Reference(r) if r.mutability.is_none() => strip_parens(&r.expr),
+        other => other,
+    };
+    match e {
+        syn::Expr::Index(i) => match strip_parens(&i.index) {
+            syn::Expr::Range(r) => Some((&i.expr, r)),
+            _ => None,
+        },
+        _ => None,
+    }
 }
