@@ -199,10 +199,20 @@ pub(super) fn scalar_type(ty: &syn::Type, subst: &Substitution) -> Result<Scalar
             return Ok(s);
         }
     }
+    let hint = match ty {
+        // `[(f32, f32); 2]`, `let p: (f32, f32)`: tuples are not a type kernels name.
+        syn::Type::Tuple(_) => {
+            "; a tuple is not a type kernels name: bind one without a type (`let p = (a, b);`), and keep an array of pairs as one array per field (`const XS: [f32; 2]`, `const YS: [f32; 2]`)"
+        }
+        syn::Type::Reference(_) | syn::Type::Slice(_) => {
+            "; slices are kernel parameters (`x: &[f32]`), and a part of one is bound without a type (`let part = &x[a..b];`)"
+        }
+        _ => "",
+    };
     error(
         ty,
         format!(
-            "unsupported type `{}` in a kernel; supported: bool, i8..i64, isize, u8..u64, usize, f32, f64",
+            "unsupported type `{}` in a kernel; supported: bool, i8..i64, isize, u8..u64, usize, f16, bf16, f32, f64{hint}",
             ty.to_token_stream_string()
         ),
     )
