@@ -564,7 +564,14 @@ impl<'c, 'a> Emitter<'c, 'a> {
             let shared = local_type(self.context, decl.ty);
             let written = self.written_before_read.contains(&Local(i as u32));
             let location = self.location(span);
-            let array = build::alloc_shared(self.context, shared, len, offset, written, location);
+            let array = build::alloc_shared(
+                self.context,
+                shared,
+                len.map(Param::number),
+                offset,
+                written,
+                location,
+            );
             self.containers[i] = Some(self.result(array));
         }
         let (to, values) = self.successor(BasicBlock(0));

@@ -96,6 +96,7 @@ macro_rules! for_each_case {
         $m!(tuple_and_range_locals);
         $m!(sub_slices_of_read_only_slices);
         $m!(device_functions_returning_tuples);
+        $m!(shared_sizes_from_const_items);
     };
 }
 
@@ -4573,4 +4574,74 @@ pub fn integer_constants_from_outside_the_kernel(o: LaunchOptions) -> CaseResult
         .collect();
     outer_float_consts(o, &mut v, &h).map_err(|e| e.to_string())?;
     compare("outer float constants", &v, &want)
+}
+
+/// Shared arrays sized by `const` items of the module: rustc gives their values.
+const BLOCK: usize = 64;
+const SIDE: usize = 8;
+
+/// Reverses each workgroup's `BLOCK` elements through a `Shared::<f32, BLOCK>` array.
+#[offload_kernel]
+fn reverse_blocks(mut y: Region<f32, Linear1D>, x: &[f32]) {
+    let mut block = Shared::<f32, BLOCK>::new();
+    let t = thread_idx(0);
+    let i = y.index();
+    block.write(if i < x.len() { x[i] } else { 0.0 });
+    sync_threads();
+    let v = block[BLOCK - 1 - t];
+    if let Some(o) = y.get_mut() {
+        *o = v + block.len() as f32;
+    }
+}
+
+/// Transposes `SIDE`×`SIDE` blocks through a `Shared2D::<f32, SIDE, SIDE>` tile, and
+/// reads its rows, columns and length.
+#[offload_kernel]
+fn transpose_side(mut out: Region<f32, Linear2D>, a: &[f32], n: usize) {
+    let mut tile = Shared2D::<f32, SIDE, SIDE>::new();
+    let (x, y) = (thread_idx(0), thread_idx(1));
+    let (r, c) = (workgroup_idx(1) * SIDE + y, workgroup_idx(0) * SIDE + x);
+    tile.write(if r < n && c < n { a[r * n + c] } else { 0.0 });
+    sync_threads();
+    let v = tile[(x, y)];
+    let shape = (tile.rows() * 10000 + tile.cols() * 100 + tile.len()) as f32;
+    if let Some(o) = out.get_mut() {
+        *o = v + shape;
+    }
+}
+
+pub fn shared_sizes_from_const_items(o: LaunchOptions) -> CaseResult {
+    let n = 4 * BLOCK;
+    let x: Vec<f32> = (0..n).map(|i| (i * 7 % 23) as f32).collect();
+    let mut y = vec![0f32; n];
+    let blocks = LaunchOptions {
+        workgroup_dim: Some([(n / BLOCK) as u32, 1, 1]),
+        thread_dim: Some([BLOCK as u32, 1, 1]),
+        ..o
+    };
+    reverse_blocks(blocks, &mut y, &x).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..n)
+        .map(|i| x[i / BLOCK * BLOCK + BLOCK - 1 - i % BLOCK] + BLOCK as f32)
+        .collect();
+    compare("Shared::<f32, BLOCK> reversal", &y, &want)?;
+
+    let n = 3 * SIDE;
+    let a: Vec<f32> = (0..n * n).map(|i| i as f32).collect();
+    let mut out = vec![0f32; n * n];
+    let tiles = LaunchOptions {
+        workgroup_dim: Some([(n / SIDE) as u32, (n / SIDE) as u32, 1]),
+        thread_dim: Some([SIDE as u32, SIDE as u32, 1]),
+        ..o
+    };
+    transpose_side(tiles, Region::new_2d(&mut out, n), &a, n).map_err(|e| e.to_string())?;
+    let shape = (SIDE * 10000 + SIDE * 100 + SIDE * SIDE) as f32;
+    let want: Vec<f32> = (0..n * n)
+        .map(|i| {
+            let (row, col) = (i / n, i % n);
+            let (bx, x) = (col / SIDE * SIDE, col % SIDE);
+            let (by, y) = (row / SIDE * SIDE, row % SIDE);
+            a[(by + x) * n + (bx + y)] + shape
+        })
+        .collect();
+    compare("Shared2D::<f32, SIDE, SIDE> transpose", &out, &want)
 }

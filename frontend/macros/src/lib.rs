@@ -273,7 +273,12 @@ fn mir_text(body: &offload_mir::Body, names: &[String]) -> TokenStream2 {
             }
             Piece::Item { k, ty } => (k, ty),
         };
-        let name = format_ident!("{}", names[k as usize]);
+        // An item's name, or a tile's `ROWS * COLS` (`kernel_consts`).
+        let name = match syn::parse_str::<syn::Expr>(&names[k as usize]) {
+            Ok(syn::Expr::Path(p)) => p.into_token_stream(),
+            Ok(product) => quote! { (#product) },
+            Err(_) => unreachable!("item names are Rust expressions"),
+        };
         match ty {
             Some(t) if t.is_float() => {
                 format.push_str(&format!("{{:#x}}_{t}"));

@@ -244,7 +244,10 @@ mod tests {
         assert_eq!(region_3d(1, 2, 3, 4, 0).len(), region(Strategy::Linear3D));
         assert_eq!(indexed(1, 2, 3, 4).len(), region(Strategy::Indexed));
         assert_eq!(words_of(&Ty::Scalar(ScalarTy::I8)), 1);
-        assert_eq!(words_of(&Ty::Shared(ScalarTy::F32, Some(4))), 0);
+        assert_eq!(
+            words_of(&Ty::Shared(ScalarTy::F32, Some(crate::Param::Value(4)))),
+            0
+        );
         assert_eq!(
             PANIC_BUFFER_WORDS, 7,
             "the panic buffer is a memref<?xi64> of seven words"

@@ -507,7 +507,7 @@ impl SharedMemory {
         let mut views = vec![None; body.locals.len()];
         for (local, offset) in &layout.arrays {
             if let Ty::Shared(_, Some(n)) = body.locals[local.index()].ty {
-                views[local.index()] = Some((*offset, n as u64));
+                views[local.index()] = Some((*offset, n.number() as u64));
             }
         }
         for (i, decl) in body.locals.iter().enumerate() {

@@ -190,8 +190,9 @@ pub enum Ty {
     Atomic(ScalarTy),
     /// Workgroup (shared) memory local to a kernel: a `Shared<T, N>` array of `N`
     /// elements, or with `None` the launch's dynamic shared memory (`dyn_cache` bytes)
-    /// viewed as elements. Every thread of a workgroup sees the same memory.
-    Shared(ScalarTy, Option<u32>),
+    /// viewed as elements. Every thread of a workgroup sees the same memory. The length
+    /// may be an outside `const` item's ([`Param::Item`]) until the macro fills it in.
+    Shared(ScalarTy, Option<Param>),
 }
 
 impl Ty {
@@ -920,7 +921,7 @@ impl Body {
             if let Ty::Shared(e, Some(n)) = decl.ty {
                 let offset = layout.static_bytes.next_multiple_of(SHARED_ALIGN);
                 layout.arrays.push((Local(i as u32), offset));
-                layout.static_bytes = offset + n as usize * e.size_bytes();
+                layout.static_bytes = offset + n.number() as usize * e.size_bytes();
             }
         }
         layout.dynamic_offset = layout.static_bytes.next_multiple_of(SHARED_ALIGN);

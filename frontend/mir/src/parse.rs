@@ -409,7 +409,7 @@ impl Parser {
             let len = if self.eat_word("dyn") {
                 None
             } else {
-                Some(self.number("an element count or `dyn`")?)
+                Some(Param::Value(self.number("an element count or `dyn`")?))
             };
             self.expect(">")?;
             return Ok(Ty::Shared(e, len));

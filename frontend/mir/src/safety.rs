@@ -104,7 +104,14 @@ pub fn check_shared_races(body: &Body) -> Vec<SafetyError> {
 /// what was proven.
 fn verify(body: &Body) -> (Vec<SafetyError>, Vec<SafetyError>, Proven) {
     let mut errors = Vec::new();
-    let layout = body.shared_layout();
+    // Arrays sized by outside `const` items (the macro's translation) are measured where
+    // the kernel is linked, with the values filled in.
+    let sized = !(body.locals.iter()).any(|d| matches!(d.ty, Ty::Shared(_, Some(Param::Item(_)))));
+    let layout = if sized {
+        body.shared_layout()
+    } else {
+        Default::default()
+    };
     if layout.static_bytes > MAX_STATIC_SHARED_BYTES {
         let at = layout
             .arrays
@@ -593,7 +600,7 @@ impl Analysis<'_> {
                 self.values.intern(Expr::Opaque(b, i, 0))
             }
             Rvalue::Len(l) => match self.body.locals[l.index()].ty {
-                Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
+                Ty::Shared(_, Some(n)) => self.shared_len(n),
                 _ => self.values.intern(Expr::Len(*l)),
             },
             Rvalue::RegionIndex(l) => self.values.intern(Expr::RegionIndex(*l)),
@@ -667,9 +674,18 @@ impl Analysis<'_> {
         }
     }
 
+    /// A static shared array's length: its number, or the outside `const` item the
+    /// macro's translation still names (one value in every thread).
+    fn shared_len(&mut self, n: Param) -> Sym {
+        match n {
+            Param::Value(n) => self.values.usize(n as u128),
+            Param::Item(k) => self.values.constant(Const::Item(k, ScalarTy::Usize)),
+        }
+    }
+
     fn in_bounds(&mut self, state: &State, container: Local, index: Sym) -> bool {
         let len = match self.body.locals[container.index()].ty {
-            Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
+            Ty::Shared(_, Some(n)) => self.shared_len(n),
             _ => self.values.intern(Expr::Len(container)),
         };
         self.less(state, index, len)
@@ -840,7 +856,7 @@ impl Analysis<'_> {
         let rank = self.rank();
         let threads = self.workgroup_threads();
         let len = match self.body.locals[s.index()].ty {
-            Ty::Shared(_, Some(n)) => self.values.usize(n as u128),
+            Ty::Shared(_, Some(n)) => self.shared_len(n),
             _ => self.values.intern(Expr::Len(s)),
         };
         let per_thread = self.values.intern(Expr::Binary(BinOp::Div, len, threads));

@@ -403,7 +403,9 @@ fn fold_rvalue(body: &Body, rv: &Rvalue, state: &State) -> Option<Const> {
         Rvalue::RegionCoord(l, d) if beyond_rank(l, d) => Some(Const::Int(0, ScalarTy::Usize)),
         // A static shared array's length is its declared one.
         Rvalue::Len(l) => match body.locals.get(l.index()).map(|d| d.ty) {
-            Some(Ty::Shared(_, Some(n))) => Some(Const::Int(n as i128, ScalarTy::Usize)),
+            Some(Ty::Shared(_, Some(Param::Value(n)))) => {
+                Some(Const::Int(n as i128, ScalarTy::Usize))
+            }
             _ => None,
         },
         Rvalue::RegionExtent(l, d) | Rvalue::RegionEnd(l, d) if beyond_rank(l, d) => {

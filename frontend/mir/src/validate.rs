@@ -107,12 +107,14 @@ impl Validator<'_> {
         for (i, decl) in b.locals.iter().enumerate() {
             let is_arg = (1..=b.arg_count).contains(&i);
             let span = decl.debug.as_ref().map(|d| d.1).unwrap_or_default();
-            if let Ty::Region(
-                _,
-                Strategy::Chunked(Param::Item(_)) | Strategy::Stencil2D(Param::Item(_)),
-            ) = decl.ty
-                && !self.items
-            {
+            let item = matches!(
+                decl.ty,
+                Ty::Region(
+                    _,
+                    Strategy::Chunked(Param::Item(_)) | Strategy::Stencil2D(Param::Item(_))
+                ) | Ty::Shared(_, Some(Param::Item(_)))
+            );
+            if item && !self.items {
                 return self.err(None, span, UNFILLED.into());
             }
             match decl.ty {

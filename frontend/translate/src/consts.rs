@@ -1,6 +1,8 @@
 //! `const` items outside a kernel: which ones a kernel names (in its strategies and its
 //! body), and the values that tools reading sources without rustc can give them.
 
+use offload_mir::ScalarTy;
+
 /// Values of the `const` items a kernel names outside itself (`Chunked<COLS>`, `N` in its
 /// body), by name.
 pub type ConstValues = [(String, ConstValue)];
@@ -66,14 +68,41 @@ pub fn strategy_consts(sig: &syn::Signature) -> Vec<String> {
 
 /// The `const` items a kernel may name whose values only rustc knows: those its
 /// strategies name ([`strategy_consts`]), then the names in its body that look like
-/// constants (`DT`, `TILE_SIZE`: all capitals) and are used as values. A name the body
-/// declares itself is found there first; the rest take the values the caller gives
-/// ([`translate_instance_with`](crate::translate_instance_with)), as integer constants typed by their use, as a literal
-/// is.
+/// constants (`DT`, `TILE_SIZE`: all capitals) and are used as values or as the sizes of
+/// shared arrays (`Shared::<f32, TILE>`), and for a `Shared2D` tile sized so, the product
+/// of its rows and columns ([`tile_len`]). A name the body declares itself is found there
+/// first; the rest take the values the caller gives
+/// ([`translate_instance_with`](crate::translate_instance_with)), as integer constants
+/// typed by their use, as a literal is.
 pub fn kernel_consts(item: &syn::ItemFn) -> Vec<String> {
     use syn::visit::Visit;
     struct Names(Vec<String>);
+    impl Names {
+        fn add(&mut self, name: String) {
+            if !self.0.contains(&name) {
+                self.0.push(name);
+            }
+        }
+    }
     impl<'a> Visit<'a> for Names {
+        fn visit_path_segment(&mut self, s: &'a syn::PathSegment) {
+            let kind = s.ident.to_string();
+            if let ("Shared" | "Shared2D", syn::PathArguments::AngleBracketed(args)) =
+                (kind.as_str(), &s.arguments)
+            {
+                let sizes: Vec<&syn::GenericArgument> = args.args.iter().skip(1).collect();
+                let named: Vec<String> = sizes.iter().filter_map(|a| size_name(a)).collect();
+                for name in &named {
+                    self.add(name.clone());
+                }
+                if let [rows, cols] = sizes[..]
+                    && !named.is_empty()
+                {
+                    self.add(tile_len(rows, cols));
+                }
+            }
+            syn::visit::visit_path_segment(self, s);
+        }
         fn visit_expr_path(&mut self, p: &'a syn::ExprPath) {
             if let Some(id) = p.path.get_ident() {
                 let name = id.to_string();
@@ -91,6 +120,33 @@ pub fn kernel_consts(item: &syn::ItemFn) -> Vec<String> {
     let mut names = Names(strategy_consts(&item.sig));
     names.visit_block(&item.block);
     names.0
+}
+
+/// The `const` item a shared array's size argument names (`TILE` in `Shared::<f32,
+/// TILE>`, also `{ TILE }`), if it names one.
+pub(crate) fn size_name(arg: &syn::GenericArgument) -> Option<String> {
+    let path = match arg {
+        syn::GenericArgument::Type(syn::Type::Path(p)) if p.qself.is_none() => &p.path,
+        syn::GenericArgument::Const(syn::Expr::Path(p)) => &p.path,
+        syn::GenericArgument::Const(syn::Expr::Block(b)) => match &b.block.stmts[..] {
+            [syn::Stmt::Expr(syn::Expr::Path(p), None)] => &p.path,
+            _ => return None,
+        },
+        _ => return None,
+    };
+    let id = path.get_ident()?.to_string();
+    ScalarTy::from_name(&id).is_none().then_some(id)
+}
+
+/// The name under which the length of a `Shared2D` tile whose rows or columns are
+/// `const` items travels: the Rust expression `ROWS * COLS`, whose value rustc gives.
+pub(crate) fn tile_len(rows: &syn::GenericArgument, cols: &syn::GenericArgument) -> String {
+    use quote::ToTokens;
+    let text = |a: &syn::GenericArgument| match size_name(a) {
+        Some(name) => name,
+        None => a.to_token_stream().to_string(),
+    };
+    format!("{} * {}", text(rows), text(cols))
 }
 
 /// The value of a `const` item's initialiser when it is an integer literal, possibly

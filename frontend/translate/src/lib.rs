@@ -708,8 +708,8 @@ struct Translator {
     subst: Vec<(String, ScalarTy)>,
     /// The values of the `const` items its strategies name.
     consts: Vec<(String, ConstValue)>,
-    /// The columns of each `Shared2D` tile.
-    tile_cols: HashMap<Local, u64>,
+    /// The rows and columns of each `Shared2D` tile.
+    tiles: HashMap<Local, workgroup::TileShape>,
     /// Read-only arrays, which `Binding::Array` refers to.
     arrays: Vec<ArrayValues>,
     /// Closures bound to names, which `Binding::Closure` refers to.
@@ -762,7 +762,7 @@ impl Translator {
             closures: Vec::new(),
             array_writes: Vec::new(),
             known_ranges: HashMap::new(),
-            tile_cols: HashMap::new(),
+            tiles: HashMap::new(),
             flexible: HashMap::new(),
             learned: HashMap::new(),
             syn_spans: HashMap::new(),

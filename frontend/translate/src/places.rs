@@ -588,7 +588,7 @@ impl Translator {
         i: &syn::ExprIndex,
         shared: Local,
     ) -> Result<(Place, ScalarTy)> {
-        if self.tile_cols.contains_key(&shared) {
+        if self.tiles.contains_key(&shared) {
             return error(
                 e,
                 "a `Shared2D` tile is written with `tile.write(value)`, which fills the thread's own slot",
@@ -746,7 +746,7 @@ impl Translator {
         };
         let elem = match self.body.locals[base.index()].ty {
             Ty::Slice(e) => e,
-            Ty::Shared(..) if self.tile_cols.contains_key(&base) => {
+            Ty::Shared(..) if self.tiles.contains_key(&base) => {
                 return self.tile_read(base, &i.index, e.span());
             }
             Ty::Shared(..) => {
@@ -953,7 +953,7 @@ pub(super) struct Neighbour {
 }
 
 /// A strategy's number as a constant of type `ty`: its value, or the `const` item it names.
-fn param_const(p: Param, ty: ScalarTy) -> Const {
+pub(super) fn param_const(p: Param, ty: ScalarTy) -> Const {
     match p {
         Param::Value(n) => Const::Int(n as i128, ty),
         Param::Item(k) => Const::Item(k, ty),

@@ -66,15 +66,15 @@ impl Translator {
             );
         };
         let args: Vec<&syn::GenericArgument> = args.args.iter().collect();
-        let (elem, len, cols) = shared_shape(&kind, &args, ty_segment)?;
+        let (elem, len, tile) = self.shared_shape(&kind, &args, ty_segment)?;
         let elem = self.shared_element(elem, len, ty_segment)?;
         let l = self.declare(
             Ty::Shared(elem, len),
             id.mutability.is_some(),
             Some((&id.ident, id.ident.span())),
         );
-        if let Some(cols) = cols {
-            self.tile_cols.insert(l, cols);
+        if let Some(tile) = tile {
+            self.tiles.insert(l, tile);
         }
         self.bind(&id.ident, Binding::Local(l));
         Ok(true)
@@ -85,15 +85,16 @@ impl Translator {
     fn shared_element(
         &self,
         elem: &syn::Type,
-        len: Option<u32>,
+        len: Option<Param>,
         ty_segment: &syn::PathSegment,
     ) -> Result<ScalarTy> {
         let elem = super::scalar_type(elem, &self.subst)?;
         if elem == ScalarTy::Bool {
             return error(ty_segment, "shared memory holds numbers, not `bool`");
         }
+        // A length from a `const` item is checked where the kernel is linked.
         let limit = offload_mir::safety::MAX_STATIC_SHARED_BYTES;
-        if let Some(n) = len
+        if let Some(Param::Value(n)) = len
             && n as usize * elem.size_bytes() > limit
         {
             return error(
@@ -105,6 +106,85 @@ impl Translator {
             );
         }
         Ok(elem)
+    }
+
+    /// The generic arguments `args` of a `kind` (`Shared`, `Shared2D` or `DynShared`)
+    /// declaration, read: the element type, the length (`None` for `DynShared`), and the
+    /// rows and columns of a `Shared2D` tile. A size is a positive integer literal (or
+    /// literal arithmetic in braces) or a `const` item outside the kernel.
+    fn shared_shape<'a>(
+        &self,
+        kind: &str,
+        args: &[&'a syn::GenericArgument],
+        ty_segment: &syn::PathSegment,
+    ) -> Result<(&'a syn::Type, Option<Param>, Option<TileShape>)> {
+        match (kind, args) {
+            ("Shared2D", [syn::GenericArgument::Type(t), r, c]) => {
+                let (Some(rows), Some(cols)) = (self.size(r), self.size(c)) else {
+                    return error(
+                        ty_segment,
+                        "the rows and columns of a `Shared2D` tile must be positive integer literals or `const` items",
+                    );
+                };
+                let len = match (rows, cols) {
+                    (Param::Value(r), Param::Value(c)) => {
+                        let Some(len) = (r as u64)
+                            .checked_mul(c as u64)
+                            .filter(|n| *n <= u32::MAX as u64)
+                        else {
+                            return error(ty_segment, "this `Shared2D` tile is too large");
+                        };
+                        Param::Value(len as u32)
+                    }
+                    // Named by the product of its rows and columns (`kernel_consts`).
+                    _ => match self.named_size(&super::consts::tile_len(r, c)) {
+                        Some(len) => len,
+                        None => return error(ty_segment, "this `Shared2D` tile is too large"),
+                    },
+                };
+                Ok((t, Some(len), Some((rows, cols))))
+            }
+            ("Shared", [syn::GenericArgument::Type(t), n]) => {
+                let Some(len) = self.size(n) else {
+                    return error(
+                        n,
+                        "the length of a `Shared` array must be a positive integer literal (or literal arithmetic in braces) or a `const` item",
+                    );
+                };
+                Ok((t, Some(len), None))
+            }
+            ("DynShared", [syn::GenericArgument::Type(t)]) => Ok((t, None, None)),
+            _ => error(
+                ty_segment,
+                format!(
+                    "expected `{kind}::<T{}>`",
+                    if kind == "Shared" { ", N" } else { "" }
+                ),
+            ),
+        }
+    }
+
+    /// A shared array's size argument: a positive literal (or literal arithmetic), or a
+    /// `const` item outside the kernel.
+    fn size(&self, arg: &syn::GenericArgument) -> Option<Param> {
+        if let syn::GenericArgument::Const(e) = arg
+            && let Some(n) = const_usize(e)
+        {
+            return u32::try_from(n).ok().filter(|n| *n > 0).map(Param::Value);
+        }
+        self.named_size(&super::consts::size_name(arg)?)
+    }
+
+    /// The size a `const` item outside the kernel (or a tile's `ROWS * COLS`) gives: its
+    /// value, if known and a positive `u32`, or the item itself, whose value the macro
+    /// fills in (rustc then checks it).
+    fn named_size(&self, name: &str) -> Option<Param> {
+        let k = self.consts.iter().position(|(c, _)| c == name)?;
+        match self.consts[k].1 {
+            super::ConstValue::Int(v) => u32::try_from(v).ok().filter(|n| *n > 0).map(Param::Value),
+            super::ConstValue::Rustc => Some(Param::Item(k as u32)),
+            super::ConstValue::Float(_) => None,
+        }
     }
 
     pub(super) fn shared_receiver(&self, e: &syn::Expr) -> Option<Local> {
@@ -122,9 +202,9 @@ impl Translator {
     pub(super) fn shared_call(&mut self, m: &syn::ExprMethodCall, shared: Local) -> Result<Value> {
         let span = m.span();
         let name = m.method.to_string();
-        if let Some(&cols) = self.tile_cols.get(&shared) {
+        if let Some(&tile) = self.tiles.get(&shared) {
             let args: Vec<&syn::Expr> = m.args.iter().collect();
-            return self.tile_call(m, shared, cols, &name, &args);
+            return self.tile_call(m, shared, tile, &name, &args);
         }
         let elem = self.body.locals[shared.index()]
             .ty
@@ -192,14 +272,15 @@ impl Translator {
         &mut self,
         m: &syn::ExprMethodCall,
         tile: Local,
-        cols: u64,
+        (rows, cols): TileShape,
         name: &str,
         args: &[&syn::Expr],
     ) -> Result<Value> {
         let span = m.span();
         let usize_const = |v: u64| Operand::Const(Const::Int(v as i128, ScalarTy::Usize));
+        let param = |p: Param| Operand::Const(super::places::param_const(p, ScalarTy::Usize));
         let len = match self.body.locals[tile.index()].ty {
-            Ty::Shared(_, Some(n)) => n as u64,
+            Ty::Shared(_, Some(n)) => n,
             _ => unreachable!("tiles have a static length"),
         };
         match (name, args) {
@@ -218,7 +299,7 @@ impl Translator {
                 let width = position(self, Position::WorkgroupSize, 0);
                 let fits = self.assign_temp(
                     ScalarTy::Bool,
-                    Rvalue::BinaryOp(BinOp::Le, width, usize_const(cols)),
+                    Rvalue::BinaryOp(BinOp::Le, width, param(cols)),
                     span,
                 );
                 self.assert(
@@ -243,7 +324,7 @@ impl Translator {
                 );
                 let row = self.assign_temp(
                     ScalarTy::Usize,
-                    Rvalue::BinaryOp(BinOp::Mul, y, usize_const(cols)),
+                    Rvalue::BinaryOp(BinOp::Mul, y, param(cols)),
                     span,
                 );
                 let slot =
@@ -252,9 +333,9 @@ impl Translator {
                 self.push(Place::element(tile, index), Rvalue::Use(value), span);
                 Ok(None)
             }
-            ("rows", []) => Ok(Some((usize_const(len / cols), ScalarTy::Usize))),
-            ("cols", []) => Ok(Some((usize_const(cols), ScalarTy::Usize))),
-            ("len", []) => Ok(Some((usize_const(len), ScalarTy::Usize))),
+            ("rows", []) => Ok(Some((param(rows), ScalarTy::Usize))),
+            ("cols", []) => Ok(Some((param(cols), ScalarTy::Usize))),
+            ("len", []) => Ok(Some((param(len), ScalarTy::Usize))),
             _ => error(
                 &m.method,
                 format!(
@@ -273,7 +354,7 @@ impl Translator {
         index: &syn::Expr,
         span: SynSpan,
     ) -> Result<(Place, ScalarTy)> {
-        let cols = self.tile_cols[&tile];
+        let (_, cols) = self.tiles[&tile];
         let syn::Expr::Tuple(pair) = super::syntax::strip_parens(index) else {
             return error(index, "a `Shared2D` tile is indexed by `(row, column)`");
         };
@@ -282,7 +363,7 @@ impl Translator {
         };
         let (r, _) = self.scalar_expr(r, Some(ScalarTy::Usize))?;
         let (c, _) = self.scalar_expr(c, Some(ScalarTy::Usize))?;
-        let cols_const = Operand::Const(Const::Int(cols as i128, ScalarTy::Usize));
+        let cols_const = Operand::Const(super::places::param_const(cols, ScalarTy::Usize));
         let c = self.as_local(c, ScalarTy::Usize, span);
         self.bounds_check(c, cols_const, span);
         let row_start = self.assign_temp(
@@ -460,7 +541,7 @@ impl Translator {
             return l;
         }
         let slots = offload_mir::abi::MAX_WORKGROUP_THREADS;
-        let l = self.declare(Ty::Shared(elem, Some(slots)), true, None);
+        let l = self.declare(Ty::Shared(elem, Some(Param::Value(slots))), true, None);
         self.reduction_scratch.push((elem, l));
         l
     }
@@ -541,57 +622,11 @@ impl Translator {
     }
 }
 
+/// The rows and columns of a `Shared2D` tile.
+pub(super) type TileShape = (Param, Param);
+
 /// The shared-memory types a kernel declares with `::new()`.
 pub(super) const SHARED_KINDS: [&str; 3] = ["Shared", "DynShared", "Shared2D"];
-
-/// The generic arguments `args` of a `kind` (`Shared`, `Shared2D` or `DynShared`)
-/// declaration, read: the element type, the length (`None` for `DynShared`), and the
-/// columns of a `Shared2D` tile.
-fn shared_shape<'a>(
-    kind: &str,
-    args: &[&'a syn::GenericArgument],
-    ty_segment: &syn::PathSegment,
-) -> Result<(&'a syn::Type, Option<u32>, Option<u64>)> {
-    let positive = |n: &syn::GenericArgument| match n {
-        syn::GenericArgument::Const(e) => const_usize(e).filter(|n| *n > 0),
-        _ => None,
-    };
-    match (kind, args) {
-        ("Shared2D", [syn::GenericArgument::Type(t), r, c]) => {
-            let (Some(rows), Some(c)) = (positive(r), positive(c)) else {
-                return error(
-                    ty_segment,
-                    "the rows and columns of a `Shared2D` tile must be positive integer literals",
-                );
-            };
-            let Some(len) = rows.checked_mul(c).filter(|n| *n <= u32::MAX as u64) else {
-                return error(ty_segment, "this `Shared2D` tile is too large");
-            };
-            Ok((t, Some(len as u32), Some(c)))
-        }
-        ("Shared", [syn::GenericArgument::Type(t), n]) => {
-            let len = match n {
-                syn::GenericArgument::Const(e) => const_usize(e),
-                _ => None,
-            };
-            let Some(len) = len.filter(|n| *n > 0 && *n <= u32::MAX as u64) else {
-                return error(
-                    n,
-                    "the length of a `Shared` array must be a positive integer literal (or literal arithmetic in braces)",
-                );
-            };
-            Ok((t, Some(len as u32), None))
-        }
-        ("DynShared", [syn::GenericArgument::Type(t)]) => Ok((t, None, None)),
-        _ => error(
-            ty_segment,
-            format!(
-                "expected `{kind}::<T{}>`",
-                if kind == "Shared" { ", N" } else { "" }
-            ),
-        ),
-    }
-}
 
 /// A `Shared` length: an integer literal, or `+`, `-`, `*` of them, in braces or not.
 fn const_usize(e: &syn::Expr) -> Option<u64> {

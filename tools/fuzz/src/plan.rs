@@ -264,7 +264,7 @@ fn declare_shared(rng: &mut Rng, b: &mut Builder, plan: &mut Plan, broken: Optio
     for _ in 0..statics {
         let (elem, slots) = (numeric(rng), rng.u64(1..=2));
         let len = (slots * threads + rng.u64(0..=3)) as u32;
-        let local = b.local(Ty::Shared(elem, Some(len)));
+        let local = b.local(Ty::Shared(elem, Some(offload_mir::Param::Value(len))));
         plan.shared.push(SharedArr { local, elem, slots });
     }
     if rng.u32(0..3) == 0 {

@@ -322,7 +322,11 @@ impl Analysis<'_> {
             }
             _ => return None,
         };
-        self.values.const_bits(c)?;
+        // A constant, or an outside `const` item the macro's translation still names (a
+        // constant whose value rustc gives; the check runs again once it is filled in).
+        if self.values.const_bits(c).is_none() && !matches!(self.values.get(c), Expr::Item(..)) {
+            return None;
+        }
         let one = |v: &super::Values, s: Sym| v.const_bits(s) == Some((1, ScalarTy::Usize));
         let flat = self.equal_by_fact(state, depth, one);
         let narrow = state.facts.iter().any(|&(f, holds)| {
