@@ -97,6 +97,7 @@ macro_rules! for_each_case {
         $m!(sub_slices_of_read_only_slices);
         $m!(device_functions_returning_tuples);
         $m!(shared_sizes_from_const_items);
+        $m!(let_else_and_while_let);
     };
 }
 
@@ -4644,4 +4645,46 @@ pub fn shared_sizes_from_const_items(o: LaunchOptions) -> CaseResult {
         })
         .collect();
     compare("Shared2D::<f32, SIDE, SIDE> transpose", &out, &want)
+}
+
+/// `let ... else` over a region's element and a slice's: the last element has no
+/// successor and is set to -1; each element also sums up to four successors, stopping at
+/// the end.
+#[offload_kernel]
+fn let_else_forms(mut y: Region<f32, Linear1D>, x: &[f32]) {
+    let i = y.index();
+    let mut ahead = 0.0f32;
+    for k in 1..5 {
+        let Some(&w) = x.get(i + k) else {
+            break;
+        };
+        ahead += w;
+    }
+    let Some(&next) = x.get(i + 1) else {
+        if let Some(v) = y.get_mut() {
+            *v = -1.0;
+        }
+        return;
+    };
+    let Some(v) = y.get_mut() else {
+        return;
+    };
+    *v = x[i] + next + ahead * 0.5;
+}
+
+pub fn let_else_and_while_let(o: LaunchOptions) -> CaseResult {
+    let n = 300;
+    let x: Vec<f32> = (0..n).map(|i| (i % 13) as f32).collect();
+    let mut y = vec![0f32; n];
+    let_else_forms(o, &mut y, &x).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..n)
+        .map(|i| {
+            if i + 1 >= n {
+                return -1.0;
+            }
+            let ahead: f32 = (1..5).filter(|k| i + k < n).map(|k| x[i + k]).sum();
+            x[i] + x[i + 1] + ahead * 0.5
+        })
+        .collect();
+    compare("let ... else", &y, &want)
 }

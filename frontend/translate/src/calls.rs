@@ -189,7 +189,12 @@ impl Translator {
         let span = m.method.span();
         let name = m.method.to_string();
         if let Some(t) = &m.turbofish {
-            return error(t, "turbofish is not supported on kernel methods");
+            return error(
+                t,
+                format!(
+                    "`{name}::<..>`: kernel methods take no type arguments (only the reductions `sum::<T>()` and `product::<T>()` do); give the type where the value is bound: `let v: f32 = ..;`"
+                ),
+            );
         }
         if let Some(atomic) = self.atomic_receiver(&m.receiver) {
             return self.atomic_call(m, atomic);

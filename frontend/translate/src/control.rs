@@ -93,11 +93,6 @@ impl Translator {
             syn::Pat::Type(t) => (&*t.pat, Some(scalar_type(&t.ty, &self.subst)?)),
             other => (other, None),
         };
-        if let Some(init) = &local.init
-            && let Some((_, diverge)) = &init.diverge
-        {
-            return error(diverge, "`let ... else` is not supported in kernels");
-        }
         match pat {
             syn::Pat::Ident(id) if id.by_ref.is_none() && id.subpat.is_none() => {
                 let init = local.init.as_ref().map(|i| &*i.expr);
@@ -276,9 +271,6 @@ impl Translator {
 
     pub(super) fn while_loop(&mut self, w: &syn::ExprWhile) -> Result<Value> {
         let span = w.while_token.span;
-        if let syn::Expr::Let(l) = &*w.cond {
-            return error(l, "`while let` is not supported in kernels");
-        }
         let (head, body, exit) = (self.new_block(), self.new_block(), self.new_block());
         self.goto(head, span);
         self.current = Some(head);

@@ -172,7 +172,10 @@ impl Translator {
             }
             syn::Expr::Block(b) => {
                 if let Some(label) = &b.label {
-                    return error(label, "labelled blocks are not supported in kernels yet");
+                    return error(
+                        label,
+                        "labelled blocks are not supported in kernels; a labelled `loop` that ends in `break` does the same: `'done: loop { ..; break 'done; }`",
+                    );
                 }
                 if b.block.stmts.is_empty() {
                     return Ok(None);
@@ -355,7 +358,13 @@ impl Translator {
                     ty,
                 )))
             }
-            _ => error(e, "this unary operator is not supported in kernels"),
+            op => error(
+                e,
+                format!(
+                    "the unary operator `{}` is not supported here; kernels take `-x`, `!x`, and `*v` of a region's element (`get_mut()`) or a binding to one",
+                    quote::ToTokens::to_token_stream(&op)
+                ),
+            ),
         }
     }
 
@@ -480,7 +489,13 @@ impl Translator {
             return self.short_circuit(b).map(Some);
         }
         let Some((op, compound)) = binop(&b.op) else {
-            return error(b.op, "this operator is not supported in kernels");
+            return error(
+                b.op,
+                format!(
+                    "the operator `{}` is not supported in kernels",
+                    quote::ToTokens::to_token_stream(&b.op)
+                ),
+            );
         };
         if compound {
             let (place, ty) = self.assignable_place(&b.left)?;

@@ -39,6 +39,7 @@ mod expr;
 mod for_loops;
 pub mod gather;
 mod inference;
+mod let_else;
 mod methods;
 mod places;
 mod reductions;
@@ -450,6 +451,13 @@ pub fn translate_device(item: &syn::ItemFn, file: &str, subst: &Substitution) ->
     }
 }
 
+/// The syntax rewrites a body gets before it is translated: `while let` and `let ... else`
+/// become `loop` and `if let` (see `let_else`), and tuple and range locals one local per
+/// part (see `split_locals`).
+fn rewrite_syntax(item: &syn::ItemFn) -> Result<syn::ItemFn> {
+    split_locals::split(&let_else::rewrite(item))
+}
+
 fn translate_body(
     item: &syn::ItemFn,
     file: &str,
@@ -498,8 +506,7 @@ fn translate_body(
         BodyKind::Kernel => instance_name(&sig.ident.to_string(), subst),
         BodyKind::Device => sig.ident.to_string(),
     };
-    // Tuple and range locals become one local per part (see `split_locals`).
-    let split = split_locals::split(item)?;
+    let split = rewrite_syntax(item)?;
     let item = &split;
     // Inference runs first, over the syntax, so translation reads the body once. Where
     // a binding meets a use the inference pass does not model (it models what the

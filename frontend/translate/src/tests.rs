@@ -41,7 +41,7 @@ fn conformance_kernels_are_translated_once() {
     });
     for item in parts.collect::<Vec<_>>().iter() {
         // As `translate_body` does first.
-        let item = &crate::split_locals::split(item).expect("tuple and range locals split");
+        let item = &crate::rewrite_syntax(item).expect("the syntax rewrites apply");
         let device = item
             .attrs
             .iter()
