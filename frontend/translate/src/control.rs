@@ -1,7 +1,7 @@
 //! Control flow and statements: blocks, `let` and `const`, `if`, `match` with its
 //! patterns, `while`/`loop` and `break`/`continue` (`for` is in `for_loops`).
 
-use super::syntax::strip_parens;
+use super::syntax::{expression_text, strip_parens};
 use super::types::scalar_type;
 use super::{Binding, LoopTarget, LoopValue, Result, Translator, Value, error, position};
 use offload_mir::*;
@@ -142,10 +142,24 @@ impl Translator {
                 &r.len,
                 format!("arrays in kernels have at most {MOST} elements"),
             ),
-            None => error(
-                &r.len,
-                "an array's length is an integer literal or a `const` item here",
-            ),
+            // An outside item's value reaches the kernel only where the macro builds its
+            // descriptor, after translation; the thread's arrays need it before.
+            None if self
+                .outer_const(match &*r.len {
+                    syn::Expr::Path(p) => &p.path,
+                    _ => return error(&r.len, ARRAY_LENGTH),
+                })
+                .is_some() =>
+            {
+                error(
+                    &r.len,
+                    format!(
+                        "{ARRAY_LENGTH}; a `const` item outside the kernel sizes `Shared` arrays and strategies, but not the thread's own arrays, which are held element by element: declare it in the kernel (`const {0}: usize = ..;`) or write the number",
+                        expression_text(&r.len)
+                    ),
+                )
+            }
+            None => error(&r.len, ARRAY_LENGTH),
         }
     }
 
@@ -616,3 +630,7 @@ fn break_values<'b>(body: &'b syn::Block, label: Option<&str>) -> Vec<&'b syn::E
     breaks.visit_block(body);
     breaks.found
 }
+
+/// What the length of an array the thread holds may be.
+const ARRAY_LENGTH: &str =
+    "an array's length is an integer literal or a `const` item declared in the kernel";
