@@ -156,6 +156,8 @@ constructs! {
     Match,
     Matches,
     EarlyReturn,
+    /// `while let Some(&w) = x.get(k)`, or a `loop` that starts with `let ... else`.
+    LetElse,
     LoopValue,
     Consts,
     SliceIndexing,

@@ -178,6 +178,9 @@ impl Src<'_> {
     }
 
     pub(super) fn while_loop(&mut self) {
+        if self.rng.u32(0..3) == 0 {
+            return self.while_let();
+        }
         self.note(Construct::WhileLoops);
         let k = self.fresh("c");
         self.line(&format!("let mut {k} = 0u32;"));
@@ -188,6 +191,33 @@ impl Src<'_> {
             if s.rng.u32(0..3) == 0 {
                 s.line(&format!("if {k} == 2 {{ continue; }}"));
             }
+            s.block();
+        });
+        self.line("}");
+    }
+
+    /// A walk over `x` from an index, five elements a step, as `while let` or as a `loop`
+    /// that starts with `let ... else { break; }`: the step comes first, so a `continue`
+    /// in the body cannot stop it.
+    fn while_let(&mut self) {
+        self.note(Construct::LetElse);
+        let (k, w) = (self.fresh("k"), self.fresh("w"));
+        let (start, _) = self.index_expr();
+        self.line(&format!("let mut {k} = {start};"));
+        if self.rng.bool() {
+            self.line(&format!("while let Some(&{w}) = x.get({k}) {{"));
+        } else {
+            self.line("loop {");
+            self.line(&format!("let Some(&{w}) = x.get({k}) else {{ break; }};"));
+        }
+        self.scoped(true, |s| {
+            s.line(&format!("{k} += 5;"));
+            s.vars.push(Var {
+                name: w.clone(),
+                ty: T::F32,
+                varying: true,
+                mutable: false,
+            });
             s.block();
         });
         self.line("}");
