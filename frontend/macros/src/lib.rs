@@ -277,7 +277,13 @@ fn mir_text(body: &offload_mir::Body, names: &[String]) -> TokenStream2 {
         let name = match syn::parse_str::<syn::Expr>(&names[k as usize]) {
             Ok(syn::Expr::Path(p)) => p.into_token_stream(),
             Ok(product) => quote! { (#product) },
-            Err(_) => unreachable!("item names are Rust expressions"),
+            Err(_) => {
+                let message = format!(
+                    "the size `{}` of a shared array could not be carried into the kernel; name it with a `const` item",
+                    names[k as usize]
+                );
+                return quote! { ::core::compile_error!(#message) };
+            }
         };
         match ty {
             Some(t) if t.is_float() => {
@@ -309,7 +315,7 @@ fn mir_text(body: &offload_mir::Body, names: &[String]) -> TokenStream2 {
                     "`{name}` does not fit the `{t}` it is used as in the kernel (outside `const` items are typed by their use, as literals are: give the use the item's type, as in `let n: i64 = {name};`)"
                 );
                 checks.push(quote! {
-                    const _: () = assert!((#name as i128) >= #min && (#name as i128) <= #max, #message);
+                    const _: () = assert!((#name as i128) >= #min && (#name as i128) <= #max, "{}", #message);
                 });
             }
         }
