@@ -152,3 +152,35 @@ fn outside_const_items_are_referred_to_and_filled_in() {
     offload_mir::validate(&parsed).expect("and validates");
     assert_eq!(parsed.to_string(), from_source.to_string());
 }
+
+/// A `Shared2D` tile sized by an outside `const` item travels with its length as the
+/// Rust expression `ROWS * COLS`, which a tool that read the item's value multiplies out.
+#[test]
+fn tiles_sized_by_outside_const_items_name_their_length() {
+    let item: syn::ItemFn = syn::parse_quote! {
+        #[offload_kernel]
+        fn k(mut y: Region<f32, Linear1D>) {
+            let mut tile = Shared2D::<f32, { 2 * 2 }, SIDE>::new();
+            tile.write(1.0);
+            sync_threads();
+            if let Some(v) = y.get_mut() {
+                *v = tile[(0, 1)] + tile.len() as f32;
+            }
+        }
+    };
+    let names = kernel_consts(&item);
+    assert_eq!(names, ["SIDE", "{ 2 * 2 } * SIDE"]);
+    let rustc: Vec<(String, ConstValue)> = names
+        .iter()
+        .map(|n| (n.clone(), ConstValue::Rustc))
+        .collect();
+    let body = translate_instance_with(&item, "k.rs", &[], &rustc).expect("translates");
+    let text = body.to_string();
+    assert!(text.contains("Shared<f32, {item 1}>"), "{text}");
+    let known = [
+        ("SIDE".to_string(), ConstValue::Int(8)),
+        ("{ 2 * 2 } * SIDE".to_string(), ConstValue::Int(32)),
+    ];
+    let body = translate_instance_with(&item, "k.rs", &[], &known).expect("translates");
+    assert!(body.to_string().contains("Shared<f32, 32>"));
+}
