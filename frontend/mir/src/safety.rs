@@ -112,6 +112,17 @@ fn verify(body: &Body) -> (Vec<SafetyError>, Vec<SafetyError>, Proven) {
     } else {
         Default::default()
     };
+    // A length from a `const` item may be 0, which a literal may not.
+    for decl in &body.locals {
+        if let Ty::Shared(_, Some(Param::Value(0))) = decl.ty {
+            errors.push(SafetyError {
+                block: BasicBlock::ENTRY,
+                span: decl.debug.as_ref().map(|d| d.1).unwrap_or_default(),
+                message: "a `Shared` array holds at least one element; this one is declared with 0"
+                    .into(),
+            });
+        }
+    }
     if layout.static_bytes > MAX_STATIC_SHARED_BYTES {
         let at = layout
             .arrays
