@@ -200,6 +200,33 @@ fn dynamic_shared_memory_past_the_limit_is_refused() {
     );
 }
 
+/// A `const` item may size a `Shared` array at 0, which a literal may not.
+const NONE: usize = 0;
+
+#[offload_kernel]
+fn empty_shared(mut y: Region<f32, Linear1D>) {
+    let mut nothing = Shared::<f32, NONE>::new();
+    nothing.write(1.0);
+    sync_threads();
+    if let Some(o) = y.get_mut() {
+        *o = nothing.len() as f32;
+    }
+}
+
+/// A `Shared` array that a `const` item sizes at 0 is refused where the kernel is linked,
+/// and the launch's data stay as they were.
+#[test]
+fn shared_arrays_sized_at_zero_by_an_item_are_refused() {
+    let mut y = vec![5f32; 64];
+    let err = empty_shared(cpu(), &mut y).unwrap_err();
+    assert!(
+        err.to_string()
+            .ends_with("a `Shared` array holds at least one element; this one is declared with 0"),
+        "{err}"
+    );
+    assert_eq!(y, vec![5f32; 64]);
+}
+
 #[offload_kernel]
 fn copy_stencil(mut out: Region<f32, Linear2D>, img: Region<f32, Stencil2D<1>>) {
     let p = img.get_clamped(0, 1);

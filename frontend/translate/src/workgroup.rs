@@ -176,12 +176,13 @@ impl Translator {
     }
 
     /// The size a `const` item outside the kernel (or a tile's `ROWS * COLS`) gives: its
-    /// value, if known and a positive `u32`, or the item itself, whose value the macro
-    /// fills in (rustc then checks it).
+    /// value, if known and a `u32`, or the item itself, whose value the macro fills in
+    /// (rustc then checks it fits). A 0 is refused where the kernel is linked, on either
+    /// path, as the macro's cannot know it sooner.
     fn named_size(&self, name: &str) -> Option<Param> {
         let k = self.consts.iter().position(|(c, _)| c == name)?;
         match self.consts[k].1 {
-            super::ConstValue::Int(v) => u32::try_from(v).ok().filter(|n| *n > 0).map(Param::Value),
+            super::ConstValue::Int(v) => u32::try_from(v).ok().map(Param::Value),
             super::ConstValue::Rustc => Some(Param::Item(k as u32)),
             super::ConstValue::Float(_) => None,
         }
