@@ -114,7 +114,6 @@ unsafe extern "C" {
     fn LLVMSetTarget(module: Module, triple: *const c_char);
     fn LLVMSetModuleDataLayout(module: Module, layout: TargetData);
 
-    fn LLVMParseCommandLineOptions(argc: i32, argv: *const *const c_char, overview: *const c_char);
     fn LLVMGetDefaultTargetTriple() -> *mut c_char;
     fn LLVMGetHostCPUName() -> *mut c_char;
     fn LLVMGetHostCPUFeatures() -> *mut c_char;
@@ -774,18 +773,4 @@ pub fn load_object(object: &[u8], symbol: &str) -> Result<u64, LowerError> {
         linker.loaded.insert(symbol.to_string(), address);
         Ok(address)
     }
-}
-
-/// Makes NVPTX address shared (and local and constant) memory with 32-bit pointers, as
-/// nvcc does: an address in a workgroup's shared memory then takes one register, not two,
-/// and its arithmetic one instruction. LLVM keeps the choice in a process-wide option
-/// (`-nvptx-short-ptr`), which it reads when it makes an NVPTX target machine; set once.
-pub(crate) fn use_short_nvptx_pointers() {
-    static SET: Once = Once::new();
-    SET.call_once(|| {
-        let args = [c"offload".as_ptr(), c"-nvptx-short-ptr".as_ptr()];
-        // SAFETY: two NUL-terminated strings that outlive the call; LLVM copies what
-        // it keeps. `Once` makes it the only call of this process.
-        unsafe { LLVMParseCommandLineOptions(2, args.as_ptr(), std::ptr::null()) };
-    });
 }

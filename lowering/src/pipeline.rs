@@ -430,7 +430,6 @@ impl Session {
 
     /// LLVM/NVVM dialects → PTX text.
     pub fn to_ptx(&self, module: &mut Module<'_>) -> Result<String, LowerError> {
-        crate::llvm::use_short_nvptx_pointers();
         self.run(
             module,
             "ptx",
