@@ -11,13 +11,32 @@ use std::{env, path::PathBuf, process::Command};
 fn main() {
     println!("cargo:rerun-if-env-changed=MLIR_SYS_LINK_SHARED");
     println!("cargo:rerun-if-env-changed=MLIR_SYS_220_PREFIX");
-    if env::var("MLIR_SYS_LINK_SHARED").as_deref() != Ok("1") {
+    let shared = env::var("MLIR_SYS_LINK_SHARED").as_deref() == Ok("1");
+    warn_on_a_changed_mode(shared);
+    if !shared {
         return;
     }
     if let Err(message) = gather_c_api() {
         eprintln!("offload-dialect: {message}");
         std::process::exit(1);
     }
+}
+
+/// `mlir-sys` does not rebuild when `MLIR_SYS_LINK_SHARED` changes, so a target directory
+/// built in one mode keeps linking MLIR that way: say so when this script sees the mode
+/// change (it reruns then, and remembers the mode it last saw in its `OUT_DIR`).
+fn warn_on_a_changed_mode(shared: bool) {
+    let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
+    let seen = out_dir.join("link-mode");
+    let mode = if shared { "shared" } else { "static" };
+    if let Ok(before) = std::fs::read_to_string(&seen)
+        && before != mode
+    {
+        println!(
+            "cargo:warning=MLIR_SYS_LINK_SHARED changed ({before} -> {mode}) in a target directory built before: mlir-sys does not rebuild for it and keeps the link it was first built with; run `cargo clean -p mlir-sys`, or use a target directory of its own for each mode"
+        );
+    }
+    let _ = std::fs::write(&seen, mode);
 }
 
 fn gather_c_api() -> Result<(), String> {
