@@ -17,7 +17,7 @@ impl Translator {
         then_bb: BasicBlock,
         else_bb: BasicBlock,
     ) -> Result<BasicBlock> {
-        const FORM: &str = "the supported `if let`s are `if let Some(v) = region.get_mut()`, `if let Some(v) = stencil.get(dr, dc)` and `if let Some(&v) = slice.get(i)` (or `slice.first()`, `slice.last()`)";
+        const FORM: &str = "the supported `if let`s (and `let ... else`s and `while let`s, which take the same patterns) are `if let Some(v) = region.get_mut()`, `if let Some(v) = stencil.get(dr, dc)` and `if let Some(&v) = slice.get(i)` (or `slice.first()`, `slice.last()`)";
         let syn::Pat::TupleStruct(ts) = &*l.pat else {
             return error(&l.pat, FORM);
         };
