@@ -712,14 +712,22 @@ impl Translator {
             Some(Binding::Closure(_)) => {
                 error(e, format!("`{id}` is a closure; call it (`{id}(..)`)"))
             }
-            None => error(e, format!("cannot find `{id}` in this kernel")),
+            None => error(
+                e,
+                format!(
+                    "cannot find `{id}` in this kernel: a kernel sees its parameters, what it declares, the module's integer and float `const` items and `#[offload_device]` functions; pass other values as parameters"
+                ),
+            ),
         }
     }
 
     /// `x[i]` of a chunk, an array, a shared array or tile, or a slice (bounds-checked).
     fn index_place(&mut self, e: &syn::Expr, i: &syn::ExprIndex) -> Result<(Place, ScalarTy)> {
         let syn::Expr::Path(p) = &*i.expr else {
-            return error(&i.expr, "only slice parameters can be indexed");
+            return error(
+                &i.expr,
+                "only a name is indexed in kernels (a slice parameter, a chunk, an array, a shared array: `x[i]`); bind this value to a name first",
+            );
         };
         let target = p.path.get_ident().and_then(|id| self.lookup(id));
         if let Some(Binding::Window { base, start, len }) = target {
@@ -742,7 +750,10 @@ impl Translator {
             );
         }
         let Some(Binding::Local(base)) = target else {
-            return error(&i.expr, "only slice parameters can be indexed");
+            return error(
+                &i.expr,
+                "this cannot be indexed: indexing takes slice parameters, chunks, arrays and shared arrays",
+            );
         };
         let elem = match self.body.locals[base.index()].ty {
             Ty::Slice(e) => e,
