@@ -4595,6 +4595,25 @@ fn reverse_blocks(mut y: Region<f32, Linear1D>, x: &[f32]) {
     }
 }
 
+/// A `const` declared in the kernel hides the module's of that name, as a shared size too:
+/// each workgroup of 32 threads sums its block of 32 through `Shared::<f32, BLOCK>`, and
+/// adds the array's length, 32, times 1000.
+#[offload_kernel]
+fn sum_inner_blocks(mut y: Region<f32, Linear1D>, x: &[f32]) {
+    const BLOCK: usize = 32;
+    let mut block = Shared::<f32, BLOCK>::new();
+    let i = y.index();
+    block.write(if i < x.len() { x[i] } else { 0.0 });
+    sync_threads();
+    let mut total = 0.0f32;
+    for k in 0..block.len() {
+        total += block[k];
+    }
+    if let Some(o) = y.get_mut() {
+        *o = total + block.len() as f32 * 1000.0;
+    }
+}
+
 /// Transposes `SIDE`×`SIDE` blocks through a `Shared2D::<f32, SIDE, SIDE>` tile, and
 /// reads its rows, columns and length.
 #[offload_kernel]
@@ -4625,6 +4644,21 @@ pub fn shared_sizes_from_const_items(o: LaunchOptions) -> CaseResult {
         .map(|i| x[i / BLOCK * BLOCK + BLOCK - 1 - i % BLOCK] + BLOCK as f32)
         .collect();
     compare("Shared::<f32, BLOCK> reversal", &y, &want)?;
+    let mut sums = vec![0f32; n];
+    let inner = LaunchOptions {
+        workgroup_dim: Some([(n / 32) as u32, 1, 1]),
+        thread_dim: Some([32, 1, 1]),
+        ..o
+    };
+    sum_inner_blocks(inner, &mut sums, &x).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..n)
+        .map(|i| x[i / 32 * 32..i / 32 * 32 + 32].iter().sum::<f32>() + 32000.0)
+        .collect();
+    compare(
+        "a Shared size from a const declared in the kernel",
+        &sums,
+        &want,
+    )?;
 
     let n = 3 * SIDE;
     let a: Vec<f32> = (0..n * n).map(|i| i as f32).collect();

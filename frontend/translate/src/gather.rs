@@ -86,16 +86,21 @@ struct Marked<'a> {
 }
 
 /// Collects the marked functions of a file, in modules and function bodies too, and its
-/// integer `const` items (what strategies such as `Chunked<COLS>` and bodies may name).
+/// integer `const` items outside functions (what strategies such as `Chunked<COLS>` and
+/// bodies may name; one declared in a function is that function's, as in Rust).
 struct Collect<'a> {
     file: &'a str,
     found: Vec<Marked<'a>>,
     consts: Vec<(String, ConstValue)>,
+    /// How many functions the visit is inside.
+    in_functions: usize,
 }
 
 impl<'a> Visit<'a> for Collect<'a> {
     fn visit_item_const(&mut self, item: &'a syn::ItemConst) {
-        if let Some(value) = crate::const_value(&item.expr) {
+        if self.in_functions == 0
+            && let Some(value) = crate::const_value(&item.expr)
+        {
             self.consts.push((item.ident.to_string(), value));
         }
         syn::visit::visit_item_const(self, item);
@@ -114,7 +119,9 @@ impl<'a> Visit<'a> for Collect<'a> {
                 kernel: marker("offload_kernel"),
             });
         }
+        self.in_functions += 1;
         syn::visit::visit_item_fn(self, item);
+        self.in_functions -= 1;
     }
 }
 
@@ -142,6 +149,7 @@ pub fn gather(sources: &[Source<'_>]) -> Result<Gathered, GatherError> {
             file: source.name,
             found: Vec::new(),
             consts: Vec::new(),
+            in_functions: 0,
         };
         collect.visit_file(source.syntax);
         marked.extend(collect.found);

@@ -136,7 +136,16 @@ impl Translator {
                         };
                         Param::Value(len as u32)
                     }
-                    // Named by the product of its rows and columns (`kernel_consts`).
+                    // Named by the product of its rows and columns (`kernel_consts`),
+                    // which rustc evaluates where the items are: both outside the kernel.
+                    (Param::Value(_), _) | (_, Param::Value(_))
+                        if [r, c].into_iter().any(|a| self.declared_here(a)) =>
+                    {
+                        return error(
+                            ty_segment,
+                            "the rows and columns of this `Shared2D` tile come from a `const` item declared in the kernel and one outside it; declare both in the same place",
+                        );
+                    }
                     _ => match self.named_size(&super::consts::tile_len(r, c)) {
                         Some(len) => len,
                         None => return error(ty_segment, "this `Shared2D` tile is too large"),
@@ -164,7 +173,8 @@ impl Translator {
         }
     }
 
-    /// A shared array's size argument: a positive literal (or literal arithmetic), or a
+    /// A shared array's size argument: a positive literal (or literal arithmetic), a
+    /// `const` item declared in the kernel (which hides one of the module's name), or a
     /// `const` item outside the kernel.
     fn size(&self, arg: &syn::GenericArgument) -> Option<Param> {
         if let syn::GenericArgument::Const(e) = arg
@@ -172,7 +182,24 @@ impl Translator {
         {
             return u32::try_from(n).ok().filter(|n| *n > 0).map(Param::Value);
         }
-        self.named_size(&super::consts::size_name(arg)?)
+        let name = super::consts::size_name(arg)?;
+        let ident = syn::Ident::new(&name, proc_macro2::Span::call_site());
+        match self.lookup(&ident) {
+            Some(Binding::Local(l)) => match self.known_ranges.get(&l) {
+                Some(&(lo, hi)) if lo == hi => u32::try_from(lo).ok().map(Param::Value),
+                _ => None,
+            },
+            Some(_) => None,
+            None => self.named_size(&name),
+        }
+    }
+
+    /// Whether a size argument names a binding of the kernel (a `const` declared in it).
+    fn declared_here(&self, arg: &syn::GenericArgument) -> bool {
+        super::consts::size_name(arg).is_some_and(|name| {
+            self.lookup(&syn::Ident::new(&name, proc_macro2::Span::call_site()))
+                .is_some()
+        })
     }
 
     /// The size a `const` item outside the kernel (or a tile's `ROWS * COLS`) gives: its
