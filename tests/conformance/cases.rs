@@ -4614,6 +4614,21 @@ fn sum_inner_blocks(mut y: Region<f32, Linear1D>, x: &[f32]) {
     }
 }
 
+/// A tile of `{ 2 * 2 }` rows and `SIDE` columns, written by 8×4 workgroups: each thread
+/// reads back the slot of the thread mirrored across the row, plus the tile's length.
+#[offload_kernel]
+fn mirror_rows(mut out: Region<f32, Linear2D>, a: &[f32]) {
+    let mut tile = Shared2D::<f32, { 2 * 2 }, SIDE>::new();
+    let (x, y) = (thread_idx(0), thread_idx(1));
+    let i = (workgroup_idx(1) * 4 + y) * out.width() + workgroup_idx(0) * SIDE + x;
+    tile.write(if i < a.len() { a[i] } else { 0.0 });
+    sync_threads();
+    let v = tile[(y, SIDE - 1 - x)] + tile.len() as f32;
+    if let Some(o) = out.get_mut() {
+        *o = v;
+    }
+}
+
 /// Transposes `SIDE`×`SIDE` blocks through a `Shared2D::<f32, SIDE, SIDE>` tile, and
 /// reads its rows, columns and length.
 #[offload_kernel]
@@ -4678,7 +4693,24 @@ pub fn shared_sizes_from_const_items(o: LaunchOptions) -> CaseResult {
             a[(by + x) * n + (bx + y)] + shape
         })
         .collect();
-    compare("Shared2D::<f32, SIDE, SIDE> transpose", &out, &want)
+    compare("Shared2D::<f32, SIDE, SIDE> transpose", &out, &want)?;
+    let (w, h) = (2 * SIDE, 8);
+    let a: Vec<f32> = (0..w * h).map(|i| i as f32).collect();
+    let mut out = vec![0f32; w * h];
+    let rows = LaunchOptions {
+        workgroup_dim: Some([2, 2, 1]),
+        thread_dim: Some([SIDE as u32, 4, 1]),
+        ..o
+    };
+    mirror_rows(rows, Region::new_2d(&mut out, w), &a).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..w * h)
+        .map(|i| {
+            let (row, col) = (i / w, i % w);
+            let mirrored = col / SIDE * SIDE + SIDE - 1 - col % SIDE;
+            a[row * w + mirrored] + (4 * SIDE) as f32
+        })
+        .collect();
+    compare("Shared2D::<f32, { 2 * 2 }, SIDE> rows", &out, &want)
 }
 
 /// `let ... else` over a region's element and a slice's: the last element has no

@@ -1,7 +1,7 @@
 //! `const` items outside a kernel: which ones a kernel names (in its strategies and its
 //! body), and the values that tools reading sources without rustc can give them.
 
-use offload_mir::ScalarTy;
+use offload_mir::{Param, ScalarTy};
 
 /// Values of the `const` items a kernel names outside itself (`Chunked<COLS>`, `N` in its
 /// body), by name.
@@ -173,5 +173,17 @@ pub fn const_value(expr: &syn::Expr) -> Option<ConstValue> {
         }),
         syn::Expr::Paren(p) => const_value(&p.expr),
         _ => None,
+    }
+}
+
+/// A strategy's or shared array's number named by `name` (an item, or a tile's `ROWS *
+/// COLS`): its value where the caller knows it and it is a `u32`, or the item itself,
+/// whose value the macro fills in (rustc then checks that it fits).
+pub(crate) fn named_param(consts: &ConstValues, name: &str) -> Option<Param> {
+    let k = consts.iter().position(|(c, _)| c == name)?;
+    match consts[k].1 {
+        ConstValue::Int(v) => u32::try_from(v).ok().map(Param::Value),
+        ConstValue::Rustc => Some(Param::Item(k as u32)),
+        ConstValue::Float(_) => None,
     }
 }

@@ -258,29 +258,11 @@ fn const_values(
             }
         }
     }
-    // A name the body declares itself needs none.
+    // A name the body declares itself needs none. A tile's `ROWS * COLS` needs none
+    // either: with both values known, the translator multiplies them itself.
     for name in kernel_consts(kernel.item) {
-        if values.iter().any(|(c, _)| *c == name) {
-            continue;
-        }
-        // A `Shared2D` tile's `ROWS * COLS`: the product of the parts' values.
-        let value = match name.split_once(" * ") {
-            Some((rows, cols)) => {
-                let part = |p: &str| match (p.parse::<i128>().ok(), &defined(p)[..]) {
-                    (Some(v), _) | (None, &[ConstValue::Int(v)]) => Some(v),
-                    _ => None,
-                };
-                part(rows)
-                    .zip(part(cols))
-                    .map(|(r, c)| ConstValue::Int(r * c))
-            }
-            None => match defined(&name)[..] {
-                [value] => Some(value),
-                _ => None,
-            },
-        };
-        if let Some(value) = value {
-            values.push((name, value));
+        if let ([value], false) = (&defined(&name)[..], values.iter().any(|(c, _)| *c == name)) {
+            values.push((name, *value));
         }
     }
     Ok(values)

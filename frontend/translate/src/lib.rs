@@ -169,12 +169,7 @@ fn strategy(name: &str, consts: &ConstValues) -> Option<Strategy> {
         return Some(strategy);
     }
     let (kind, param) = name.strip_suffix('>')?.split_once('<')?;
-    let k = consts.iter().position(|(c, _)| c == param.trim())?;
-    let param = match consts[k].1 {
-        ConstValue::Int(value) => offload_mir::Param::Value(u32::try_from(value).ok()?),
-        ConstValue::Rustc => offload_mir::Param::Item(k as u32),
-        ConstValue::Float(_) => return None,
-    };
+    let param = consts::named_param(consts, param.trim())?;
     match kind.trim() {
         "Chunked" => Some(Strategy::Chunked(param)),
         "Stencil2D" => Some(Strategy::Stencil2D(param)),

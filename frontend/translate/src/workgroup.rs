@@ -207,12 +207,7 @@ impl Translator {
     /// (rustc then checks it fits). A 0 is refused where the kernel is linked, on either
     /// path, as the macro's cannot know it sooner.
     fn named_size(&self, name: &str) -> Option<Param> {
-        let k = self.consts.iter().position(|(c, _)| c == name)?;
-        match self.consts[k].1 {
-            super::ConstValue::Int(v) => u32::try_from(v).ok().map(Param::Value),
-            super::ConstValue::Rustc => Some(Param::Item(k as u32)),
-            super::ConstValue::Float(_) => None,
-        }
+        super::consts::named_param(&self.consts, name)
     }
 
     pub(super) fn shared_receiver(&self, e: &syn::Expr) -> Option<Local> {
