@@ -29,13 +29,17 @@ impl fmt::Display for Const {
 }
 
 /// Where an outside `const` item's value goes ([`Const::Item`], [`Param::Item`]): a mark
-/// that [`pieces`] finds, since no other MIR text holds `{item `.
+/// that [`pieces`] finds. It opens and closes with U+0001, which no other MIR text holds
+/// (strings, file names among them, are printed escaped), so no text can forge one.
 pub(crate) fn item(f: &mut impl Write, k: u32, ty: Option<ScalarTy>) -> fmt::Result {
     match ty {
-        Some(t) => write!(f, "{{item {k} {t}}}"),
-        None => write!(f, "{{item {k}}}"),
+        Some(t) => write!(f, "{ITEM_MARK}item {k} {t}{ITEM_MARK}"),
+        None => write!(f, "{ITEM_MARK}item {k}{ITEM_MARK}"),
     }
 }
+
+/// Opens and closes an item's mark.
+const ITEM_MARK: char = '\u{1}';
 
 /// A body's text ([`Body`]'s `Display`) cut where the values of outside `const` items go.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,9 +59,14 @@ pub fn pieces(body: &Body) -> Vec<Piece> {
     let text = body.to_string();
     let mut out = Vec::new();
     let mut rest = text.as_str();
-    while let Some(at) = rest.find("{item ") {
-        let end = at + rest[at..].find('}').expect("an item mark is closed");
-        let mut words = rest[at + "{item ".len()..end].split(' ');
+    let open = format!("{ITEM_MARK}item ");
+    while let Some(at) = rest.find(&open) {
+        let body = at + open.len();
+        let end = body
+            + rest[body..]
+                .find(ITEM_MARK)
+                .expect("an item mark is closed");
+        let mut words = rest[body..end].split(' ');
         let k = words.next().and_then(|w| w.parse().ok());
         let ty = words.next().map(ScalarTy::from_name);
         let k = k.expect("an item mark holds its number");

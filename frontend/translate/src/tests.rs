@@ -176,11 +176,32 @@ fn tiles_sized_by_outside_const_items_name_their_length() {
         .collect();
     let body = translate_instance_with(&item, "k.rs", &[], &rustc).expect("translates");
     let text = body.to_string();
-    assert!(text.contains("Shared<f32, {item 1}>"), "{text}");
+    assert!(text.contains("Shared<f32, \u{1}item 1\u{1}>"), "{text:?}");
     let known = [
         ("SIDE".to_string(), ConstValue::Int(8)),
         ("{ 2 * 2 } * SIDE".to_string(), ConstValue::Int(32)),
     ];
     let body = translate_instance_with(&item, "k.rs", &[], &known).expect("translates");
     assert!(body.to_string().contains("Shared<f32, 32>"));
+}
+
+/// No text of a kernel, its file's name included, can forge the mark of an item: the
+/// printer escapes the mark's character in strings.
+#[test]
+fn item_marks_cannot_be_forged_by_names() {
+    use offload_mir::Piece;
+    let item: syn::ItemFn = syn::parse_quote! {
+        #[offload_kernel]
+        fn k(mut y: Region<f32, Linear1D>) {
+            if let Some(v) = y.get_mut() {
+                *v = 1.0;
+            }
+        }
+    };
+    let file = "src/{item 0 usize}\u{1}item 0 usize\u{1}.rs";
+    let body = translate_instance_with(&item, file, &[], &[]).expect("translates");
+    let pieces = offload_mir::pieces(&body);
+    assert!(matches!(&pieces[..], [Piece::Text(_)]), "{pieces:?}");
+    let parsed = offload_mir::parse(&body.to_string()).expect("parses back");
+    assert_eq!(parsed.file, file);
 }
