@@ -291,6 +291,28 @@ pub fn barrier<'c>(context: &'c Context, location: Location<'c>) -> Operation<'c
     operation(context, ops::BARRIER, location, &[], &[], &[])
 }
 
+/// `offload.tile_mma(acc, a, b) {m, n, k}`: `acc += a × b` over shared tiles.
+pub fn tile_mma<'c>(
+    context: &'c Context,
+    [acc, a, b]: [Value<'c, '_>; 3],
+    [m, n, k]: [u32; 3],
+    location: Location<'c>,
+) -> Operation<'c> {
+    let extent = |v: u32| IntegerAttribute::new(IntegerType::new(context, 64).into(), v as i64);
+    operation(
+        context,
+        ops::TILE_MMA,
+        location,
+        &[acc, a, b],
+        &[],
+        &[
+            ("m", extent(m).into()),
+            ("n", extent(n).into()),
+            ("k", extent(k).into()),
+        ],
+    )
+}
+
 /// `offload.subgroup_size -> index`.
 pub fn subgroup_size<'c>(context: &'c Context, location: Location<'c>) -> Operation<'c> {
     let index = Type::index(context);

@@ -38,6 +38,22 @@ irdl.dialect @offload {
   irdl.operation @barrier {
   }
 
+  // `acc += a × b` by the whole workgroup over row-major shared tiles: `a` of m × k
+  // elements, `b` of k × n, `acc` of m × n. Between two barriers: no thread touches the
+  // tiles meanwhile.
+  irdl.operation @tile_mma {
+    %elem = irdl.any
+    %acc_elem = irdl.any
+    %tile = irdl.parametric @offload::@shared<%elem>
+    %acc = irdl.parametric @offload::@shared<%acc_elem>
+    // One variable per extent: IRDL makes the uses of one variable equal.
+    %m = irdl.base "#builtin.integer"
+    %n = irdl.base "#builtin.integer"
+    %k = irdl.base "#builtin.integer"
+    irdl.attributes { "m" = %m, "n" = %n, "k" = %k }
+    irdl.operands(acc: %acc, a: %tile, b: %tile)
+  }
+
   // Threads per subgroup, and this thread's index in its subgroup.
   irdl.operation @subgroup_size {
     %index = irdl.is index

@@ -274,6 +274,7 @@ fn terminator_reads(t: &Terminator, read: &mut impl FnMut(Local)) {
         TerminatorKind::Call { args, .. } => args.iter().for_each(operand),
         TerminatorKind::Goto(_)
         | TerminatorKind::Barrier { .. }
+        | TerminatorKind::TileMma { .. }
         | TerminatorKind::Return
         | TerminatorKind::Unreachable => {}
     }
@@ -666,6 +667,21 @@ impl<'c, 'a> Emitter<'c, 'a> {
             }
             TerminatorKind::Barrier { target } => {
                 self.append(build::barrier(self.context, self.location(span)));
+                let (to, values) = self.successor(*target);
+                self.append(cf::br(to, &values, location));
+            }
+            TerminatorKind::TileMma {
+                acc,
+                a,
+                b,
+                shape,
+                target,
+            } => {
+                let tiles = [*acc, *a, *b].map(|l| self.container(l));
+                self.append(build::barrier(self.context, location));
+                let shape = shape.map(Param::number);
+                self.append(build::tile_mma(self.context, tiles, shape, location));
+                self.append(build::barrier(self.context, location));
                 let (to, values) = self.successor(*target);
                 self.append(cf::br(to, &values, location));
             }

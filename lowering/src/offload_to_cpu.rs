@@ -29,7 +29,7 @@
 
 use crate::cpu_host::Host;
 use crate::rewrite::{PassError, refuse};
-use crate::{kernel_abi, rewrite, workgroup_loops};
+use crate::{kernel_abi, rewrite, tile_mma, workgroup_loops};
 use melior::Context;
 use melior::dialect::arith;
 use melior::ir::{OperationRef, Type};
@@ -89,6 +89,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     )
                 })
                 .collect();
+            // Tiles are multiplied in loops of loads and stores, which the ABI lowers.
+            tile_mma::in_loops(context, OperationRef::from_raw(func), |_| false)?;
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
             let name = kernel_abi::name(func_ref)?;

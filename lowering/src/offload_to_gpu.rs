@@ -17,7 +17,7 @@
 //! the kernel carries `offload.no_fp_contract`.
 
 use crate::rewrite::{PassError, refuse};
-use crate::{kernel_abi, rewrite};
+use crate::{kernel_abi, rewrite, tile_mma};
 use melior::Context;
 use melior::dialect::arith;
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
@@ -67,6 +67,13 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             if !subgroups_of.amd {
                 end_panic_reports(context, OperationRef::from_raw(func))?;
             }
+            // Tiles the tensor cores do not take are multiplied in loops of loads and
+            // stores, which the kernel ABI then lowers; AMD's matrix cores are not used
+            // yet.
+            let amd = subgroups_of.amd;
+            tile_mma::in_loops(context, OperationRef::from_raw(func), |elem| {
+                !amd && tile_mma::nvidia_tensor_cores(elem)
+            })?;
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
             // Hidden last arguments: where this part of the launch starts (workgroup
@@ -89,6 +96,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let groups = [0, 1, 2].map(|d| parameter(GpuHidden::Workgroups(d)));
             rewrite::set_function_type(context, func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
+            tile_mma::on_tensor_cores(context, func_ref)?;
             subgroups(context, func_ref, subgroups_of)?;
             if !rewrite::has_attribute(func, offload_dialect::NO_FP_CONTRACT_ATTR) {
                 allow_contraction(context, func_ref);

@@ -297,6 +297,14 @@ impl<T: crate::Num, const ROWS: usize, const COLS: usize> Shared2D<T, ROWS, COLS
         unreachable!("{NEVER}")
     }
 
+    /// Writes this thread's own slot number `k * threads_per_workgroup + rank` of the
+    /// tile, counted row by row ([`thread_rank`] is the rank): with `k` running from 0, a
+    /// workgroup of any shape fills a tile of any shape, a row at a time.
+    pub fn write_nth(&mut self, k: usize, value: T) {
+        let _ = (k, value);
+        unreachable!("{NEVER}")
+    }
+
     /// `ROWS`.
     pub fn rows(&self) -> usize {
         unreachable!("{NEVER}")
@@ -434,6 +442,46 @@ impl<T> std::ops::IndexMut<usize> for DynShared<T> {
         let _ = index;
         unreachable!("{NEVER}")
     }
+}
+
+/// The elements [`tile_mma`] multiplies, and the accumulator's element for each: `f16`
+/// and `bf16` into `f32` (on NVIDIA's tensor cores), `f32` into `f32` and `f64` into
+/// `f64`.
+pub trait MmaElement: crate::Float {
+    /// The accumulator's element.
+    type Acc: crate::Float;
+}
+impl MmaElement for half::f16 {
+    type Acc = f32;
+}
+impl MmaElement for half::bf16 {
+    type Acc = f32;
+}
+impl MmaElement for f32 {
+    type Acc = f32;
+}
+impl MmaElement for f64 {
+    type Acc = f64;
+}
+
+/// `acc += a × b` for the `M × K` tile `a` and the `K × N` tile `b`, by the whole
+/// workgroup: on an NVIDIA GPU with `f16`/`bf16` tiles, on its tensor cores
+/// (`ldmatrix` and `mma.sync.m16n8k16`, each warp taking 16 × 16 blocks of `acc`); in
+/// loops elsewhere. `M`, `N` and `K` are multiples of 16.
+///
+/// Like [`sync_threads`], every thread of the workgroup reaches it together (a compile
+/// error otherwise), and it waits like a barrier before and after: what threads wrote to
+/// the tiles before it is multiplied, and `acc` holds the sums after it. On a GPU the
+/// workgroup is whole warps (an `Err` at launch otherwise). Each element of `acc` adds
+/// the products (exact in the accumulator's type) in an order the target picks, so
+/// results may differ from a sequential sum in the last bits.
+pub fn tile_mma<T: MmaElement, const M: usize, const N: usize, const K: usize>(
+    acc: &mut Shared2D<T::Acc, M, N>,
+    a: &Shared2D<T, M, K>,
+    b: &Shared2D<T, K, N>,
+) {
+    let _ = (acc, a, b);
+    unreachable!("{NEVER}")
 }
 
 /// Values subgroup operations exchange between lanes: 32- and 64-bit integers and floats.

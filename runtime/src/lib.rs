@@ -109,7 +109,8 @@ pub mod prelude {
         DynShared, Shared, Shared2D, subgroup_all, subgroup_any, subgroup_ballot,
         subgroup_broadcast, subgroup_lane, subgroup_max, subgroup_min, subgroup_shuffle,
         subgroup_shuffle_xor, subgroup_size, subgroup_sum, sync_threads, thread_idx, thread_rank,
-        workgroup_count, workgroup_dim, workgroup_idx, workgroup_max, workgroup_min, workgroup_sum,
+        tile_mma, workgroup_count, workgroup_dim, workgroup_idx, workgroup_max, workgroup_min,
+        workgroup_sum,
     };
     pub use crate::{
         Atomic, Chunked, DeviceBuffer, Error, Float, Indexed, Int, Linear1D, Linear2D, Linear3D,

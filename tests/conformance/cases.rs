@@ -98,6 +98,7 @@ macro_rules! for_each_case {
         $m!(device_functions_returning_tuples);
         $m!(shared_sizes_from_const_items);
         $m!(let_else_and_while_let);
+        $m!(tile_matrix_products);
     };
 }
 
@@ -3951,7 +3952,8 @@ fn more_methods(mut out: Region<f64, Linear1D>, x: &[f64], n: &[i32], u: &[u32])
             + n[i].rotate_left(7) as f64
             + u[i].rotate_right(3) as f64 * 1e-9
             + u[i].saturating_add(4_000_000_000) as f64
-            + u[i].saturating_sub(7) as f64 * 1e-2;
+            + u[i].saturating_sub(7) as f64 * 1e-2
+            + u[i].div_ceil(u[i] % 5 + 3) as f64 * 1e-5;
         *o = exact;
     }
 }
@@ -4010,6 +4012,7 @@ pub fn more_float_and_integer_methods(o: LaunchOptions) -> CaseResult {
                 + u[i].rotate_right(3) as f64 * 1e-9
                 + u[i].saturating_add(4_000_000_000) as f64
                 + u[i].saturating_sub(7) as f64 * 1e-2
+                + u[i].div_ceil(u[i] % 5 + 3) as f64 * 1e-5
         })
         .collect();
     let bits = |x: &[f64]| x.iter().map(|v| v.to_bits()).collect::<Vec<u64>>();
@@ -4753,4 +4756,83 @@ pub fn let_else_and_while_let(o: LaunchOptions) -> CaseResult {
         })
         .collect();
     compare("let ... else", &y, &want)
+}
+
+/// Stamps out a kernel that multiplies a `TILE_ROWS × 64` block of rows of `a` (one per
+/// workgroup of 64 threads) by the `64 × 32` matrix `b` with `tile_mma` on `$t` tiles into
+/// an `$acc` accumulator, 32 of the inner dimension at a time; each thread then writes 24
+/// elements of the `TILE_ROWS × 32` result. The accumulator has 6 blocks of 16 × 16, so
+/// each of the two warps of a GPU takes three.
+macro_rules! tile_product {
+    ($name:ident, $t:ty, $acc:ty) => {
+        #[offload_kernel]
+        fn $name(mut c: Region<$acc, Chunked<24>>, a: &[$t], b: &[$t]) {
+            let mut acc = Shared2D::<$acc, TILE_ROWS, 32>::new();
+            let mut at = Shared2D::<$t, TILE_ROWS, 32>::new();
+            let mut bt = Shared2D::<$t, 32, 32>::new();
+            let (threads, rank) = (workgroup_dim(0), thread_rank());
+            let top = workgroup_idx(0) * TILE_ROWS;
+            for step in 0..2 {
+                for k in 0..TILE_ROWS / 2 {
+                    let s = k * threads + rank;
+                    at.write_nth(k, a[(top + s / 32) * 64 + step * 32 + s % 32]);
+                }
+                for k in 0..16 {
+                    let s = k * threads + rank;
+                    bt.write_nth(k, b[(step * 32 + s / 32) * 32 + s % 32]);
+                }
+                tile_mma(&mut acc, &at, &bt);
+            }
+            if let Some(out) = c.get_mut() {
+                for j in 0..out.len() {
+                    let e = rank * 24 + j;
+                    out[j] = acc[(e / 32, e % 32)];
+                }
+            }
+        }
+    };
+}
+
+/// Rows of the result each workgroup of `tile_product_*` computes.
+const TILE_ROWS: usize = 48;
+
+tile_product!(tile_product_bf16, bf16, f32);
+tile_product!(tile_product_f16, f16, f32);
+tile_product!(tile_product_f64, f64, f64);
+
+/// `tile_mma` over `bf16`, `f16` and `f64` tiles: `c = a × b` for a 144 × 64 `a` and a
+/// 64 × 32 `b`, three workgroups of 64 threads, each adding two 32-deep products into its
+/// 48 × 32 accumulator. The inputs are quarters from -2 to 2, so every partial sum is
+/// exact in `f32` and the result is the host's whatever order a target adds in.
+pub fn tile_matrix_products(o: LaunchOptions) -> CaseResult {
+    let (m, n, k) = (3 * TILE_ROWS, 32, 64);
+    let quarter = |i: usize| ((i * 37 + 11) % 17) as f64 / 4.0 - 2.0;
+    let a: Vec<f64> = (0..m * k).map(quarter).collect();
+    let b: Vec<f64> = (0..k * n).map(|i| quarter(i + 5)).collect();
+    let want: Vec<f64> = (0..m * n)
+        .map(|e| (0..k).map(|j| a[e / n * k + j] * b[j * n + e % n]).sum())
+        .collect();
+    let launch = LaunchOptions {
+        workgroup_dim: Some([3, 1, 1]),
+        thread_dim: Some([64, 1, 1]),
+        ..o
+    };
+    let want32: Vec<f32> = want.iter().map(|&v| v as f32).collect();
+    let (ab, bb): (Vec<bf16>, Vec<bf16>) = (
+        a.iter().map(|&v| bf16::from_f64(v)).collect(),
+        b.iter().map(|&v| bf16::from_f64(v)).collect(),
+    );
+    let mut c = vec![0f32; m * n];
+    tile_product_bf16(launch, &mut c, &ab, &bb).map_err(|e| e.to_string())?;
+    compare("bf16 tiles", &c, &want32)?;
+    let (ah, bh): (Vec<f16>, Vec<f16>) = (
+        a.iter().map(|&v| f16::from_f64(v)).collect(),
+        b.iter().map(|&v| f16::from_f64(v)).collect(),
+    );
+    let mut c = vec![0f32; m * n];
+    tile_product_f16(launch, &mut c, &ah, &bh).map_err(|e| e.to_string())?;
+    compare("f16 tiles", &c, &want32)?;
+    let mut c = vec![0f64; m * n];
+    tile_product_f64(launch, &mut c, &a, &b).map_err(|e| e.to_string())?;
+    compare("f64 tiles", &c, &want)
 }

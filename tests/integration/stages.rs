@@ -134,6 +134,33 @@ fn half_precision_kernel_ptx_and_cpu() {
     }
 }
 
+/// A workgroup's product of `bf16` tiles: on NVIDIA GPUs each warp loads its blocks
+/// with `ldmatrix` (`.trans` for the second tile) and multiplies on the tensor cores
+/// with `mma.sync.m16n8k16`; on the CPU, loops of loads and stores.
+#[test]
+fn tile_product_kernel_ptx_and_cpu() {
+    let body = crate::kernels("features.rs")
+        .into_iter()
+        .find(|b| b.name == "tile_product")
+        .expect("the tile product kernel");
+    for last in [Stage::Ptx, Stage::Cpu] {
+        let all = emit(&body, last, &GpuTarget::default()).unwrap_or_else(|e| panic!("{e}"));
+        let (stage, text) = all.last().expect("the last stage");
+        let text = if last == Stage::Ptx {
+            for op in [
+                "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16",
+                "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32",
+            ] {
+                assert!(text.contains(op), "{op} in {text}");
+            }
+            redact_ptx(text)
+        } else {
+            text.clone()
+        };
+        insta::assert_snapshot!(format!("features.tile_product.{}", stage.name()), text);
+    }
+}
+
 /// The AMD path: saxpy's ROCDL stage for CDNA 3 (`gfx942`), and the workgroup kernel's
 /// `gpu` stage there, whose subgroup reductions take six butterfly steps over 64 lanes.
 #[test]

@@ -123,3 +123,19 @@ fn half_precision(mut y: Region<f16, Linear1D>, x: &[bf16], a: f16) {
         *v = a * *v + f16::from_f64(b.to_f64());
     }
 }
+
+/// A workgroup's product of two `bf16` tiles: `ldmatrix` and `mma.sync` on NVIDIA GPUs,
+/// loops on the CPU.
+#[offload_kernel]
+fn tile_product(mut c: Region<f32, Linear1D>, a: &[bf16], b: &[bf16]) {
+    let mut acc = Shared2D::<f32, 16, 16>::new();
+    let mut at = Shared2D::<bf16, 16, 16>::new();
+    let mut bt = Shared2D::<bf16, 16, 16>::new();
+    let r = thread_rank();
+    at.write_nth(0, if r < a.len() { a[r] } else { bf16::ZERO });
+    bt.write_nth(0, if r < b.len() { b[r] } else { bf16::ZERO });
+    tile_mma(&mut acc, &at, &bt);
+    if let Some(o) = c.get_mut() {
+        *o = acc[(r / 16 % 16, r % 16)];
+    }
+}

@@ -12,9 +12,9 @@ fn flat_index(mut y: Region<f32, Linear1D>) {
 }
 
 #[offload_kernel]
-fn nth(mut y: Region<f32, Linear1D>) {
+fn fill(mut y: Region<f32, Linear1D>) {
     let mut tile = Shared2D::<f32, 4, 8>::new();
-    tile.write_nth(1, 1.0);
+    tile.fill(1.0);
     if let Some(o) = y.get_mut() {
         *o = 0.0;
     }

@@ -39,11 +39,16 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
             "it depends on a value that differs between threads (the branch at line {}, column {})",
             branch.line, branch.column
         );
-        if let TerminatorKind::Barrier { .. } = block.terminator.kind {
+        let waits = match block.terminator.kind {
+            TerminatorKind::Barrier { .. } => Some("sync_threads()"),
+            TerminatorKind::TileMma { .. } => Some("tile_mma"),
+            _ => None,
+        };
+        if let Some(name) = waits {
             return Err(ConvergenceError {
                 span: block.terminator.span,
                 message: format!(
-                    "`sync_threads()` must be reached by every thread of the workgroup together, but {because}"
+                    "`{name}` must be reached by every thread of the workgroup together, but {because}"
                 ),
             });
         }
@@ -245,7 +250,7 @@ fn quiet(body: &Body, doomed: &[bool]) -> Vec<bool> {
         .blocks
         .iter()
         .map(|b| {
-            matches!(b.terminator.kind, TerminatorKind::Barrier { .. })
+            b.terminator.kind.waits()
                 || b.statements
                     .iter()
                     .any(|s| matches!(&s.rvalue, Rvalue::Subgroup(op, _) if op.arity() > 0))

@@ -239,6 +239,19 @@ fn remap_terminator(
         TerminatorKind::Barrier { target } => TerminatorKind::Barrier {
             target: bb(*target),
         },
+        TerminatorKind::TileMma {
+            acc,
+            a,
+            b,
+            shape,
+            target,
+        } => TerminatorKind::TileMma {
+            acc: local(*acc),
+            a: local(*a),
+            b: local(*b),
+            shape: *shape,
+            target: bb(*target),
+        },
         TerminatorKind::SwitchInt {
             discr,
             targets,

@@ -265,6 +265,7 @@ pub fn run(
         steps: 0,
         panics: Vec::new(),
         atomic_users: HashMap::new(),
+        tile_mma: None,
     };
     // Saturating: a launch that large runs out of steps long before.
     let groups = (launch.workgroups.iter()).fold(1u64, |n, &d| n.saturating_mul(d as u64));
@@ -575,6 +576,9 @@ struct Machine<'a> {
     /// Per atomic element (local, index): the first thread to update it, as (workgroup,
     /// position), and whether another has since.
     atomic_users: HashMap<(u32, u64), (ThreadId, bool)>,
+    /// The workgroup matrix operation the waiting threads have reached (its block), run
+    /// once when every thread has arrived.
+    tile_mma: Option<usize>,
 }
 
 /// A thread of the launch: its workgroup and its position in it.
@@ -619,6 +623,7 @@ fn uses_atomic_results(body: &Body) -> bool {
         TerminatorKind::Call { args, .. } => args.iter().any(read),
         TerminatorKind::Goto(_)
         | TerminatorKind::Barrier { .. }
+        | TerminatorKind::TileMma { .. }
         | TerminatorKind::Return
         | TerminatorKind::Unreachable => false,
     };
@@ -674,8 +679,62 @@ impl Machine<'_> {
                     }
                 }
             }
+            if let Some(block) = self.tile_mma.take() {
+                let body = self.body;
+                self.multiply_tiles(&body.blocks[block].terminator.kind);
+            }
         }
         Ok(())
+    }
+
+    /// `acc += a × b` of a [`TerminatorKind::TileMma`], each sum of products accumulated in
+    /// order of `k` in the accumulator's type from the products, which are exact in it.
+    fn multiply_tiles(&mut self, kind: &TerminatorKind) {
+        let TerminatorKind::TileMma {
+            acc, a, b, shape, ..
+        } = *kind
+        else {
+            unreachable!("a tile_mma's block ends in one");
+        };
+        let [m, n, k] = shape.map(|e| e.number() as usize);
+        let ty = |l: Local| self.body.locals[l.index()].ty.element();
+        let (in_ty, acc_ty) = (ty(a).expect("a tile"), ty(acc).expect("a tile"));
+        let views = self.shared.views.clone();
+        let at = |l: Local, i: usize| {
+            let (offset, _) = views[l.index()].expect("validated tiles are shared");
+            offset + i * ty(l).expect("a tile").size_bytes()
+        };
+        let value = |bits: u64| -> f64 {
+            match in_ty {
+                ScalarTy::F16 | ScalarTy::Bf16 => scalar::half_value(in_ty, bits) as f64,
+                ScalarTy::F32 => f32::from_bits(bits as u32) as f64,
+                _ => f64::from_bits(bits),
+            }
+        };
+        for i in 0..m {
+            for j in 0..n {
+                let c = self.shared.load(acc_ty, at(acc, i * n + j));
+                let c = if acc_ty == ScalarTy::F64 {
+                    (0..k)
+                        .fold(f64::from_bits(c), |s, kk| {
+                            let x = value(self.shared.load(in_ty, at(a, i * k + kk)));
+                            let y = value(self.shared.load(in_ty, at(b, kk * n + j)));
+                            x.mul_add(y, s)
+                        })
+                        .to_bits()
+                } else {
+                    // `f32` products of `f16`, `bf16` or `f32` values: exact in `f64`,
+                    // rounded to `f32` as one would be by a fused multiply-add.
+                    let sum = (0..k).fold(f32::from_bits(c as u32), |s, kk| {
+                        let x = value(self.shared.load(in_ty, at(a, i * k + kk)));
+                        let y = value(self.shared.load(in_ty, at(b, kk * n + j)));
+                        (s as f64 + x * y) as f32
+                    });
+                    sum.to_bits() as u64
+                };
+                self.shared.store(acc_ty, at(acc, i * n + j), c);
+            }
+        }
     }
 
     /// Runs `t` until it reaches a barrier or ends.
@@ -719,6 +778,10 @@ impl Machine<'_> {
         Ok(match kind {
             TerminatorKind::Goto(b) => Flow::Jump(b.index()),
             TerminatorKind::Barrier { target } => Flow::Barrier(target.index()),
+            TerminatorKind::TileMma { target, .. } => {
+                self.tile_mma = Some(t.block);
+                Flow::Barrier(target.index())
+            }
             TerminatorKind::Return => Flow::Return,
             TerminatorKind::Unreachable => {
                 return Err(InterpError::ReachedUnreachable { at: self.at(t) });

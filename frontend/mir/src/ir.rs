@@ -755,6 +755,20 @@ pub enum TerminatorKind {
     Barrier {
         target: BasicBlock,
     },
+    /// `acc += a × b` by the whole workgroup, on tensor cores where the target has them:
+    /// shared tiles, row-major, `a` of `m × k` elements, `b` of `k × n` and `acc` of
+    /// `m × n` (`shape` is `[m, n, k]`, each a multiple of 16). A barrier before and one
+    /// after enclose it, so it waits where [`TerminatorKind::Barrier`] does and no thread
+    /// touches the tiles while it runs; then `target`. `acc` holds `f32` for `f16`/`bf16`
+    /// tiles, else the tiles' type. Each sum of products is accumulated in the
+    /// accumulator's type in an order the target picks.
+    TileMma {
+        acc: Local,
+        a: Local,
+        b: Local,
+        shape: [Param; 3],
+        target: BasicBlock,
+    },
     /// A call of a device function: `dest = func(args)`, then `target`. Calls are
     /// inlined (see [`crate::inline`]) before lowering.
     Call {
@@ -778,9 +792,19 @@ impl TerminatorKind {
                 .collect(),
             TerminatorKind::Assert { target, .. }
             | TerminatorKind::Call { target, .. }
-            | TerminatorKind::Barrier { target } => vec![*target],
+            | TerminatorKind::Barrier { target }
+            | TerminatorKind::TileMma { target, .. } => vec![*target],
             TerminatorKind::Return | TerminatorKind::Unreachable => vec![],
         }
+    }
+
+    /// Whether the workgroup waits here: a barrier, or a workgroup matrix operation
+    /// (which is enclosed by two).
+    pub fn waits(&self) -> bool {
+        matches!(
+            self,
+            TerminatorKind::Barrier { .. } | TerminatorKind::TileMma { .. }
+        )
     }
 }
 
@@ -899,17 +923,17 @@ impl Body {
 
     /// Whether the body waits at a workgroup barrier anywhere.
     pub fn synchronizes(&self) -> bool {
-        self.blocks
-            .iter()
-            .any(|b| matches!(b.terminator.kind, TerminatorKind::Barrier { .. }))
+        self.blocks.iter().any(|b| b.terminator.kind.waits())
     }
 
-    /// Whether the body uses subgroup operations that exchange values between lanes.
+    /// Whether the body uses subgroup operations that exchange values between lanes, or
+    /// workgroup matrix operations, which a GPU runs on whole subgroups.
     pub fn uses_subgroups(&self) -> bool {
-        self.blocks
-            .iter()
-            .flat_map(|b| &b.statements)
-            .any(|s| matches!(&s.rvalue, Rvalue::Subgroup(op, _) if op.arity() > 0))
+        self.blocks.iter().any(|b| {
+            matches!(b.terminator.kind, TerminatorKind::TileMma { .. })
+                || (b.statements.iter())
+                    .any(|s| matches!(&s.rvalue, Rvalue::Subgroup(op, _) if op.arity() > 0))
+        })
     }
 
     /// Where each `Shared<T, N>` local lives in the workgroup's static shared memory, and

@@ -633,6 +633,28 @@ impl Parser {
                 target: self.block_ref()?,
             }));
         }
+        if self.eat_word("tile_mma") {
+            self.expect("(")?;
+            let acc = self.local()?;
+            self.expect(",")?;
+            let a = self.local()?;
+            self.expect(",")?;
+            let b = self.local()?;
+            let mut shape = [Param::Value(0); 3];
+            for extent in &mut shape {
+                self.expect(",")?;
+                *extent = Param::Value(self.number("a tile extent")?);
+            }
+            self.expect(")")?;
+            self.expect("->")?;
+            return Ok(Some(TerminatorKind::TileMma {
+                acc,
+                a,
+                b,
+                shape,
+                target: self.block_ref()?,
+            }));
+        }
         if self.eat_word("switchInt") {
             self.expect("(")?;
             let discr = self.operand()?;

@@ -170,6 +170,13 @@ impl fmt::Display for TerminatorKind {
             TerminatorKind::Return => f.write_str("return"),
             TerminatorKind::Unreachable => f.write_str("unreachable"),
             TerminatorKind::Barrier { target } => write!(f, "barrier -> {target}"),
+            TerminatorKind::TileMma {
+                acc,
+                a,
+                b,
+                shape: [m, n, k],
+                target,
+            } => write!(f, "tile_mma({acc}, {a}, {b}, {m}, {n}, {k}) -> {target}"),
         }
     }
 }

@@ -503,7 +503,9 @@ impl Analysis<'_> {
         let span = block.terminator.span;
         match &block.terminator.kind {
             TerminatorKind::Goto(t) => vec![(*t, state)],
-            TerminatorKind::Barrier { target } => vec![(*target, state)],
+            TerminatorKind::Barrier { target } | TerminatorKind::TileMma { target, .. } => {
+                vec![(*target, state)]
+            }
             TerminatorKind::Return | TerminatorKind::Unreachable => Vec::new(),
             TerminatorKind::Assert { cond, msg, target } => {
                 let n = block.statements.len();

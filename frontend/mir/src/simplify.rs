@@ -526,7 +526,8 @@ fn retarget(kind: &mut TerminatorKind, map: &impl Fn(BasicBlock) -> BasicBlock) 
         }
         TerminatorKind::Assert { target, .. }
         | TerminatorKind::Call { target, .. }
-        | TerminatorKind::Barrier { target } => *target = map(*target),
+        | TerminatorKind::Barrier { target }
+        | TerminatorKind::TileMma { target, .. } => *target = map(*target),
         TerminatorKind::Return | TerminatorKind::Unreachable => {}
     }
 }

@@ -646,17 +646,84 @@ impl Validator<'_> {
                     );
                 }
             }
-            TerminatorKind::Barrier { .. } if self.body.kind == BodyKind::Device => {
+            TerminatorKind::Barrier { .. } | TerminatorKind::TileMma { .. }
+                if self.body.kind == BodyKind::Device =>
+            {
                 return self.err(
                     Some(bb),
                     t.span,
                     "only kernels wait at barriers, not device functions".into(),
                 );
             }
+            TerminatorKind::TileMma {
+                acc, a, b, shape, ..
+            } => {
+                if let Err(message) = self.tile_mma([*acc, *a, *b], *shape) {
+                    return self.err(Some(bb), t.span, format!("`tile_mma`: {message}"));
+                }
+            }
             TerminatorKind::Goto(_)
             | TerminatorKind::Return
             | TerminatorKind::Unreachable
             | TerminatorKind::Barrier { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// The tiles (`[acc, a, b]`) and shape (`[m, n, k]`) of a workgroup matrix operation.
+    fn tile_mma(&self, tiles: [Local; 3], shape: [Param; 3]) -> Result<(), String> {
+        let [acc, a, b] = tiles;
+        if acc == a || acc == b {
+            return Err(format!(
+                "the accumulator `{acc}` must be a tile of its own, not also an operand"
+            ));
+        }
+        let tile = |l: Local| match self.body.locals.get(l.index()).map(|d| d.ty) {
+            Some(Ty::Shared(e, Some(len))) => Ok((e, len)),
+            _ => Err(format!("`{l}` must be a `Shared` tile of static length")),
+        };
+        let (acc_ty, acc_len) = tile(acc)?;
+        let (a_ty, a_len) = tile(a)?;
+        let (b_ty, b_len) = tile(b)?;
+        use ScalarTy::*;
+        let wanted = match a_ty {
+            F16 | Bf16 => F32,
+            F32 | F64 => a_ty,
+            _ => {
+                return Err(format!(
+                    "tiles of `f16`, `bf16`, `f32` or `f64` multiply, found `{a_ty}`"
+                ));
+            }
+        };
+        if b_ty != a_ty || acc_ty != wanted {
+            return Err(format!(
+                "`{a_ty}` tiles multiply into a `{wanted}` accumulator: found `{a_ty}`, `{b_ty}` into `{acc_ty}`"
+            ));
+        }
+        let values = shape.map(Param::value);
+        let [Some(m), Some(n), Some(k)] = values else {
+            return if self.items {
+                Ok(())
+            } else {
+                Err(UNFILLED.into())
+            };
+        };
+        if let Some(bad) = [m, n, k].into_iter().find(|e| *e == 0 || e % 16 != 0) {
+            return Err(format!(
+                "tile extents are multiples of 16 (the tensor cores' 16 × 16 × 16 step), found {bad}"
+            ));
+        }
+        let (m, n, k) = (m as u64, n as u64, k as u64);
+        for (l, len, want) in [(acc, acc_len, m * n), (a, a_len, m * k), (b, b_len, k * n)] {
+            match len.value() {
+                Some(len) if len as u64 != want => {
+                    return Err(format!(
+                        "`{l}` holds {len} elements, but the shape {m} × {n} × {k} needs {want}"
+                    ));
+                }
+                None if !self.items => return Err(UNFILLED.into()),
+                _ => {}
+            }
         }
         Ok(())
     }

@@ -106,6 +106,7 @@ const EXPANDED: &[Method] = &[
     expanded("abs_diff", 1, On::Integers, Rule::Unsigned, Translator::euclid_call),
     expanded("rem_euclid", 1, On::Integers, Rule::Receiver, Translator::euclid_call),
     expanded("div_euclid", 1, On::Integers, Rule::Receiver, Translator::euclid_call),
+    expanded("div_ceil", 1, On::Integers, Rule::Receiver, Translator::euclid_call),
     expanded("clamp", 2, On::Both, Rule::Receiver, |t, m, _, s| t.clamp_call(m, s)),
     expanded("signum", 0, On::Both, Rule::Receiver, Translator::class_call),
     expanded("is_nan", 0, On::Floats, Rule::Yields(ScalarTy::Bool), Translator::class_call),
@@ -186,6 +187,8 @@ pub(crate) enum Function {
     WorkgroupReduce(&'static str, SubgroupOp),
     /// `sync_threads()`: a workgroup barrier.
     SyncThreads,
+    /// `tile_mma(&mut acc, &a, &b)`: a workgroup matrix multiply-accumulate.
+    TileMma,
 }
 
 /// The workgroup reductions, by name, and the subgroup operation each is made of.
@@ -210,6 +213,7 @@ pub(crate) fn function(name: &str) -> Option<Function> {
         "subgroup_broadcast" => Some(Function::Subgroup(SubgroupOp::Shuffle)),
         "thread_rank" => Some(Function::ThreadRank),
         "sync_threads" => Some(Function::SyncThreads),
+        "tile_mma" => Some(Function::TileMma),
         _ => None,
     }
 }
@@ -235,7 +239,7 @@ impl Function {
             // `subgroup_ballot` and its kin take a `bool` whatever was passed.
             Function::Subgroup(op) => op.result_type(self.argument(0).or(first)).ok(),
             Function::WorkgroupReduce(..) => first,
-            Function::SyncThreads => None,
+            Function::SyncThreads | Function::TileMma => None,
         }
     }
 }

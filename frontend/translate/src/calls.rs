@@ -49,6 +49,7 @@ impl Translator {
         let in_device = self.body.kind == BodyKind::Device;
         match builtins::function(&func) {
             Some(Function::SyncThreads) => self.sync_threads(c, in_device),
+            Some(Function::TileMma) => self.tile_mma(c, in_device),
             Some(Function::WorkgroupReduce(name, op)) => {
                 self.workgroup_reduce(c, name, op, expected)
             }

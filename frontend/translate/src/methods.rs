@@ -203,6 +203,9 @@ impl Translator {
         if name == "div_euclid" {
             return self.div_euclid(a, b, t, m, span);
         }
+        if name == "div_ceil" {
+            return self.div_ceil(a, b, t, m, span);
+        }
         let (a, b) = self.checked_division(BinOp::Rem, a, b, t, m.args[0].span())?;
         let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
         if !t.is_signed() {
@@ -219,6 +222,39 @@ impl Translator {
         let lift = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Mul, n, magnitude), span);
         Ok(Some((
             self.assign_temp(t, Rvalue::BinaryOp(BinOp::Add, r, lift), span),
+            t,
+        )))
+    }
+
+    /// `a.div_ceil(b)`: the quotient rounded up (panicking as `/` does): one more than `/`
+    /// when the remainder is not zero and has `b`'s sign.
+    pub(super) fn div_ceil(
+        &mut self,
+        a: Operand,
+        b: Operand,
+        t: ScalarTy,
+        m: &syn::ExprMethodCall,
+        span: SynSpan,
+    ) -> Result<Value> {
+        let (a, b) = self.checked_division(BinOp::Div, a, b, t, m.args[0].span())?;
+        let q = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Div, a, b), span);
+        let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
+        let zero = Operand::Const(Const::Int(0, t));
+        let bool_of = |s: &mut Self, op, x, y| {
+            s.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, x, y), span)
+        };
+        let inexact = bool_of(self, BinOp::Ne, r, zero);
+        let up = if t.is_signed() {
+            let r_negative = bool_of(self, BinOp::Lt, r, zero);
+            let b_negative = bool_of(self, BinOp::Lt, b, zero);
+            let same_sign = bool_of(self, BinOp::Eq, r_negative, b_negative);
+            bool_of(self, BinOp::BitAnd, inexact, same_sign)
+        } else {
+            inexact
+        };
+        let up = self.assign_temp(t, Rvalue::Cast(up, t), span);
+        Ok(Some((
+            self.assign_temp(t, Rvalue::BinaryOp(BinOp::Add, q, up), span),
             t,
         )))
     }

@@ -188,6 +188,8 @@ impl Translator {
 }
 
 pub(super) fn scalar_type(ty: &syn::Type, subst: &Substitution) -> Result<ScalarTy> {
+    // A type a `macro_rules!` substituted (`$t:ty`) comes in an invisible group.
+    let ty = super::syntax::strip_type(ty);
     if let syn::Type::Path(p) = ty
         && let Some(id) = p.path.get_ident()
     {

@@ -225,7 +225,10 @@ impl Translator {
     pub(super) fn shared_call(&mut self, m: &syn::ExprMethodCall, shared: Local) -> Result<Value> {
         let span = m.span();
         let name = m.method.to_string();
-        if let Some(&tile) = self.tiles.get(&shared) {
+        // A tile's `write_nth` is the array's: slots count row by row.
+        if let Some(&tile) = self.tiles.get(&shared)
+            && name != "write_nth"
+        {
             let args: Vec<&syn::Expr> = m.args.iter().collect();
             return self.tile_call(m, shared, tile, &name, &args);
         }
@@ -362,7 +365,7 @@ impl Translator {
             _ => error(
                 &m.method,
                 format!(
-                    "`{name}` with {} argument(s) is not an operation of a `Shared2D` tile; supported: write(v), rows(), cols(), len(), and reading `tile[(r, c)]`",
+                    "`{name}` with {} argument(s) is not an operation of a `Shared2D` tile; supported: write(v), write_nth(k, v), rows(), cols(), len(), and reading `tile[(r, c)]`",
                     args.len()
                 ),
             ),
@@ -642,6 +645,89 @@ impl Translator {
             self.assign_temp(ty, Rvalue::Subgroup(op, args), c.span()),
             ty,
         )))
+    }
+}
+
+impl Translator {
+    /// `tile_mma(&mut acc, &a, &b)`: `acc += a × b` by the whole workgroup, over three
+    /// distinct `Shared2D` tiles whose extents are multiples of 16 (rustc checks that
+    /// they agree, and the element types).
+    pub(super) fn tile_mma(&mut self, c: &syn::ExprCall, in_device: bool) -> Result<Value> {
+        if in_device {
+            return error(c, "only kernels can call `tile_mma`, not device functions");
+        }
+        const FORM: &str = "`tile_mma` takes `&mut acc, &a, &b`: references to three `Shared2D` tiles of the kernel";
+        let args: Vec<&syn::Expr> = c.args.iter().collect();
+        let [acc, a, b] = args[..] else {
+            return error(c, FORM);
+        };
+        let tile = |t: &Self, e: &syn::Expr, mutable: bool| -> Result<(Local, TileShape)> {
+            let syn::Expr::Reference(r) = e else {
+                return error(e, FORM);
+            };
+            if r.mutability.is_some() != mutable {
+                return error(e, FORM);
+            }
+            match t.shared_receiver(&r.expr) {
+                Some(l) if t.tiles.contains_key(&l) => Ok((l, t.tiles[&l])),
+                _ => error(&r.expr, FORM),
+            }
+        };
+        let (acc, (m, n)) = tile(self, acc, true)?;
+        let (a, (a_rows, k)) = tile(self, a, false)?;
+        let (b, (b_rows, b_cols)) = tile(self, b, false)?;
+        let elem = |l: Local| self.body.locals[l.index()].ty.element();
+        let elems = [elem(acc), elem(a), elem(b)].map(|e| e.expect("tiles have elements"));
+        use ScalarTy::*;
+        if !matches!(
+            elems,
+            [F32, F16, F16] | [F32, Bf16, Bf16] | [F32, F32, F32] | [F64, F64, F64]
+        ) {
+            let [acc, a, b] = elems;
+            return error(
+                c,
+                format!(
+                    "`tile_mma` multiplies `f16` or `bf16` tiles into an `f32` accumulator, `f32` tiles into `f32` or `f64` into `f64`; found `{a}` × `{b}` into `{acc}`"
+                ),
+            );
+        }
+        let known = |p: Param| p.value();
+        let agree = |x: Param, y: Param| x == y || known(x).is_none() || known(y).is_none();
+        if !(agree(a_rows, m) && agree(b_rows, k) && agree(b_cols, n)) {
+            return error(
+                c,
+                "`tile_mma(&mut acc, &a, &b)` takes an `M × N` accumulator, an `M × K` tile `a` and a `K × N` tile `b`",
+            );
+        }
+        if acc == a || acc == b {
+            return error(
+                c,
+                "`tile_mma` adds into its first tile, which must not also be multiplied",
+            );
+        }
+        for extent in [m, n, k] {
+            if let Some(v) = extent.value()
+                && v % 16 != 0
+            {
+                return error(
+                    c,
+                    format!(
+                        "`tile_mma` multiplies tiles whose rows and columns are multiples of 16 (the tensor cores' 16 × 16 × 16 step); this one has {v}"
+                    ),
+                );
+            }
+        }
+        let target = self.new_block();
+        let mma = TerminatorKind::TileMma {
+            acc,
+            a,
+            b,
+            shape: [m, n, k],
+            target,
+        };
+        self.terminate(mma, c.span());
+        self.current = Some(target);
+        Ok(None)
     }
 }
 

@@ -424,6 +424,44 @@ impl<'c> Inserter<'c> {
         self.place(op);
     }
 
+    /// `scf.for %k = begin to end step step iter_args(inits)`, whose body `body` builds
+    /// from the counter and the carried values, returning the values to carry on; gives
+    /// the loop's results (the last values carried).
+    pub fn for_loop(
+        &self,
+        [begin, end, step]: [MlirValue; 3],
+        inits: &[MlirValue],
+        body: impl FnOnce(&Inserter<'c>, MlirValue, &[MlirValue]) -> Vec<MlirValue>,
+    ) -> Vec<MlirValue> {
+        use melior::ir::{Block, Region, RegionLike};
+        // SAFETY: the values are live, as the caller's operands are.
+        let types: Vec<Type<'c>> = (inits.iter())
+            .map(|v| unsafe { Type::from_raw(mlirValueGetType(*v)) })
+            .collect();
+        let mut arguments = vec![(self.index(), self.location)];
+        arguments.extend(types.iter().map(|t| (*t, self.location)));
+        let block = Block::new(&arguments);
+        let raw = block.to_raw();
+        // SAFETY: `raw` is the live block just made; it is moved into the region below,
+        // which keeps it alive.
+        let inner = unsafe { Inserter::at_end(self.context, raw, self.location) };
+        let argument = |i: usize| unsafe { mlirBlockGetArgument(raw, i as isize) };
+        let carried: Vec<MlirValue> = (1..=inits.len()).map(argument).collect();
+        let next = body(&inner, argument(0), &carried);
+        inner.place(scf::r#yield(&inner.values(&next), self.location));
+        let region = Region::new();
+        region.append_block(block);
+        let mut operands = vec![begin, end, step];
+        operands.extend_from_slice(inits);
+        let op = OperationBuilder::new("scf.for", self.location)
+            .add_operands(&self.values(&operands))
+            .add_results(&types)
+            .add_regions([region])
+            .build()
+            .expect("a loop of index bounds is valid");
+        self.place(op)
+    }
+
     /// `arith.constant` of an `index`.
     pub fn index_constant(&self, v: i64) -> MlirValue {
         self.constant(self.index(), v)

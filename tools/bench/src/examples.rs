@@ -25,6 +25,7 @@ macro_rules! examples {
 
 examples!(
     fir = "../../../examples/fir.rs",
+    gemm_bf16 = "../../../examples/gemm_bf16.rs",
     histogram = "../../../examples/histogram.rs",
     jacobi = "../../../examples/jacobi.rs",
     matmul = "../../../examples/matmul.rs",

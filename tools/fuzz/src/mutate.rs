@@ -135,6 +135,7 @@ fn retarget(rng: &mut Rng, b: &mut Body) -> bool {
         TerminatorKind::Goto(t)
         | TerminatorKind::Assert { target: t, .. }
         | TerminatorKind::Barrier { target: t }
+        | TerminatorKind::TileMma { target: t, .. }
         | TerminatorKind::Call { target: t, .. } => *t = to,
         TerminatorKind::SwitchInt {
             targets, otherwise, ..

@@ -542,3 +542,61 @@ kernel k(_1: &[u32], _2: usize, _3: usize) {
         assert_eq!(message(a, b).as_deref(), Some(text));
     }
 }
+
+/// `_1 = _2 × _3` for 16 × 16 matrices of `f32`, through shared tiles and `tile_mma`.
+const TILE_PRODUCT: &str = r#"// offload-mir v1
+kernel product(mut _1: Region<f32, Linear1D>, _2: &[f32], _3: &[f32]) {
+file "product.rs";
+let mut _0: ();
+let mut _4: Shared<f32, 256>;
+let mut _5: Shared<f32, 256>;
+let mut _6: Shared<f32, 256>;
+let mut _7: usize;
+let mut _8: usize;
+let mut _9: bool;
+let mut _10: f32;
+
+bb0: {
+    _7 = thread_idx(0); // 1:1
+    _8 = Len(_2); // 1:1
+    _9 = Lt(copy _7, copy _8); // 1:1
+    assert(copy _9, BoundsCheck { len: copy _8, index: copy _7 }) -> bb1; // 1:1
+}
+
+bb1: {
+    _5[_7] = copy _2[_7]; // 2:1
+    _6[_7] = copy _3[_7]; // 2:1
+    tile_mma(_4, _5, _6, 16, 16, 16) -> bb2; // 3:1
+}
+
+bb2: {
+    _10 = copy _4[_7]; // 4:1
+    _1[_7] = copy _10; // 4:1
+    return; // 5:1
+}
+}
+"#;
+
+#[test]
+fn tile_mma_adds_the_product_once_every_thread_has_arrived() {
+    let body = crate::parse(TILE_PRODUCT).unwrap();
+    crate::validate(&body).unwrap();
+    let a: Vec<f32> = (0..256).map(|i| (i % 7) as f32 * 0.5 - 1.0).collect();
+    let b: Vec<f32> = (0..256).map(|i| 1.0 / (i as f32 + 1.0)).collect();
+    let mut args = vec![
+        ArgValue::buffer(ScalarTy::F32, f32s(&[0.0; 256])),
+        ArgValue::buffer(ScalarTy::F32, f32s(&a)),
+        ArgValue::buffer(ScalarTy::F32, f32s(&b)),
+    ];
+    let outcome = run(&body, &launch(1, 256), &mut args, &Options::default()).unwrap();
+    assert_eq!(outcome.panic, None);
+    // Each product exact, each sum rounded once, in order of k.
+    let want: Vec<f32> = (0..256)
+        .map(|e| {
+            (0..16).fold(0f32, |s, k| {
+                (s as f64 + a[e / 16 * 16 + k] as f64 * b[k * 16 + e % 16] as f64) as f32
+            })
+        })
+        .collect();
+    assert_eq!(data(&args[0]), f32s(&want));
+}

@@ -13,7 +13,8 @@
 //!   divergence);
 //! - every read of it comes after some barrier, at an index proven below the workgroup's
 //!   thread count: the rank, a value below the thread count or below `workgroup_dim(0)`
-//!   (at most the count), or `x - y` of such an `x` where `x >= y` is known.
+//!   (at most the count), or `x - y` of such an `x` where `x >= y` is known;
+//! - no workgroup matrix operation (`tile_mma`) reads it: that reads every slot.
 //!
 //! Every read then sees a slot its thread wrote; which value a zeroed slot would have
 //! read is never asked.
@@ -32,8 +33,18 @@ impl Analysis<'_> {
             return Vec::new();
         }
         let first_phase = barrier_free_reach(body, &[0]);
+        // A workgroup matrix operation reads its tiles whole, written or not.
+        let multiplied: Vec<Local> = (body.blocks.iter())
+            .flat_map(|b| match b.terminator.kind {
+                TerminatorKind::TileMma { acc, a, b, .. } => vec![acc, a, b],
+                _ => Vec::new(),
+            })
+            .collect();
         let mut qualified = Vec::new();
         for memory in self.memories.clone() {
+            if memory.iter().any(|l| multiplied.contains(l)) {
+                continue;
+            }
             let ours = |a: &&SharedAccess| memory.contains(&a.local);
             let reads: Vec<&SharedAccess> = (accesses.iter().filter(ours))
                 .filter(|a| a.access == Access::Read)
@@ -73,7 +84,7 @@ impl Analysis<'_> {
         // Predecessors along barrier-free edges inside the first phase.
         let mut preds: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (b, block) in body.blocks.iter().enumerate() {
-            if !first_phase[b] || matches!(block.terminator.kind, TerminatorKind::Barrier { .. }) {
+            if !first_phase[b] || block.terminator.kind.waits() {
                 continue;
             }
             for s in block.terminator.kind.successors() {
@@ -96,11 +107,8 @@ impl Analysis<'_> {
                 }
             }
         }
-        (body.blocks.iter().enumerate()).all(|(b, block)| {
-            !first_phase[b]
-                || !matches!(block.terminator.kind, TerminatorKind::Barrier { .. })
-                || written[b]
-        })
+        (body.blocks.iter().enumerate())
+            .all(|(b, block)| !first_phase[b] || !block.terminator.kind.waits() || written[b])
     }
 
     /// Whether `i` is proven below the workgroup's thread count at a point with `state`.

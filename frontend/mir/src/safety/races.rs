@@ -112,10 +112,7 @@ pub(super) fn barrier_free_reach(body: &Body, from: &[usize]) -> Vec<bool> {
         if std::mem::replace(&mut seen[b], true) {
             continue;
         }
-        if !matches!(
-            body.blocks[b].terminator.kind,
-            TerminatorKind::Barrier { .. }
-        ) {
+        if !body.blocks[b].terminator.kind.waits() {
             stack.extend(
                 body.blocks[b]
                     .terminator
@@ -132,7 +129,7 @@ pub(super) fn barrier_free_reach(body: &Body, from: &[usize]) -> Vec<bool> {
 /// The blocks a thread can enter after leaving `b`, before it next waits at a barrier.
 fn after(body: &Body, b: BasicBlock) -> Vec<bool> {
     let block = &body.blocks[b.index()];
-    if matches!(block.terminator.kind, TerminatorKind::Barrier { .. }) {
+    if block.terminator.kind.waits() {
         return vec![false; body.blocks.len()];
     }
     let succs: Vec<usize> = block
@@ -167,8 +164,8 @@ impl Analysis<'_> {
         // Phase starts: the entry and every block a barrier leads to.
         let mut starts = vec![0];
         for block in &body.blocks {
-            if let TerminatorKind::Barrier { target } = block.terminator.kind {
-                starts.push(target.index());
+            if block.terminator.kind.waits() {
+                starts.extend(block.terminator.kind.successors().iter().map(|t| t.index()));
             }
         }
         starts.sort();
