@@ -4,8 +4,8 @@
 //! Each workgroup owns a strip of `STRIP` rows of `c` (the chunks of `CHUNK` elements its
 //! threads own, `Chunked<CHUNK>`, are exactly that strip), and walks along it
 //! `BN` columns at a time: it zeroes an `f32` accumulator tile, then for every `BK` of
-//! the depth stages `STRIP × BK` of `a` and `BK × BN` of `b` in shared tiles, each
-//! thread filling its own slots (`write_nth`), and adds their product with `tile_mma`
+//! the depth stages `STRIP × BK` of `a` and `BK × BN` of `b` in shared tiles
+//! (`fill_from`, by the whole workgroup), and adds their product with `tile_mma`
 //! (on an NVIDIA GPU, `ldmatrix` and `mma.sync` on the tensor cores, each warp taking
 //! 16 × 16 blocks of the accumulator; loops on the CPU). Each thread then copies the
 //! part of its chunk the accumulator holds. Elements past the matrices' edges are
@@ -28,9 +28,11 @@ const CHUNK: usize = 512;
 
 #[offload_kernel]
 fn gemm_bf16(mut c: Region<f32, Chunked<CHUNK>>, a: &[bf16], b: &[bf16], n: usize, k: usize) {
-    let mut acc = Shared2D::<f32, STRIP, BN>::new();
-    let mut at = Shared2D::<bf16, STRIP, BK>::new();
-    let mut bt = Shared2D::<bf16, BK, BN>::new();
+    // Rows padded by 8 slots: the 8 rows a warp's `ldmatrix` or accumulator access
+    // reads at once then start in different memory banks.
+    let mut acc = Shared2D::<f32, STRIP, BN, 8>::new();
+    let mut at = Shared2D::<bf16, STRIP, BK, 8>::new();
+    let mut bt = Shared2D::<bf16, BK, BN, 8>::new();
     let (threads, rank) = (workgroup_dim(0), thread_rank());
     let top = workgroup_idx(0) * STRIP;
     // This thread's chunk: row `mine / n` of the strip, from column `mine % n`.
@@ -47,23 +49,8 @@ fn gemm_bf16(mut c: Region<f32, Chunked<CHUNK>>, a: &[bf16], b: &[bf16], n: usiz
         sync_threads();
         let mut depth = 0;
         while depth < k {
-            for s in 0..at.len().div_ceil(threads) {
-                let e = s * threads + rank;
-                let (r, d) = (top + e / BK, depth + e % BK);
-                if e < at.len() {
-                    // Past the depth, an index past the end: a zero.
-                    let at_a = if d < k { r * k + d } else { a.len() };
-                    at.write_nth(s, a.get(at_a).copied().unwrap_or(bf16::ZERO));
-                }
-            }
-            for s in 0..bt.len().div_ceil(threads) {
-                let e = s * threads + rank;
-                let (d, col) = (depth + e / BN, left + e % BN);
-                if e < bt.len() {
-                    let at_b = if col < n { d * n + col } else { b.len() };
-                    bt.write_nth(s, b.get(at_b).copied().unwrap_or(bf16::ZERO));
-                }
-            }
+            at.fill_from(&a, k, top, depth);
+            bt.fill_from(&b, n, depth, left);
             tile_mma(&mut acc, &at, &bt);
             depth += BK;
         }

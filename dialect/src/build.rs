@@ -291,11 +291,36 @@ pub fn barrier<'c>(context: &'c Context, location: Location<'c>) -> Operation<'c
     operation(context, ops::BARRIER, location, &[], &[], &[])
 }
 
-/// `offload.tile_mma(acc, a, b) {m, n, k}`: `acc += a × b` over shared tiles.
+/// `offload.tile_fill(tile, src, row_len, row, col) {rows, cols}`: a block of a slice
+/// into a shared tile.
+pub fn tile_fill<'c>(
+    context: &'c Context,
+    operands: [Value<'c, '_>; 5],
+    [rows, cols, pitch]: [u32; 3],
+    location: Location<'c>,
+) -> Operation<'c> {
+    let extent = |v: u32| IntegerAttribute::new(IntegerType::new(context, 64).into(), v as i64);
+    operation(
+        context,
+        ops::TILE_FILL,
+        location,
+        &operands,
+        &[],
+        &[
+            ("rows", extent(rows).into()),
+            ("cols", extent(cols).into()),
+            ("pitch", extent(pitch).into()),
+        ],
+    )
+}
+
+/// `offload.tile_mma(acc, a, b) {m, n, k, ldc, lda, ldb}`: `acc += a × b` over shared
+/// tiles whose rows are `ldc`, `lda` and `ldb` elements apart.
 pub fn tile_mma<'c>(
     context: &'c Context,
     [acc, a, b]: [Value<'c, '_>; 3],
     [m, n, k]: [u32; 3],
+    [ldc, lda, ldb]: [u32; 3],
     location: Location<'c>,
 ) -> Operation<'c> {
     let extent = |v: u32| IntegerAttribute::new(IntegerType::new(context, 64).into(), v as i64);
@@ -309,6 +334,9 @@ pub fn tile_mma<'c>(
             ("m", extent(m).into()),
             ("n", extent(n).into()),
             ("k", extent(k).into()),
+            ("ldc", extent(ldc).into()),
+            ("lda", extent(lda).into()),
+            ("ldb", extent(ldb).into()),
         ],
     )
 }

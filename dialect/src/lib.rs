@@ -65,6 +65,7 @@ pub mod ops {
     pub const ALLOC_SHARED: &str = "offload.alloc_shared";
     pub const BARRIER: &str = "offload.barrier";
     pub const TILE_MMA: &str = "offload.tile_mma";
+    pub const TILE_FILL: &str = "offload.tile_fill";
     pub const SUBGROUP_SIZE: &str = "offload.subgroup_size";
     pub const SUBGROUP_LANE: &str = "offload.subgroup_lane";
     pub const SHUFFLE: &str = "offload.shuffle";

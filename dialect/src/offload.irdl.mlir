@@ -39,8 +39,23 @@ irdl.dialect @offload {
   }
 
   // `acc += a × b` by the whole workgroup over row-major shared tiles: `a` of m × k
-  // elements, `b` of k × n, `acc` of m × n. Between two barriers: no thread touches the
-  // tiles meanwhile.
+  // elements, `b` of k × n, `acc` of m × n, their rows `lda`, `ldb` and `ldc` elements
+  // apart. Between two barriers: no thread touches the tiles meanwhile.
+  // Fills the shared tile of rows × cols elements (rows `pitch` apart) by the whole
+  // workgroup with the block of the slice (rows of `row_len` elements) from (`row`,
+  // `col`); zeros past a row's end or the slice's. Between two barriers.
+  irdl.operation @tile_fill {
+    %elem = irdl.any
+    %tile = irdl.parametric @offload::@shared<%elem>
+    %src = irdl.parametric @offload::@slice<%elem>
+    %index = irdl.is index
+    %rows = irdl.base "#builtin.integer"
+    %cols = irdl.base "#builtin.integer"
+    %pitch = irdl.base "#builtin.integer"
+    irdl.attributes { "rows" = %rows, "cols" = %cols, "pitch" = %pitch }
+    irdl.operands(tile: %tile, src: %src, row_len: %index, row: %index, col: %index)
+  }
+
   irdl.operation @tile_mma {
     %elem = irdl.any
     %acc_elem = irdl.any
@@ -50,7 +65,10 @@ irdl.dialect @offload {
     %m = irdl.base "#builtin.integer"
     %n = irdl.base "#builtin.integer"
     %k = irdl.base "#builtin.integer"
-    irdl.attributes { "m" = %m, "n" = %n, "k" = %k }
+    %ldc = irdl.base "#builtin.integer"
+    %lda = irdl.base "#builtin.integer"
+    %ldb = irdl.base "#builtin.integer"
+    irdl.attributes { "m" = %m, "n" = %n, "k" = %k, "ldc" = %ldc, "lda" = %lda, "ldb" = %ldb }
     irdl.operands(acc: %acc, a: %tile, b: %tile)
   }
 

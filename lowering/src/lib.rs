@@ -64,7 +64,7 @@ mod pipeline;
 mod rewrite;
 pub mod rocm;
 mod ssa;
-mod tile_mma;
+mod tiles;
 mod workgroup_loops;
 
 pub use cpu::{CpuKernel, CpuObject};

@@ -272,6 +272,7 @@ fn terminator_reads(t: &Terminator, read: &mut impl FnMut(Local)) {
             msg.operands().into_iter().for_each(operand);
         }
         TerminatorKind::Call { args, .. } => args.iter().for_each(operand),
+        TerminatorKind::TileFill { origin, .. } => origin.iter().for_each(operand),
         TerminatorKind::Goto(_)
         | TerminatorKind::Barrier { .. }
         | TerminatorKind::TileMma { .. }
@@ -670,17 +671,39 @@ impl<'c, 'a> Emitter<'c, 'a> {
                 let (to, values) = self.successor(*target);
                 self.append(cf::br(to, &values, location));
             }
+            TerminatorKind::TileFill {
+                tile,
+                src,
+                origin,
+                shape,
+                target,
+            } => {
+                let origin = origin.map(|op| {
+                    let (v, _) = self.operand(&op, span);
+                    self.convert(melior::dialect::arith::index_cast, v, self.index(), span)
+                });
+                let [tile, src] = [*tile, *src].map(|l| self.container(l));
+                let operands = [tile, src, origin[0], origin[1], origin[2]];
+                self.append(build::barrier(self.context, location));
+                let shape = shape.map(Param::number);
+                self.append(build::tile_fill(self.context, operands, shape, location));
+                self.append(build::barrier(self.context, location));
+                let (to, values) = self.successor(*target);
+                self.append(cf::br(to, &values, location));
+            }
             TerminatorKind::TileMma {
                 acc,
                 a,
                 b,
                 shape,
+                pitches,
                 target,
             } => {
                 let tiles = [*acc, *a, *b].map(|l| self.container(l));
                 self.append(build::barrier(self.context, location));
-                let shape = shape.map(Param::number);
-                self.append(build::tile_mma(self.context, tiles, shape, location));
+                let (shape, pitches) = (shape.map(Param::number), pitches.map(Param::number));
+                let mma = build::tile_mma(self.context, tiles, shape, pitches, location);
+                self.append(mma);
                 self.append(build::barrier(self.context, location));
                 let (to, values) = self.successor(*target);
                 self.append(cf::br(to, &values, location));

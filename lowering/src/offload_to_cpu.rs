@@ -29,7 +29,7 @@
 
 use crate::cpu_host::Host;
 use crate::rewrite::{PassError, refuse};
-use crate::{kernel_abi, rewrite, tile_mma, workgroup_loops};
+use crate::{kernel_abi, rewrite, tiles, workgroup_loops};
 use melior::Context;
 use melior::dialect::arith;
 use melior::ir::{OperationRef, Type};
@@ -90,7 +90,7 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 })
                 .collect();
             // Tiles are multiplied in loops of loads and stores, which the ABI lowers.
-            tile_mma::in_loops(context, OperationRef::from_raw(func), |_| false)?;
+            tiles::in_loops(context, OperationRef::from_raw(func), |_| false)?;
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
             let name = kernel_abi::name(func_ref)?;
@@ -117,6 +117,10 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                 zeroes_shared,
             );
             let arg = |i: usize| host.args[i];
+            // Tiles are filled (in loops of loads and stores) once they are views of the
+            // workgroup's memory, before the thread positions the loops use are lowered.
+            workgroup_memory(context, func_ref, arg(8))?;
+            tiles::fill_tiles(context, func_ref, false)?;
             let count = [arg(2), arg(3), arg(4)];
             let (thread, group, size) = (host.thread, host.group, host.size);
             for (op_name, values) in [
@@ -138,7 +142,6 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
                     rewrite::replace(op, &[value]);
                 }
             }
-            workgroup_memory(context, func_ref, arg(8))?;
             one_lane_subgroups(context, func_ref)?;
             if let Some(phases) = &host.phases {
                 workgroup_loops::split(context, func, phases)?;

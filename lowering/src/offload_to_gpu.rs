@@ -17,7 +17,7 @@
 //! the kernel carries `offload.no_fp_contract`.
 
 use crate::rewrite::{PassError, refuse};
-use crate::{kernel_abi, rewrite, tile_mma};
+use crate::{kernel_abi, rewrite, tiles};
 use melior::Context;
 use melior::dialect::arith;
 use melior::ir::attribute::{StringAttribute, TypeAttribute};
@@ -71,8 +71,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             // stores, which the kernel ABI then lowers; AMD's matrix cores are not used
             // yet.
             let amd = subgroups_of.amd;
-            tile_mma::in_loops(context, OperationRef::from_raw(func), |elem| {
-                !amd && tile_mma::nvidia_tensor_cores(elem)
+            tiles::in_loops(context, OperationRef::from_raw(func), |elem| {
+                !amd && tiles::nvidia_tensor_cores(elem)
             })?;
             kernel_abi::lower(context, func)?;
             let func_ref = OperationRef::from_raw(func);
@@ -96,7 +96,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let groups = [0, 1, 2].map(|d| parameter(GpuHidden::Workgroups(d)));
             rewrite::set_function_type(context, func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
-            tile_mma::on_tensor_cores(context, func_ref)?;
+            tiles::fill_tiles(context, func_ref, true)?;
+            tiles::on_tensor_cores(context, func_ref)?;
             subgroups(context, func_ref, subgroups_of)?;
             if !rewrite::has_attribute(func, offload_dialect::NO_FP_CONTRACT_ATTR) {
                 allow_contraction(context, func_ref);

@@ -278,13 +278,19 @@ pub struct Shared<T, const N: usize> {
 /// A per-workgroup `ROWS × COLS` tile of shared memory, row-major, declared in a kernel
 /// with `let mut tile = Shared2D::<f32, 16, 16>::new();`, with the rules of [`Shared`]:
 /// [`write`](Self::write) writes the thread's own slot, thread (x, y) of the workgroup
-/// filling `tile[(y, x)]` (the workgroup must be `COLS` threads wide, else the write
-/// panics); any thread reads any slot with `tile[(r, c)]` (both bounds-checked).
-pub struct Shared2D<T, const ROWS: usize, const COLS: usize> {
+/// filling `tile[(y, x)]` (the workgroup must be at most `COLS` threads wide, else the
+/// write panics); any thread reads any slot with `tile[(r, c)]` (both bounds-checked).
+///
+/// `PAD` (0 unless given) more slots end each row in memory, unused: rows `COLS + PAD`
+/// apart, so that threads reading down a column, or [`tile_mma`]'s warps, do not all hit
+/// one memory bank (`Shared2D<bf16, 64, 64, 8>`).
+pub struct Shared2D<T, const ROWS: usize, const COLS: usize, const PAD: usize = 0> {
     _element: PhantomData<T>,
 }
 
-impl<T: crate::Num, const ROWS: usize, const COLS: usize> Shared2D<T, ROWS, COLS> {
+impl<T: crate::Num, const ROWS: usize, const COLS: usize, const PAD: usize>
+    Shared2D<T, ROWS, COLS, PAD>
+{
     /// Declares the tile; once per kernel, at any point before its use.
     #[allow(clippy::new_without_default)]
     pub fn new() -> Self {
@@ -298,10 +304,26 @@ impl<T: crate::Num, const ROWS: usize, const COLS: usize> Shared2D<T, ROWS, COLS
     }
 
     /// Writes this thread's own slot number `k * threads_per_workgroup + rank` of the
-    /// tile, counted row by row ([`thread_rank`] is the rank): with `k` running from 0, a
-    /// workgroup of any shape fills a tile of any shape, a row at a time.
+    /// tile, counted row by row, a padded row's `PAD` slots too ([`thread_rank`] is the
+    /// rank): with `k` running from 0, a workgroup of any shape fills a tile of any
+    /// shape, a row at a time.
     pub fn write_nth(&mut self, k: usize, value: T) {
         let _ = (k, value);
+        unreachable!("{NEVER}")
+    }
+
+    /// Fills the tile, by the whole workgroup, with the `ROWS × COLS` block of `src` read
+    /// as a row-major matrix of rows of `row_len` elements, whose top-left element is
+    /// `(row, col)`: slot `(r, c)` gets `src[(row + r) * row_len + col + c]`, or zero
+    /// where `col + c` is past the row's end or that index past the slice's. The usual
+    /// way to stage a block of a matrix for [`tile_mma`].
+    ///
+    /// Like [`sync_threads`], every thread of the workgroup reaches it together, with the
+    /// same `row_len`, `row` and `col` (a compile error otherwise), and it waits like a
+    /// barrier before and after: no thread reads the tile while it is filled, and every
+    /// thread sees the whole block after it.
+    pub fn fill_from(&mut self, src: &[T], row_len: usize, row: usize, col: usize) {
+        let _ = (src, row_len, row, col);
         unreachable!("{NEVER}")
     }
 
@@ -315,7 +337,7 @@ impl<T: crate::Num, const ROWS: usize, const COLS: usize> Shared2D<T, ROWS, COLS
         unreachable!("{NEVER}")
     }
 
-    /// `ROWS * COLS`.
+    /// `ROWS * (COLS + PAD)`: the slots [`write_nth`](Self::write_nth) counts.
     pub fn len(&self) -> usize {
         unreachable!("{NEVER}")
     }
@@ -327,8 +349,8 @@ impl<T: crate::Num, const ROWS: usize, const COLS: usize> Shared2D<T, ROWS, COLS
     }
 }
 
-impl<T, const ROWS: usize, const COLS: usize> std::ops::Index<(usize, usize)>
-    for Shared2D<T, ROWS, COLS>
+impl<T, const ROWS: usize, const COLS: usize, const PAD: usize> std::ops::Index<(usize, usize)>
+    for Shared2D<T, ROWS, COLS, PAD>
 {
     type Output = T;
 
@@ -467,7 +489,8 @@ impl MmaElement for f64 {
 /// `acc += a × b` for the `M × K` tile `a` and the `K × N` tile `b`, by the whole
 /// workgroup: on an NVIDIA GPU with `f16`/`bf16` tiles, on its tensor cores
 /// (`ldmatrix` and `mma.sync.m16n8k16`, each warp taking 16 × 16 blocks of `acc`); in
-/// loops elsewhere. `M`, `N` and `K` are multiples of 16.
+/// loops elsewhere. `M`, `N` and `K` are multiples of 16; tiles of `f16`/`bf16` may be
+/// padded by multiples of 8 (their rows start at 16-byte boundaries).
 ///
 /// Like [`sync_threads`], every thread of the workgroup reaches it together (a compile
 /// error otherwise), and it waits like a barrier before and after: what threads wrote to
@@ -475,10 +498,19 @@ impl MmaElement for f64 {
 /// workgroup is whole warps (an `Err` at launch otherwise). Each element of `acc` adds
 /// the products (exact in the accumulator's type) in an order the target picks, so
 /// results may differ from a sequential sum in the last bits.
-pub fn tile_mma<T: MmaElement, const M: usize, const N: usize, const K: usize>(
-    acc: &mut Shared2D<T::Acc, M, N>,
-    a: &Shared2D<T, M, K>,
-    b: &Shared2D<T, K, N>,
+#[allow(clippy::too_many_arguments)]
+pub fn tile_mma<
+    T: MmaElement,
+    const M: usize,
+    const N: usize,
+    const K: usize,
+    const PAD_ACC: usize,
+    const PAD_A: usize,
+    const PAD_B: usize,
+>(
+    acc: &mut Shared2D<T::Acc, M, N, PAD_ACC>,
+    a: &Shared2D<T, M, K, PAD_A>,
+    b: &Shared2D<T, K, N, PAD_B>,
 ) {
     let _ = (acc, a, b);
     unreachable!("{NEVER}")

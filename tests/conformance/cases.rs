@@ -4760,23 +4760,22 @@ pub fn let_else_and_while_let(o: LaunchOptions) -> CaseResult {
 
 /// Stamps out a kernel that multiplies a `TILE_ROWS × 64` block of rows of `a` (one per
 /// workgroup of 64 threads) by the `64 × 32` matrix `b` with `tile_mma` on `$t` tiles into
-/// an `$acc` accumulator, 32 of the inner dimension at a time; each thread then writes 24
-/// elements of the `TILE_ROWS × 32` result. The accumulator has 6 blocks of 16 × 16, so
+/// an `$acc` accumulator, 32 of the inner dimension at a time (`a`'s block staged by
+/// `fill_from`, `b`'s by each thread's `write_nth`); each thread then writes 24 elements
+/// of the `TILE_ROWS × 32` result. The accumulator has 6 blocks of 16 × 16, so
 /// each of the two warps of a GPU takes three.
 macro_rules! tile_product {
     ($name:ident, $t:ty, $acc:ty) => {
         #[offload_kernel]
         fn $name(mut c: Region<$acc, Chunked<24>>, a: &[$t], b: &[$t]) {
-            let mut acc = Shared2D::<$acc, TILE_ROWS, 32>::new();
-            let mut at = Shared2D::<$t, TILE_ROWS, 32>::new();
+            // Rows of `acc` and `at` padded (by 4 and 8 slots), `bt`'s not.
+            let mut acc = Shared2D::<$acc, TILE_ROWS, 32, 4>::new();
+            let mut at = Shared2D::<$t, TILE_ROWS, 32, 8>::new();
             let mut bt = Shared2D::<$t, 32, 32>::new();
             let (threads, rank) = (workgroup_dim(0), thread_rank());
             let top = workgroup_idx(0) * TILE_ROWS;
             for step in 0..2 {
-                for k in 0..TILE_ROWS / 2 {
-                    let s = k * threads + rank;
-                    at.write_nth(k, a[(top + s / 32) * 64 + step * 32 + s % 32]);
-                }
+                at.fill_from(&a, 64, top, step * 32);
                 for k in 0..16 {
                     let s = k * threads + rank;
                     bt.write_nth(k, b[(step * 32 + s / 32) * 32 + s % 32]);
@@ -4834,5 +4833,45 @@ pub fn tile_matrix_products(o: LaunchOptions) -> CaseResult {
     compare("f16 tiles", &c, &want32)?;
     let mut c = vec![0f64; m * n];
     tile_product_f64(launch, &mut c, &a, &b).map_err(|e| e.to_string())?;
-    compare("f64 tiles", &c, &want)
+    compare("f64 tiles", &c, &want)?;
+
+    // A 16 × 16 block from (row, col) of a matrix of rows of 20 elements held by a
+    // slice of 430 (21.5 rows): the columns past 20 and the slots past 430 are zeros.
+    let x: Vec<f32> = (0..430).map(|i| i as f32 + 1.0).collect();
+    for (row, col) in [(0, 0), (8, 10), (14, 3), (100, 0)] {
+        let mut out = vec![0f32; 256];
+        let fill = LaunchOptions {
+            workgroup_dim: Some([1, 1, 1]),
+            thread_dim: Some([256, 1, 1]),
+            ..o
+        };
+        fill_block(fill, &mut out, &x, 20, row, col).map_err(|e| e.to_string())?;
+        let want: Vec<f32> = (0..256)
+            .map(|e| {
+                let (r, c) = (e / 16, e % 16);
+                let at = (row + r) * 20 + col + c;
+                if col + c < 20 && at < x.len() {
+                    x[at]
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        compare(&format!("fill_from at ({row}, {col})"), &out, &want)?;
+    }
+    Ok(())
+}
+
+/// A workgroup of 256 threads fills a 16 × 16 tile (rows padded by 3 slots, so a GPU
+/// copies a slot at a time) from `x` at (`row`, `col`) and writes it out, a slot per
+/// thread.
+#[offload_kernel]
+fn fill_block(mut out: Region<f32, Linear1D>, x: &[f32], row_len: usize, row: usize, col: usize) {
+    let mut tile = Shared2D::<f32, 16, 16, 3>::new();
+    tile.fill_from(&x, row_len, row, col);
+    let e = thread_rank() % 256;
+    let v = tile[(e / 16, e % 16)];
+    if let Some(o) = out.get_mut() {
+        *o = v;
+    }
 }

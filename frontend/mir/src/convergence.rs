@@ -32,7 +32,17 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
     let doomed = doomed(body);
     let quiet = quiet(body, &doomed);
     let pdom = post_dominators(body, &doomed, &quiet);
-    let (_, divergent) = divergent_blocks(body, &pdom);
+    let (varying, divergent) = divergent_blocks(body, &pdom);
+    for block in &body.blocks {
+        if let TerminatorKind::TileFill { origin, .. } = &block.terminator.kind
+            && origin.iter().any(|op| operand_varies(body, op, &varying))
+        {
+            return Err(ConvergenceError {
+                span: block.terminator.span,
+                message: "`fill_from` copies one block for the whole workgroup, so its row length, row and column must be the same in every thread, but one of them depends on a value that differs between threads".into(),
+            });
+        }
+    }
     for (i, block) in body.blocks.iter().enumerate() {
         let Some(branch) = divergent[i] else { continue };
         let because = format!(
@@ -42,6 +52,7 @@ pub fn check_convergence(body: &Body) -> Result<(), ConvergenceError> {
         let waits = match block.terminator.kind {
             TerminatorKind::Barrier { .. } => Some("sync_threads()"),
             TerminatorKind::TileMma { .. } => Some("tile_mma"),
+            TerminatorKind::TileFill { .. } => Some("fill_from"),
             _ => None,
         };
         if let Some(name) = waits {

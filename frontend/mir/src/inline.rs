@@ -239,17 +239,32 @@ fn remap_terminator(
         TerminatorKind::Barrier { target } => TerminatorKind::Barrier {
             target: bb(*target),
         },
+        TerminatorKind::TileFill {
+            tile,
+            src,
+            origin,
+            shape,
+            target,
+        } => TerminatorKind::TileFill {
+            tile: local(*tile),
+            src: local(*src),
+            origin: origin.map(|op| remap_operand(&op, local)),
+            shape: *shape,
+            target: bb(*target),
+        },
         TerminatorKind::TileMma {
             acc,
             a,
             b,
             shape,
+            pitches,
             target,
         } => TerminatorKind::TileMma {
             acc: local(*acc),
             a: local(*a),
             b: local(*b),
             shape: *shape,
+            pitches: *pitches,
             target: bb(*target),
         },
         TerminatorKind::SwitchInt {

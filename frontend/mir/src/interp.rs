@@ -265,7 +265,7 @@ pub fn run(
         steps: 0,
         panics: Vec::new(),
         atomic_users: HashMap::new(),
-        tile_mma: None,
+        collective: None,
     };
     // Saturating: a launch that large runs out of steps long before.
     let groups = (launch.workgroups.iter()).fold(1u64, |n, &d| n.saturating_mul(d as u64));
@@ -576,9 +576,10 @@ struct Machine<'a> {
     /// Per atomic element (local, index): the first thread to update it, as (workgroup,
     /// position), and whether another has since.
     atomic_users: HashMap<(u32, u64), (ThreadId, bool)>,
-    /// The workgroup matrix operation the waiting threads have reached (its block), run
+    /// The workgroup tile operation the waiting threads have reached: its block, and the
+    /// scalar operands the first thread there gave (every thread gives the same), run
     /// once when every thread has arrived.
-    tile_mma: Option<usize>,
+    collective: Option<(usize, Vec<u64>)>,
 }
 
 /// A thread of the launch: its workgroup and its position in it.
@@ -621,6 +622,7 @@ fn uses_atomic_results(body: &Body) -> bool {
             read(cond) || msg.operands().into_iter().any(read)
         }
         TerminatorKind::Call { args, .. } => args.iter().any(read),
+        TerminatorKind::TileFill { origin, .. } => origin.iter().any(read),
         TerminatorKind::Goto(_)
         | TerminatorKind::Barrier { .. }
         | TerminatorKind::TileMma { .. }
@@ -679,24 +681,59 @@ impl Machine<'_> {
                     }
                 }
             }
-            if let Some(block) = self.tile_mma.take() {
+            if let Some((block, values)) = self.collective.take() {
                 let body = self.body;
-                self.multiply_tiles(&body.blocks[block].terminator.kind);
+                match &body.blocks[block].terminator.kind {
+                    TerminatorKind::TileFill {
+                        tile, src, shape, ..
+                    } => self.fill_tile(*tile, *src, *shape, &values),
+                    kind => self.multiply_tiles(kind),
+                }
             }
         }
         Ok(())
+    }
+
+    /// A [`TerminatorKind::TileFill`] of `tile` from `src` at `[row_len, row, col]`.
+    fn fill_tile(&mut self, tile: Local, src: Local, shape: [Param; 3], origin: &[u64]) {
+        let [rows, cols, pitch] = shape.map(|e| e.number() as u64);
+        let (row_len, row, col) = (origin[0], origin[1], origin[2]);
+        let elem = (self.body.locals[tile.index()].ty.element()).expect("a tile");
+        let (offset, _) = self.shared.views[tile.index()].expect("validated tiles are shared");
+        for r in 0..rows {
+            for c in 0..cols {
+                let column = col.wrapping_add(c);
+                let at = row
+                    .wrapping_add(r)
+                    .wrapping_mul(row_len)
+                    .wrapping_add(column);
+                let buffer = self.buffer(src);
+                let value = match buffer.slot(at) {
+                    Some(i) if column < row_len => buffer.data[i],
+                    _ => 0,
+                };
+                let slot = offset + (r * pitch + c) as usize * elem.size_bytes();
+                self.shared.store(elem, slot, value);
+            }
+        }
     }
 
     /// `acc += a × b` of a [`TerminatorKind::TileMma`], each sum of products accumulated in
     /// order of `k` in the accumulator's type from the products, which are exact in it.
     fn multiply_tiles(&mut self, kind: &TerminatorKind) {
         let TerminatorKind::TileMma {
-            acc, a, b, shape, ..
+            acc,
+            a,
+            b,
+            shape,
+            pitches,
+            ..
         } = *kind
         else {
             unreachable!("a tile_mma's block ends in one");
         };
         let [m, n, k] = shape.map(|e| e.number() as usize);
+        let [ldc, lda, ldb] = pitches.map(|e| e.number() as usize);
         let ty = |l: Local| self.body.locals[l.index()].ty.element();
         let (in_ty, acc_ty) = (ty(a).expect("a tile"), ty(acc).expect("a tile"));
         let views = self.shared.views.clone();
@@ -713,12 +750,12 @@ impl Machine<'_> {
         };
         for i in 0..m {
             for j in 0..n {
-                let c = self.shared.load(acc_ty, at(acc, i * n + j));
+                let c = self.shared.load(acc_ty, at(acc, i * ldc + j));
                 let c = if acc_ty == ScalarTy::F64 {
                     (0..k)
                         .fold(f64::from_bits(c), |s, kk| {
-                            let x = value(self.shared.load(in_ty, at(a, i * k + kk)));
-                            let y = value(self.shared.load(in_ty, at(b, kk * n + j)));
+                            let x = value(self.shared.load(in_ty, at(a, i * lda + kk)));
+                            let y = value(self.shared.load(in_ty, at(b, kk * ldb + j)));
                             x.mul_add(y, s)
                         })
                         .to_bits()
@@ -726,13 +763,13 @@ impl Machine<'_> {
                     // `f32` products of `f16`, `bf16` or `f32` values: exact in `f64`,
                     // rounded to `f32` as one would be by a fused multiply-add.
                     let sum = (0..k).fold(f32::from_bits(c as u32), |s, kk| {
-                        let x = value(self.shared.load(in_ty, at(a, i * k + kk)));
-                        let y = value(self.shared.load(in_ty, at(b, kk * n + j)));
+                        let x = value(self.shared.load(in_ty, at(a, i * lda + kk)));
+                        let y = value(self.shared.load(in_ty, at(b, kk * ldb + j)));
                         (s as f64 + x * y) as f32
                     });
                     sum.to_bits() as u64
                 };
-                self.shared.store(acc_ty, at(acc, i * n + j), c);
+                self.shared.store(acc_ty, at(acc, i * ldc + j), c);
             }
         }
     }
@@ -779,7 +816,12 @@ impl Machine<'_> {
             TerminatorKind::Goto(b) => Flow::Jump(b.index()),
             TerminatorKind::Barrier { target } => Flow::Barrier(target.index()),
             TerminatorKind::TileMma { target, .. } => {
-                self.tile_mma = Some(t.block);
+                self.collective.get_or_insert((t.block, Vec::new()));
+                Flow::Barrier(target.index())
+            }
+            TerminatorKind::TileFill { origin, target, .. } => {
+                let values = self.operands(t, origin)?;
+                self.collective.get_or_insert((t.block, values));
                 Flow::Barrier(target.index())
             }
             TerminatorKind::Return => Flow::Return,

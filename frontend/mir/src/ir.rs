@@ -757,7 +757,9 @@ pub enum TerminatorKind {
     },
     /// `acc += a × b` by the whole workgroup, on tensor cores where the target has them:
     /// shared tiles, row-major, `a` of `m × k` elements, `b` of `k × n` and `acc` of
-    /// `m × n` (`shape` is `[m, n, k]`, each a multiple of 16). A barrier before and one
+    /// `m × n` (`shape` is `[m, n, k]`, each a multiple of 16), each tile's rows
+    /// `pitches` elements apart (`[acc, a, b]`'s; more than the row's width for a padded
+    /// tile). A barrier before and one
     /// after enclose it, so it waits where [`TerminatorKind::Barrier`] does and no thread
     /// touches the tiles while it runs; then `target`. `acc` holds `f32` for `f16`/`bf16`
     /// tiles, else the tiles' type. Each sum of products is accumulated in the
@@ -766,6 +768,21 @@ pub enum TerminatorKind {
         acc: Local,
         a: Local,
         b: Local,
+        shape: [Param; 3],
+        pitches: [Param; 3],
+        target: BasicBlock,
+    },
+    /// Fills the shared tile `tile` (`shape` is `[rows, cols, pitch]`, row-major, rows
+    /// `pitch` elements apart) by the whole
+    /// workgroup from the slice `src`, read as a row-major matrix with rows of
+    /// `origin[0]` elements: slot `(r, c)` gets element `(origin[1] + r, origin[2] + c)`,
+    /// or zero where that is past a row's end or the slice's. The origin is the same
+    /// in every thread (checked by [`crate::convergence`]). Enclosed by two barriers, as
+    /// [`TerminatorKind::TileMma`] is; then `target`.
+    TileFill {
+        tile: Local,
+        src: Local,
+        origin: [Operand; 3],
         shape: [Param; 3],
         target: BasicBlock,
     },
@@ -793,18 +810,40 @@ impl TerminatorKind {
             TerminatorKind::Assert { target, .. }
             | TerminatorKind::Call { target, .. }
             | TerminatorKind::Barrier { target }
-            | TerminatorKind::TileMma { target, .. } => vec![*target],
+            | TerminatorKind::TileMma { target, .. }
+            | TerminatorKind::TileFill { target, .. } => vec![*target],
             TerminatorKind::Return | TerminatorKind::Unreachable => vec![],
         }
     }
 
-    /// Whether the workgroup waits here: a barrier, or a workgroup matrix operation
+    /// Whether the workgroup waits here: a barrier, or a workgroup tile operation
     /// (which is enclosed by two).
     pub fn waits(&self) -> bool {
         matches!(
             self,
-            TerminatorKind::Barrier { .. } | TerminatorKind::TileMma { .. }
+            TerminatorKind::Barrier { .. }
+                | TerminatorKind::TileMma { .. }
+                | TerminatorKind::TileFill { .. }
         )
+    }
+
+    /// The scalar operands the terminator reads.
+    pub fn operands(&self) -> Vec<&Operand> {
+        match self {
+            TerminatorKind::SwitchInt { discr, .. } => vec![discr],
+            TerminatorKind::Assert { cond, msg, .. } => {
+                let mut all = vec![cond];
+                all.extend(msg.operands());
+                all
+            }
+            TerminatorKind::Call { args, .. } => args.iter().collect(),
+            TerminatorKind::TileFill { origin, .. } => origin.iter().collect(),
+            TerminatorKind::Goto(_)
+            | TerminatorKind::Return
+            | TerminatorKind::Unreachable
+            | TerminatorKind::Barrier { .. }
+            | TerminatorKind::TileMma { .. } => Vec::new(),
+        }
     }
 }
 

@@ -640,6 +640,33 @@ impl Parser {
             let a = self.local()?;
             self.expect(",")?;
             let b = self.local()?;
+            let mut extents = [Param::Value(0); 6];
+            for extent in &mut extents {
+                self.expect(",")?;
+                *extent = Param::Value(self.number("a tile extent")?);
+            }
+            self.expect(")")?;
+            self.expect("->")?;
+            let [m, n, k, ldc, lda, ldb] = extents;
+            return Ok(Some(TerminatorKind::TileMma {
+                acc,
+                a,
+                b,
+                shape: [m, n, k],
+                pitches: [ldc, lda, ldb],
+                target: self.block_ref()?,
+            }));
+        }
+        if self.eat_word("tile_fill") {
+            self.expect("(")?;
+            let tile = self.local()?;
+            self.expect(",")?;
+            let src = self.local()?;
+            let mut origin = Vec::new();
+            for _ in 0..3 {
+                self.expect(",")?;
+                origin.push(self.operand()?);
+            }
             let mut shape = [Param::Value(0); 3];
             for extent in &mut shape {
                 self.expect(",")?;
@@ -647,10 +674,10 @@ impl Parser {
             }
             self.expect(")")?;
             self.expect("->")?;
-            return Ok(Some(TerminatorKind::TileMma {
-                acc,
-                a,
-                b,
+            return Ok(Some(TerminatorKind::TileFill {
+                tile,
+                src,
+                origin: [origin[0], origin[1], origin[2]],
                 shape,
                 target: self.block_ref()?,
             }));

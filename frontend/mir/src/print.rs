@@ -175,8 +175,22 @@ impl fmt::Display for TerminatorKind {
                 a,
                 b,
                 shape: [m, n, k],
+                pitches: [ldc, lda, ldb],
                 target,
-            } => write!(f, "tile_mma({acc}, {a}, {b}, {m}, {n}, {k}) -> {target}"),
+            } => write!(
+                f,
+                "tile_mma({acc}, {a}, {b}, {m}, {n}, {k}, {ldc}, {lda}, {ldb}) -> {target}"
+            ),
+            TerminatorKind::TileFill {
+                tile,
+                src,
+                origin: [row_len, row, col],
+                shape: [rows, cols, pitch],
+                target,
+            } => write!(
+                f,
+                "tile_fill({tile}, {src}, {row_len}, {row}, {col}, {rows}, {cols}, {pitch}) -> {target}"
+            ),
         }
     }
 }

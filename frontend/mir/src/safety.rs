@@ -503,7 +503,9 @@ impl Analysis<'_> {
         let span = block.terminator.span;
         match &block.terminator.kind {
             TerminatorKind::Goto(t) => vec![(*t, state)],
-            TerminatorKind::Barrier { target } | TerminatorKind::TileMma { target, .. } => {
+            TerminatorKind::Barrier { target }
+            | TerminatorKind::TileMma { target, .. }
+            | TerminatorKind::TileFill { target, .. } => {
                 vec![(*target, state)]
             }
             TerminatorKind::Return | TerminatorKind::Unreachable => Vec::new(),
@@ -864,7 +866,9 @@ impl Analysis<'_> {
     }
 
     /// Whether index `i` of shared array `s` is one of the calling thread's own slots:
-    /// `rank`, or `k * threads + rank` with `k < Len / threads`.
+    /// `rank`, or `k * threads + rank` with `k < Len / threads`, or with
+    /// `k < Len / threads + 1` and the slot itself checked below `Len` (the last,
+    /// partial round of a length that is not a multiple of the thread count).
     fn own_slot(&mut self, state: &State, s: Local, i: Sym) -> bool {
         let rank = self.rank();
         let threads = self.workgroup_threads();
@@ -891,8 +895,16 @@ impl Analysis<'_> {
         if r != rank || t != threads {
             return false;
         }
-        // `k < Len / threads` keeps `k * threads + rank` below `Len` without wrapping.
-        self.less(state, k, per_thread)
+        // `k < Len / threads` keeps `k * threads + rank` below `Len` without wrapping;
+        // `k <= Len / threads` keeps it from wrapping, and the slot's own check below.
+        if self.less(state, k, per_thread) {
+            return true;
+        }
+        let one = self.values.usize(1);
+        let rounds = self
+            .values
+            .intern(Expr::Binary(BinOp::Add, per_thread, one));
+        self.less(state, k, rounds) && self.in_bounds(state, s, i)
     }
 
     fn check_division(

@@ -279,6 +279,9 @@ fn fold_statements(body: &mut Body, b: usize, mut state: State) -> State {
                 .into_iter()
                 .for_each(|op| constant(op, &state));
         }
+        TerminatorKind::TileFill { origin, .. } => {
+            origin.iter_mut().for_each(|op| constant(op, &state));
+        }
         _ => {}
     }
     state
@@ -527,7 +530,8 @@ fn retarget(kind: &mut TerminatorKind, map: &impl Fn(BasicBlock) -> BasicBlock) 
         TerminatorKind::Assert { target, .. }
         | TerminatorKind::Call { target, .. }
         | TerminatorKind::Barrier { target }
-        | TerminatorKind::TileMma { target, .. } => *target = map(*target),
+        | TerminatorKind::TileMma { target, .. }
+        | TerminatorKind::TileFill { target, .. } => *target = map(*target),
         TerminatorKind::Return | TerminatorKind::Unreachable => {}
     }
 }

@@ -646,7 +646,9 @@ impl Validator<'_> {
                     );
                 }
             }
-            TerminatorKind::Barrier { .. } | TerminatorKind::TileMma { .. }
+            TerminatorKind::Barrier { .. }
+            | TerminatorKind::TileMma { .. }
+            | TerminatorKind::TileFill { .. }
                 if self.body.kind == BodyKind::Device =>
             {
                 return self.err(
@@ -656,10 +658,36 @@ impl Validator<'_> {
                 );
             }
             TerminatorKind::TileMma {
-                acc, a, b, shape, ..
+                acc,
+                a,
+                b,
+                shape,
+                pitches,
+                ..
             } => {
-                if let Err(message) = self.tile_mma([*acc, *a, *b], *shape) {
+                if let Err(message) = self.tile_mma([*acc, *a, *b], *shape, *pitches) {
                     return self.err(Some(bb), t.span, format!("`tile_mma`: {message}"));
+                }
+            }
+            TerminatorKind::TileFill {
+                tile,
+                src,
+                origin,
+                shape,
+                ..
+            } => {
+                for op in origin {
+                    let ty = self.operand_ty(bb, t.span, op)?;
+                    if ty != ScalarTy::Usize {
+                        return self.err(
+                            Some(bb),
+                            t.span,
+                            format!("`tile_fill`: a tile's origin and row length are `usize`, found `{ty}`"),
+                        );
+                    }
+                }
+                if let Err(message) = self.tile_fill(*tile, *src, *shape) {
+                    return self.err(Some(bb), t.span, format!("`tile_fill`: {message}"));
                 }
             }
             TerminatorKind::Goto(_)
@@ -670,8 +698,44 @@ impl Validator<'_> {
         Ok(())
     }
 
-    /// The tiles (`[acc, a, b]`) and shape (`[m, n, k]`) of a workgroup matrix operation.
-    fn tile_mma(&self, tiles: [Local; 3], shape: [Param; 3]) -> Result<(), String> {
+    /// The tile, source and shape (`[rows, cols, pitch]`) of a workgroup tile fill.
+    fn tile_fill(&self, tile: Local, src: Local, shape: [Param; 3]) -> Result<(), String> {
+        let ty = |l: Local| self.body.locals.get(l.index()).map(|d| d.ty);
+        let (Some(Ty::Shared(elem, Some(len))), Some(Ty::Slice(from))) = (ty(tile), ty(src)) else {
+            return Err(format!(
+                "fills a `Shared` tile of static length (`{tile}`) from a slice (`{src}`)"
+            ));
+        };
+        if elem != from {
+            return Err(format!(
+                "a tile of `{elem}` is filled from a slice of `{from}`"
+            ));
+        }
+        let [rows, cols, pitch] = shape.map(Param::value);
+        match (rows, cols, pitch, len.value()) {
+            (Some(0), ..) | (_, Some(0), ..) => Err("a tile has rows and columns".into()),
+            (_, Some(cols), Some(pitch), _) if pitch < cols => Err(format!(
+                "the rows of `{tile}` are {pitch} elements apart, less than their {cols}"
+            )),
+            (Some(rows), _, Some(pitch), Some(len)) if rows as u64 * pitch as u64 != len as u64 => {
+                Err(format!(
+                    "`{tile}` holds {len} elements, not {rows} rows of {pitch}"
+                ))
+            }
+            (Some(_), Some(_), Some(_), Some(_)) => Ok(()),
+            _ if self.items => Ok(()),
+            _ => Err(UNFILLED.into()),
+        }
+    }
+
+    /// The tiles (`[acc, a, b]`), shape (`[m, n, k]`) and the tiles' row pitches of a
+    /// workgroup matrix operation.
+    fn tile_mma(
+        &self,
+        tiles: [Local; 3],
+        shape: [Param; 3],
+        pitches: [Param; 3],
+    ) -> Result<(), String> {
         let [acc, a, b] = tiles;
         if acc == a || acc == b {
             return Err(format!(
@@ -708,17 +772,36 @@ impl Validator<'_> {
                 Err(UNFILLED.into())
             };
         };
+        let [Some(ldc), Some(lda), Some(ldb)] = pitches.map(Param::value) else {
+            return if self.items {
+                Ok(())
+            } else {
+                Err(UNFILLED.into())
+            };
+        };
         if let Some(bad) = [m, n, k].into_iter().find(|e| *e == 0 || e % 16 != 0) {
             return Err(format!(
                 "tile extents are multiples of 16 (the tensor cores' 16 × 16 × 16 step), found {bad}"
             ));
         }
+        // Each 16-bit tile's rows start at 16-byte boundaries, as `ldmatrix` reads them.
+        let align = if a_ty.size_bytes() == 2 { 8 } else { 1 };
         let (m, n, k) = (m as u64, n as u64, k as u64);
-        for (l, len, want) in [(acc, acc_len, m * n), (a, a_len, m * k), (b, b_len, k * n)] {
+        for (l, len, rows, width, pitch, align) in [
+            (acc, acc_len, m, n, ldc, 1),
+            (a, a_len, m, k, lda, align),
+            (b, b_len, k, n, ldb, align),
+        ] {
+            let pitch = pitch as u64;
+            if pitch < width || !pitch.is_multiple_of(align) {
+                return Err(format!(
+                    "the rows of `{l}` are {pitch} elements apart: at least their {width}, and a multiple of {align}"
+                ));
+            }
             match len.value() {
-                Some(len) if len as u64 != want => {
+                Some(len) if len as u64 != rows * pitch => {
                     return Err(format!(
-                        "`{l}` holds {len} elements, but the shape {m} × {n} × {k} needs {want}"
+                        "`{l}` holds {len} elements, but the shape {m} × {n} × {k} needs {rows} rows of {pitch}"
                     ));
                 }
                 None if !self.items => return Err(UNFILLED.into()),
@@ -806,6 +889,11 @@ impl Validator<'_> {
             TerminatorKind::Call { args, .. } => {
                 for a in args {
                     self.check_assigned(bb, &state, a, t.span)?;
+                }
+            }
+            TerminatorKind::TileFill { origin, .. } => {
+                for op in origin {
+                    self.check_assigned(bb, &state, op, t.span)?;
                 }
             }
             TerminatorKind::Return if self.body.kind == BodyKind::Device => {

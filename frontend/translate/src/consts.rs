@@ -95,10 +95,13 @@ pub fn kernel_consts(item: &syn::ItemFn) -> Vec<String> {
                 for name in &named {
                     self.add(name.clone());
                 }
-                if let [rows, cols] = sizes[..]
-                    && !named.is_empty()
-                {
-                    self.add(tile_len(rows, cols));
+                match sizes[..] {
+                    [rows, cols] if !named.is_empty() => self.add(tile_len(rows, cols, None)),
+                    [rows, cols, pad] if !named.is_empty() => {
+                        self.add(tile_pitch(cols, pad));
+                        self.add(tile_len(rows, cols, Some(pad)));
+                    }
+                    _ => {}
                 }
             }
             syn::visit::visit_path_segment(self, s);
@@ -138,15 +141,32 @@ pub(crate) fn size_name(arg: &syn::GenericArgument) -> Option<String> {
     ScalarTy::from_name(&id).is_none().then_some(id)
 }
 
-/// The name under which the length of a `Shared2D` tile whose rows or columns are
-/// `const` items travels: the Rust expression `ROWS * COLS`, whose value rustc gives.
-pub(crate) fn tile_len(rows: &syn::GenericArgument, cols: &syn::GenericArgument) -> String {
+/// A size argument as Rust text: the `const` item it names, or its tokens.
+fn size_text(a: &syn::GenericArgument) -> String {
     use quote::ToTokens;
-    let text = |a: &syn::GenericArgument| match size_name(a) {
+    match size_name(a) {
         Some(name) => name,
         None => a.to_token_stream().to_string(),
-    };
-    format!("{} * {}", text(rows), text(cols))
+    }
+}
+
+/// The name under which the length of a `Shared2D` tile whose sizes are `const` items
+/// travels: the Rust expression `ROWS * COLS` (`ROWS * (COLS + PAD)` for a padded tile),
+/// whose value rustc gives.
+pub(crate) fn tile_len(
+    rows: &syn::GenericArgument,
+    cols: &syn::GenericArgument,
+    pad: Option<&syn::GenericArgument>,
+) -> String {
+    match pad {
+        None => format!("{} * {}", size_text(rows), size_text(cols)),
+        Some(pad) => format!("{} * ({})", size_text(rows), tile_pitch(cols, pad)),
+    }
+}
+
+/// Likewise the distance between a padded tile's rows: `COLS + PAD`.
+pub(crate) fn tile_pitch(cols: &syn::GenericArgument, pad: &syn::GenericArgument) -> String {
+    format!("{} + {}", size_text(cols), size_text(pad))
 }
 
 /// The value of a `const` item's initialiser when it is an integer literal, possibly

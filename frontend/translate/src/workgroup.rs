@@ -119,39 +119,70 @@ impl Translator {
         ty_segment: &syn::PathSegment,
     ) -> Result<(&'a syn::Type, Option<Param>, Option<TileShape>)> {
         match (kind, args) {
-            ("Shared2D", [syn::GenericArgument::Type(t), r, c]) => {
+            ("Shared2D", [syn::GenericArgument::Type(t), r, c, pad @ ..]) if pad.len() <= 1 => {
                 let (Some(rows), Some(cols)) = (self.size(r), self.size(c)) else {
                     return error(
                         ty_segment,
                         "the rows and columns of a `Shared2D` tile must be positive integer literals or `const` items",
                     );
                 };
-                let len = match (rows, cols) {
-                    (Param::Value(r), Param::Value(c)) => {
+                let pad = pad.first().copied();
+                // Padding: a literal (0 for none) or a `const` item.
+                let padding = match pad {
+                    None => Some(Param::Value(0)),
+                    Some(syn::GenericArgument::Const(e)) if const_usize(e).is_some() => {
+                        const_usize(e)
+                            .and_then(|n| u32::try_from(n).ok())
+                            .map(Param::Value)
+                    }
+                    Some(p) => self.size(p),
+                };
+                let Some(padding) = padding else {
+                    return error(
+                        ty_segment,
+                        "the padding of a `Shared2D` tile must be an integer literal or a `const` item",
+                    );
+                };
+                let mixed = [Some(*r), Some(*c), pad]
+                    .into_iter()
+                    .flatten()
+                    .any(|a| self.declared_here(a));
+                let named = |this: &Self, text: String| match this.named_size(&text) {
+                    Some(p) => Ok(p),
+                    None => error(ty_segment, "this `Shared2D` tile is too large"),
+                };
+                let pitch = match (cols, padding, pad) {
+                    (_, Param::Value(0), _) | (_, _, None) => cols,
+                    (Param::Value(c), Param::Value(p), _) => match c.checked_add(p) {
+                        Some(pitch) => Param::Value(pitch),
+                        None => return error(ty_segment, "this `Shared2D` tile is too large"),
+                    },
+                    (_, _, Some(pad)) => named(self, super::consts::tile_pitch(c, pad))?,
+                };
+                let len = match (rows, pitch) {
+                    (Param::Value(r), Param::Value(p)) => {
                         let Some(len) = (r as u64)
-                            .checked_mul(c as u64)
+                            .checked_mul(p as u64)
                             .filter(|n| *n <= u32::MAX as u64)
                         else {
                             return error(ty_segment, "this `Shared2D` tile is too large");
                         };
                         Param::Value(len as u32)
                     }
-                    // Named by the product of its rows and columns (`kernel_consts`),
-                    // which rustc evaluates where the items are: both outside the kernel.
-                    (Param::Value(_), _) | (_, Param::Value(_))
-                        if [r, c].into_iter().any(|a| self.declared_here(a)) =>
-                    {
+                    // Named by the product of its rows and row pitch (`kernel_consts`),
+                    // which rustc evaluates where the items are: all outside the kernel.
+                    _ if mixed => {
                         return error(
                             ty_segment,
-                            "the rows and columns of this `Shared2D` tile come from a `const` item declared in the kernel and one outside it; declare both in the same place",
+                            "the sizes of this `Shared2D` tile come from `const` items declared in the kernel and outside it; declare them in the same place",
                         );
                     }
-                    _ => match self.named_size(&super::consts::tile_len(r, c)) {
-                        Some(len) => len,
-                        None => return error(ty_segment, "this `Shared2D` tile is too large"),
-                    },
+                    _ => {
+                        let pad = pad.filter(|_| pitch != cols);
+                        named(self, super::consts::tile_len(r, c, pad))?
+                    }
                 };
-                Ok((t, Some(len), Some((rows, cols))))
+                Ok((t, Some(len), Some((rows, cols, pitch))))
             }
             ("Shared", [syn::GenericArgument::Type(t), n]) => {
                 let Some(len) = self.size(n) else {
@@ -298,7 +329,7 @@ impl Translator {
         &mut self,
         m: &syn::ExprMethodCall,
         tile: Local,
-        (rows, cols): TileShape,
+        (rows, cols, pitch): TileShape,
         name: &str,
         args: &[&syn::Expr],
     ) -> Result<Value> {
@@ -333,6 +364,17 @@ impl Translator {
                     "a `Shared2D` tile is written by workgroups at most as wide as its columns",
                     span,
                 );
+                if pitch != cols {
+                    // Implied by the check above; the race check proves the rows apart
+                    // from a bound on the width that is the row pitch itself.
+                    let width = position(self, Position::WorkgroupSize, 0);
+                    let within = self.assign_temp(
+                        ScalarTy::Bool,
+                        Rvalue::BinaryOp(BinOp::Le, width, param(pitch)),
+                        span,
+                    );
+                    self.assert(within, "a padded `Shared2D` row holds its columns", span);
+                }
                 let depth = position(self, Position::WorkgroupSize, 2);
                 let flat = self.assign_temp(
                     ScalarTy::Bool,
@@ -350,7 +392,7 @@ impl Translator {
                 );
                 let row = self.assign_temp(
                     ScalarTy::Usize,
-                    Rvalue::BinaryOp(BinOp::Mul, y, param(cols)),
+                    Rvalue::BinaryOp(BinOp::Mul, y, param(pitch)),
                     span,
                 );
                 let slot =
@@ -359,13 +401,16 @@ impl Translator {
                 self.push(Place::element(tile, index), Rvalue::Use(value), span);
                 Ok(None)
             }
+            ("fill_from", [src, row_len, row, col]) => {
+                self.fill_from(m, tile, (rows, cols, pitch), [src, row_len, row, col])
+            }
             ("rows", []) => Ok(Some((param(rows), ScalarTy::Usize))),
             ("cols", []) => Ok(Some((param(cols), ScalarTy::Usize))),
             ("len", []) => Ok(Some((param(len), ScalarTy::Usize))),
             _ => error(
                 &m.method,
                 format!(
-                    "`{name}` with {} argument(s) is not an operation of a `Shared2D` tile; supported: write(v), write_nth(k, v), rows(), cols(), len(), and reading `tile[(r, c)]`",
+                    "`{name}` with {} argument(s) is not an operation of a `Shared2D` tile; supported: write(v), write_nth(k, v), fill_from(&x, row_len, row, col), rows(), cols(), len(), and reading `tile[(r, c)]`",
                     args.len()
                 ),
             ),
@@ -380,7 +425,7 @@ impl Translator {
         index: &syn::Expr,
         span: SynSpan,
     ) -> Result<(Place, ScalarTy)> {
-        let (_, cols) = self.tiles[&tile];
+        let (_, cols, pitch) = self.tiles[&tile];
         let syn::Expr::Tuple(pair) = super::syntax::strip_parens(index) else {
             return error(index, "a `Shared2D` tile is indexed by `(row, column)`");
         };
@@ -390,11 +435,12 @@ impl Translator {
         let (r, _) = self.scalar_expr(r, Some(ScalarTy::Usize))?;
         let (c, _) = self.scalar_expr(c, Some(ScalarTy::Usize))?;
         let cols_const = Operand::Const(super::places::param_const(cols, ScalarTy::Usize));
+        let pitch_const = Operand::Const(super::places::param_const(pitch, ScalarTy::Usize));
         let c = self.as_local(c, ScalarTy::Usize, span);
         self.bounds_check(c, cols_const, span);
         let row_start = self.assign_temp(
             ScalarTy::Usize,
-            Rvalue::BinaryOp(BinOp::Mul, r, cols_const),
+            Rvalue::BinaryOp(BinOp::Mul, r, pitch_const),
             span,
         );
         let at = self.assign_temp(
@@ -452,12 +498,21 @@ impl Translator {
             |b: &mut Translator, op, x, y| b.assign_temp(usize_, Rvalue::BinaryOp(op, x, y), span);
         let threads = self.workgroup_threads(span);
         let len = self.assign_temp(usize_, Rvalue::Len(shared), span);
-        let per_thread = bin(self, BinOp::Div, len, threads);
+        // `k` runs up to the last round, which may cover part of the workgroup (a length
+        // that is not a multiple of the thread count), and the slot is checked too: `k`
+        // small keeps `k * threads + rank` from wrapping onto another thread's slot.
+        let whole = bin(self, BinOp::Div, len, threads);
+        let rounds = bin(
+            self,
+            BinOp::Add,
+            whole,
+            Operand::Const(Const::Int(1, usize_)),
+        );
         let nth = self.as_local(nth, usize_, span);
-        self.bounds_check(nth, per_thread, span);
+        self.bounds_check(nth, rounds, span);
         let base = bin(self, BinOp::Mul, Operand::Copy(Place::local(nth)), threads);
         let slot = bin(self, BinOp::Add, base, rank);
-        self.as_local(slot, usize_, span)
+        self.checked_index(shared, slot, span)
     }
 
     /// `workgroup_sum(v)`, `workgroup_min(v)`, `workgroup_max(v)`: `v` combined over the
@@ -649,6 +704,63 @@ impl Translator {
 }
 
 impl Translator {
+    /// `tile.fill_from(&x, row_len, row, col)`: the whole workgroup fills the tile with
+    /// the block of the slice parameter `x` (read as rows of `row_len` elements) whose
+    /// top-left element is `(row, col)`, zeros past a row's end or the slice's.
+    fn fill_from(
+        &mut self,
+        m: &syn::ExprMethodCall,
+        tile: Local,
+        (rows, cols, pitch): TileShape,
+        [src, row_len, row, col]: [&syn::Expr; 4],
+    ) -> Result<Value> {
+        if self.body.kind == BodyKind::Device {
+            return error(m, "only kernels can call `fill_from`, not device functions");
+        }
+        let slice = match super::syntax::strip_parens(src) {
+            syn::Expr::Reference(r) if r.mutability.is_none() => match &*r.expr {
+                syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
+                    Some(Binding::Local(l))
+                        if matches!(self.body.locals[l.index()].ty, Ty::Slice(_)) =>
+                    {
+                        Some(l)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            },
+            _ => None,
+        };
+        let Some(slice) = slice else {
+            return error(
+                src,
+                "`fill_from` reads a slice parameter of the kernel, as `&x`",
+            );
+        };
+        let elem = |l: Local| self.body.locals[l.index()].ty.element();
+        if elem(slice) != elem(tile) {
+            return error(
+                src,
+                "`fill_from` fills a tile from a slice of its element type",
+            );
+        }
+        let mut origin = Vec::new();
+        for e in [row_len, row, col] {
+            origin.push(self.scalar_expr(e, Some(ScalarTy::Usize))?.0);
+        }
+        let target = self.new_block();
+        let fill = TerminatorKind::TileFill {
+            tile,
+            src: slice,
+            origin: [origin[0], origin[1], origin[2]],
+            shape: [rows, cols, pitch],
+            target,
+        };
+        self.terminate(fill, m.span());
+        self.current = Some(target);
+        Ok(None)
+    }
+
     /// `tile_mma(&mut acc, &a, &b)`: `acc += a × b` by the whole workgroup, over three
     /// distinct `Shared2D` tiles whose extents are multiples of 16 (rustc checks that
     /// they agree, and the element types).
@@ -673,9 +785,9 @@ impl Translator {
                 _ => error(&r.expr, FORM),
             }
         };
-        let (acc, (m, n)) = tile(self, acc, true)?;
-        let (a, (a_rows, k)) = tile(self, a, false)?;
-        let (b, (b_rows, b_cols)) = tile(self, b, false)?;
+        let (acc, (m, n, ldc)) = tile(self, acc, true)?;
+        let (a, (a_rows, k, lda)) = tile(self, a, false)?;
+        let (b, (b_rows, b_cols, ldb)) = tile(self, b, false)?;
         let elem = |l: Local| self.body.locals[l.index()].ty.element();
         let elems = [elem(acc), elem(a), elem(b)].map(|e| e.expect("tiles have elements"));
         use ScalarTy::*;
@@ -717,12 +829,24 @@ impl Translator {
                 );
             }
         }
+        let half = matches!(elems[1], F16 | Bf16);
+        if half
+            && [lda, ldb]
+                .iter()
+                .any(|p| p.value().is_some_and(|v| v % 8 != 0))
+        {
+            return error(
+                c,
+                "`tile_mma` reads `f16`/`bf16` tiles a 16-byte row piece at a time: pad their rows by a multiple of 8 elements",
+            );
+        }
         let target = self.new_block();
         let mma = TerminatorKind::TileMma {
             acc,
             a,
             b,
             shape: [m, n, k],
+            pitches: [ldc, lda, ldb],
             target,
         };
         self.terminate(mma, c.span());
@@ -731,8 +855,8 @@ impl Translator {
     }
 }
 
-/// The rows and columns of a `Shared2D` tile.
-pub(super) type TileShape = (Param, Param);
+/// The rows, columns and row pitch (columns and padding) of a `Shared2D` tile.
+pub(super) type TileShape = (Param, Param, Param);
 
 /// The shared-memory types a kernel declares with `::new()`.
 pub(super) const SHARED_KINDS: [&str; 3] = ["Shared", "DynShared", "Shared2D"];

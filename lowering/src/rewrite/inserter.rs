@@ -462,6 +462,41 @@ impl<'c> Inserter<'c> {
         self.place(op)
     }
 
+    /// `scf.if cond` whose branches `then` and `otherwise` build, each returning the
+    /// values it yields (of `types`); gives the values yielded.
+    pub fn if_else(
+        &self,
+        cond: MlirValue,
+        types: &[Type<'c>],
+        then: impl FnOnce(&Inserter<'c>) -> Vec<MlirValue>,
+        otherwise: impl FnOnce(&Inserter<'c>) -> Vec<MlirValue>,
+    ) -> Vec<MlirValue> {
+        use melior::ir::{Block, Region, RegionLike};
+        let branch = |build: &dyn Fn(&Inserter<'c>) -> Vec<MlirValue>| {
+            let block = Block::new(&[]);
+            // SAFETY: the block is live; it moves into the region, which keeps it.
+            let inner = unsafe { Inserter::at_end(self.context, block.to_raw(), self.location) };
+            let values = build(&inner);
+            inner.place(scf::r#yield(&inner.values(&values), self.location));
+            let region = Region::new();
+            region.append_block(block);
+            region
+        };
+        let (then, otherwise) = (
+            std::cell::Cell::new(Some(then)),
+            std::cell::Cell::new(Some(otherwise)),
+        );
+        let then = branch(&|b| then.take().expect("built once")(b));
+        let otherwise = branch(&|b| otherwise.take().expect("built once")(b));
+        let op = OperationBuilder::new("scf.if", self.location)
+            .add_operands(&self.values(&[cond]))
+            .add_results(types)
+            .add_regions([then, otherwise])
+            .build()
+            .expect("a branch on an `i1` is valid");
+        self.place(op)
+    }
+
     /// `arith.constant` of an `index`.
     pub fn index_constant(&self, v: i64) -> MlirValue {
         self.constant(self.index(), v)

@@ -8,7 +8,7 @@ macro_rules! examples {
     ($($name:ident = $path:literal),* $(,)?) => {
         $(
             #[path = $path]
-            mod $name;
+            pub(crate) mod $name;
         )*
 
         /// Runs each example in turn.

@@ -37,6 +37,9 @@
 //! `offload-bench cpu [N]` needs no GPU: the CPU backend next to rayon running the same
 //! algorithms (see `cpu.rs`).
 //!
+//! `offload-bench tensor-gemm [REPS] [N...]` times `examples/gemm_bf16.rs`'s tensor-core
+//! product next to cuBLAS's (see `tensor.rs`).
+//!
 //! `offload-bench launch` measures only the launch overhead (three times), for profiling.
 //!
 //! `offload-bench first-launch` times a program's first launch of a kernel (compile or
@@ -53,6 +56,7 @@ mod examples;
 mod fuzz;
 mod launch;
 mod suite;
+mod tensor;
 
 #[offload_kernel]
 fn saxpy(mut y: Region<f32, Linear1D>, x: &[f32], a: f32) {
@@ -756,6 +760,7 @@ fn main() -> Result<()> {
         "fuzz" => return fuzz::run(args),
         "suite" => return suite::run(args),
         "suite-check" => return suite::check(),
+        "tensor-gemm" => return tensor::run(args),
         "compile-time" => {
             return compile_time::run(&args.collect::<Vec<_>>());
         }
@@ -788,8 +793,8 @@ fn main() -> Result<()> {
         }
         _ => bail!(
             "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, suite, \
-             suite-check, launch, check, conformance, examples, cpu, compile-time, first-launch, \
-             fuzz"
+             suite-check, tensor-gemm, launch, check, conformance, examples, cpu, compile-time, \
+             first-launch, fuzz"
         ),
     }
     let n: usize = args

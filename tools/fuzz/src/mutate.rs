@@ -136,6 +136,7 @@ fn retarget(rng: &mut Rng, b: &mut Body) -> bool {
         | TerminatorKind::Assert { target: t, .. }
         | TerminatorKind::Barrier { target: t }
         | TerminatorKind::TileMma { target: t, .. }
+        | TerminatorKind::TileFill { target: t, .. }
         | TerminatorKind::Call { target: t, .. } => *t = to,
         TerminatorKind::SwitchInt {
             targets, otherwise, ..

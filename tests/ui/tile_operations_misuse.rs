@@ -54,4 +54,36 @@ fn half_accumulator(mut out: Region<f16, Linear1D>) {
     }
 }
 
+// Each thread names its own block: the fill is one block for the whole workgroup.
+#[offload_kernel]
+fn own_rows(mut out: Region<f32, Linear1D>, x: &[f32]) {
+    let mut tile = Shared2D::<f32, 16, 16>::new();
+    tile.fill_from(&x, 16, thread_rank(), 0);
+    if let Some(o) = out.get_mut() {
+        *o = tile[(0, 0)];
+    }
+}
+
+// A fill from a region, which threads may be writing.
+#[offload_kernel]
+fn from_a_region(mut out: Region<f32, Linear1D>) {
+    let mut tile = Shared2D::<f32, 16, 16>::new();
+    tile.fill_from(&out, 16, 0, 0);
+    if let Some(o) = out.get_mut() {
+        *o = tile[(0, 0)];
+    }
+}
+
+// `ldmatrix` reads 16-byte pieces of rows: a row padded by 3 `f16` slots breaks that.
+#[offload_kernel]
+fn odd_padding(mut out: Region<f32, Linear1D>) {
+    let mut acc = Shared2D::<f32, 16, 16>::new();
+    let a = Shared2D::<f16, 16, 16, 3>::new();
+    let b = Shared2D::<f16, 16, 16>::new();
+    tile_mma(&mut acc, &a, &b);
+    if let Some(o) = out.get_mut() {
+        *o = acc[(0, 0)];
+    }
+}
+
 fn main() {}

@@ -1,5 +1,11 @@
-//! `offload.tile_mma`, `acc += a × b` by a whole workgroup over row-major shared tiles,
-//! made into code the target runs:
+//! The workgroup tile operations made into code the target runs.
+//!
+//! `offload.tile_fill` ([`fill_tiles`]), on every target: each thread copies the tile's
+//! slots `rank`, `rank + threads`, ... from the slice, `UNROLL` at a time, all loads
+//! before any store, so that a thread has that many reads in flight; on a GPU, 16 bytes
+//! at a time where the block's rows allow.
+//!
+//! `offload.tile_mma`, `acc += a × b` over row-major shared tiles:
 //!
 //! - [`in_loops`]: each thread computes the accumulator's elements `rank`,
 //!   `rank + threads`, ..., each a loop over `k` that adds the products to it in the
@@ -47,6 +53,29 @@ unsafe fn shape(op: MlirOperation) -> Result<[i64; 3], PassError> {
     Ok(shape)
 }
 
+/// The distances between the rows of a tile multiplication's tiles, `[ldc, lda, ldb]`:
+/// at least the rows' widths (`[n, k, n]`).
+///
+/// # Safety
+///
+/// `op` is a live `offload.tile_mma`.
+unsafe fn pitches(op: MlirOperation, [_, n, k]: [i64; 3]) -> Result<[i64; 3], PassError> {
+    let mut pitches = [0; 3];
+    for ((pitch, name), width) in pitches.iter_mut().zip(["ldc", "lda", "ldb"]).zip([n, k, n]) {
+        // SAFETY: per the contract.
+        *pitch = match unsafe { rewrite::int_attribute(op, name) } {
+            Some(p) if p >= width => p,
+            _ => {
+                return Err(refuse(
+                    op,
+                    "`offload.tile_mma` needs `ldc`, `lda` and `ldb`, each at least its rows' width",
+                ));
+            }
+        };
+    }
+    Ok(pitches)
+}
+
 /// The thread's linear index in its workgroup, and the workgroup's thread count.
 fn rank_and_threads(b: &Inserter<'_>) -> (MlirValue, MlirValue) {
     let at = |p: Position, d: u8| b.place(build::position(b.context, p, d, b.location))[0];
@@ -88,9 +117,11 @@ pub unsafe fn in_loops(
                 continue;
             }
             let [m, n, k] = shape(op)?;
+            let [ldc, lda, ldb] = pitches(op, [m, n, k])?;
             let ins = Inserter::before(context, op);
             let (rank, threads) = rank_and_threads(&ins);
             let [end, cols, depth, zero, one] = [m * n, n, k, 0, 1].map(|v| ins.index_constant(v));
+            let [ldc, lda, ldb] = [ldc, lda, ldb].map(|v| ins.index_constant(v));
             let location = ins.location;
             ins.for_loop([rank, end, threads], &[], |ins, slot, _| {
                 let load = |ins: &Inserter<'_>, tile: MlirValue, i: MlirValue, ty: Type<'_>| {
@@ -99,11 +130,12 @@ pub unsafe fn in_loops(
                 };
                 let i = ins.arith(arith::divui, slot, cols);
                 let j = ins.arith(arith::remui, slot, cols);
-                let row = ins.arith(arith::muli, i, depth);
-                let start = load(ins, acc, slot, acc_elem);
+                let row = ins.arith(arith::muli, i, lda);
+                let at_acc = ins.arith(arith::addi, ins.arith(arith::muli, i, ldc), j);
+                let start = load(ins, acc, at_acc, acc_elem);
                 let sum = ins.for_loop([zero, depth, one], &[start], |ins, kk, sum| {
                     let at_a = ins.arith(arith::addi, row, kk);
-                    let down = ins.arith(arith::muli, kk, cols);
+                    let down = ins.arith(arith::muli, kk, ldb);
                     let at_b = ins.arith(arith::addi, down, j);
                     let [x, y] = [(a, at_a), (b, at_b)].map(|(tile, at)| {
                         let v = load(ins, tile, at, elem);
@@ -120,10 +152,205 @@ pub unsafe fn in_loops(
                     context,
                     ins.value(sum[0]),
                     ins.value(acc),
-                    ins.value(slot),
+                    ins.value(at_acc),
                     location,
                 );
                 ins.place(op);
+                Vec::new()
+            });
+            rewrite::replace(op, &[]);
+        }
+    }
+    Ok(())
+}
+
+/// Slots (or vectors of slots) of a tile fill each thread has in flight: loads issued
+/// before the stores.
+const UNROLL: i64 = 8;
+
+/// Expands each `offload.tile_fill` of `func`, once its tile is a view of workgroup
+/// memory and its slice a memref, into per-thread loops: thread `rank` copies groups
+/// `rank`, `rank + threads`, ... of `lanes` consecutive slots, `UNROLL` groups at a time,
+/// loads before stores. With `vectors` and rows that split into 16-byte groups, a group
+/// inside its row and the slice, at a 16-byte aligned address, is one vector load and
+/// store; any other group is read a slot at a time, with zeros past a row's end or the
+/// slice's.
+///
+/// # Safety
+///
+/// `func` is a live kernel whose tiles are views of static workgroup arrays and whose
+/// slices are memrefs; its thread positions are still `offload` ops.
+pub unsafe fn fill_tiles(
+    context: &Context,
+    func: OperationRef<'_, '_>,
+    vectors: bool,
+) -> Result<(), PassError> {
+    for op in rewrite::collect(func, ops::TILE_FILL) {
+        // SAFETY: `op` was just collected from the live kernel and is replaced once.
+        unsafe {
+            let [tile, src, row_len, row, col] = [0, 1, 2, 3, 4].map(|i| rewrite::operand(op, i));
+            let elem = MemRefType::try_from(rewrite::value_type(tile))
+                .map_err(|_| refuse(op, "`offload.tile_fill` fills a memref here"))?
+                .element();
+            let extent = |name| match rewrite::int_attribute(op, name) {
+                Some(e) if e > 0 => Ok(e),
+                _ => Err(refuse(
+                    op,
+                    "`offload.tile_fill` needs positive `rows`, `cols` and `pitch`",
+                )),
+            };
+            let (rows, cols, pitch) = (extent("rows")?, extent("cols")?, extent("pitch")?);
+            let bytes = (elem
+                .to_string()
+                .trim_start_matches(|c: char| c.is_alphabetic()))
+            .parse::<i64>()
+            .map(|bits| bits / 8)
+            .unwrap_or(16);
+            let lanes =
+                if vectors && bytes < 16 && cols % (16 / bytes) == 0 && pitch % (16 / bytes) == 0 {
+                    16 / bytes
+                } else {
+                    1
+                };
+            let ins = Inserter::before(context, op);
+            let c = |v: i64| ins.index_constant(v);
+            let (rank, threads) = rank_and_threads(&ins);
+            let len = ins.dim(src, c(0));
+            // The slice's first element's address, for the alignment of a vector's.
+            let parts = ins.op(
+                "memref.extract_strided_metadata",
+                &[src],
+                &[
+                    MemRefType::new(elem, &[], None, None).into(),
+                    ins.index(),
+                    ins.index(),
+                    ins.index(),
+                ],
+                &[],
+            )?;
+            let pointer = one(
+                &ins,
+                "memref.extract_aligned_pointer_as_index",
+                &[src],
+                ins.index(),
+                &[],
+            );
+            let first = ins.arith(
+                arith::addi,
+                pointer,
+                ins.arith(arith::muli, parts[1], c(bytes)),
+            );
+            let groups = c(rows * cols / lanes);
+            let stride = ins.arith(arith::muli, threads, c(UNROLL));
+            let (width, pitch) = (c(cols), c(pitch));
+            let vector =
+                Type::parse(context, &format!("vector<{lanes}x{elem}>")).expect("a vector type");
+            ins.for_loop([rank, groups, stride], &[], |ins, base, _| {
+                let c = |v: i64| ins.index_constant(v);
+                let (add, mul) = (
+                    |x, y| ins.arith(arith::addi, x, y),
+                    |x, y| ins.arith(arith::muli, x, y),
+                );
+                let below = |x, y| ins.cmpi(arith::CmpiPredicate::Ult, x, y);
+                let and = |x, y| ins.arith(arith::andi, x, y);
+                // Each group: its first slot's row and column in the block, whether it is
+                // one of the tile's, and where in the tile it goes.
+                let plan: Vec<(MlirValue, MlirValue, MlirValue, MlirValue)> = (0..UNROLL)
+                    .map(|u| {
+                        let group = add(base, mul(threads, c(u)));
+                        let slot = mul(group, c(lanes));
+                        let (r, k) = (
+                            ins.arith(arith::divui, slot, width),
+                            ins.arith(arith::remui, slot, width),
+                        );
+                        (r, k, below(group, groups), add(mul(r, pitch), k))
+                    })
+                    .collect();
+                let values: Vec<MlirValue> = (plan.iter())
+                    .map(|&(r, k, inside, _)| {
+                        let column = add(col, k);
+                        let line = mul(add(row, r), row_len);
+                        let at = add(line, column);
+                        // One slot: read where it is inside the row and the slice.
+                        let scalar = |b: &Inserter<'_>, j: i64| {
+                            let (column, at) = (
+                                b.arith(arith::addi, column, b.index_constant(j)),
+                                b.arith(arith::addi, at, b.index_constant(j)),
+                            );
+                            let ok = b.arith(
+                                arith::andi,
+                                inside,
+                                b.arith(
+                                    arith::andi,
+                                    b.cmpi(arith::CmpiPredicate::Ult, column, row_len),
+                                    b.cmpi(arith::CmpiPredicate::Ult, at, len),
+                                ),
+                            );
+                            b.if_else(
+                                ok,
+                                &[elem],
+                                |b| vec![b.load(src, &[at], elem)],
+                                |b| vec![b.zero(elem)],
+                            )[0]
+                        };
+                        if lanes == 1 {
+                            return scalar(ins, 0);
+                        }
+                        let end = add(at, c(lanes - 1));
+                        let address = add(first, mul(at, c(bytes)));
+                        let aligned = ins.cmpi(
+                            arith::CmpiPredicate::Eq,
+                            ins.arith(arith::remui, address, c(16)),
+                            c(0),
+                        );
+                        let whole = and(
+                            and(inside, aligned),
+                            and(below(add(column, c(lanes - 1)), row_len), below(end, len)),
+                        );
+                        ins.if_else(
+                            whole,
+                            &[vector],
+                            |b| {
+                                vec![one(
+                                    b,
+                                    "vector.load",
+                                    &[src, at],
+                                    vector,
+                                    &[("alignment", "16 : i64")],
+                                )]
+                            },
+                            |b| {
+                                let parts: Vec<MlirValue> =
+                                    (0..lanes).map(|j| scalar(b, j)).collect();
+                                vec![
+                                    b.op("vector.from_elements", &parts, &[vector], &[])
+                                        .expect("a vector of its elements")[0],
+                                ]
+                            },
+                        )[0]
+                    })
+                    .collect();
+                for (&(_, _, inside, slot), value) in plan.iter().zip(values) {
+                    ins.if_else(
+                        inside,
+                        &[],
+                        |b| {
+                            if lanes == 1 {
+                                b.store(value, tile, &[slot]);
+                            } else {
+                                b.op(
+                                    "vector.store",
+                                    &[value, tile, slot],
+                                    &[],
+                                    &[("alignment", b.attr("16 : i64"))],
+                                )
+                                .expect("a vector store into a memref of its elements");
+                            }
+                            Vec::new()
+                        },
+                        |_| Vec::new(),
+                    );
+                }
                 Vec::new()
             });
             rewrite::replace(op, &[]);
@@ -180,6 +407,7 @@ pub unsafe fn on_tensor_cores(
                 .element()
                 .to_string();
             let [m, n, k] = shape(op)?;
+            let [ldc, lda, ldb] = pitches(op, [m, n, k])?;
             let ins = Inserter::before(context, op);
             let ty = |text: &str| Type::parse(context, text).expect("a type the dialects spell");
             let c = |v: i64| ins.index_constant(v);
@@ -205,7 +433,8 @@ pub unsafe fn on_tensor_cores(
                 )
             };
             let (base_a, base_b) = (base(a), base(b));
-            let (cols, depth, column_blocks) = (c(n), c(k), c(n / 16));
+            let (depth, column_blocks) = (c(k), c(n / 16));
+            let [ldc, lda, ldb] = [ldc, lda, ldb].map(c);
             let blocks = c((m / 16) * (n / 16));
             ins.for_loop([warp, blocks, warps], &[], |ins, block, _| {
                 let c = |v: i64| ins.index_constant(v);
@@ -218,7 +447,7 @@ pub unsafe fn on_tensor_cores(
                         let (h, e) = (e / 4, e % 4);
                         let row = add(top, add(group, c(8 * (e / 2))));
                         let col = add(left, add(pair, c(8 * h + e % 2)));
-                        add(mul(row, cols), col)
+                        add(mul(row, ldc), col)
                     })
                     .collect();
                 let start: Vec<MlirValue> = slots
@@ -268,10 +497,10 @@ pub unsafe fn on_tensor_cores(
                             .collect()
                     };
                     let a_regs =
-                        quarters(base_a, add(top, load_row), add(kk, load_col), depth, "row");
+                        quarters(base_a, add(top, load_row), add(kk, load_col), lda, "row");
                     // Transposed: each lane gets two rows' elements of one column.
                     let b_regs =
-                        quarters(base_b, add(kk, load_row), add(left, load_col), cols, "col");
+                        quarters(base_b, add(kk, load_row), add(left, load_col), ldb, "col");
                     let ptx = format!("#nvvm.mma_type<{elem}>");
                     let mut next = Vec::new();
                     for h in 0..2 {
