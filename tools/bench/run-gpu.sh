@@ -39,5 +39,7 @@ cuda_lib=$(cd "$(dirname "$(command -v nvcc)")/.." && pwd)/lib64
 if [ -d "$cuda_lib" ]; then
   export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cuda_lib"
 fi
+# The tensor-core bf16 GEMM next to cuBLAS (which it needs).
+"$bench" tensor-gemm "$reps"
 "$bench" suite "$out/suite.ptx" "$suite_dir" "$reps"
 echo "suite: suite.json, ratio.svg and bandwidth.svg are in $suite_dir"
