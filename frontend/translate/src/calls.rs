@@ -327,24 +327,22 @@ impl Translator {
         }
     }
 
+    /// The slice parameter `e` names, if it is a name of one.
+    pub(super) fn slice_param(&self, e: &syn::Expr) -> Option<Local> {
+        let syn::Expr::Path(p) = e else { return None };
+        match self.lookup(p.path.get_ident()?)? {
+            Binding::Local(l) if matches!(self.body.locals[l.index()].ty, Ty::Slice(_)) => Some(l),
+            _ => None,
+        }
+    }
+
     /// `s.get_unchecked(i)` of a slice parameter, inside an `unsafe` block.
     fn get_unchecked_call(&mut self, m: &syn::ExprMethodCall, span: SynSpan) -> Result<Value> {
         // The caller's `unsafe` block vouches for the index: no bounds check. The
         // read is marked raw, which the safety verifier exempts, and a kernel
         // with raw operations is linked only from the descriptor the macro makes
         // for code with `unsafe` blocks.
-        let slice = match &*m.receiver {
-            syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
-                Some(Binding::Local(l))
-                    if matches!(self.body.locals[l.index()].ty, Ty::Slice(_)) =>
-                {
-                    Some(l)
-                }
-                _ => None,
-            },
-            _ => None,
-        };
-        let Some(slice) = slice else {
+        let Some(slice) = self.slice_param(&m.receiver) else {
             return error(&m.receiver, "`get_unchecked` reads slice parameters");
         };
         let elem = self.body.locals[slice.index()]

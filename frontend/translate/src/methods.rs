@@ -236,9 +236,7 @@ impl Translator {
         m: &syn::ExprMethodCall,
         span: SynSpan,
     ) -> Result<Value> {
-        let (a, b) = self.checked_division(BinOp::Div, a, b, t, m.args[0].span())?;
-        let q = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Div, a, b), span);
-        let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
+        let (q, r, b) = self.quotient(a, b, t, m, span)?;
         let zero = Operand::Const(Const::Int(0, t));
         let bool_of = |s: &mut Self, op, x, y| {
             s.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, x, y), span)
@@ -259,6 +257,21 @@ impl Translator {
         )))
     }
 
+    /// `a / b` and `a % b` (checked as `/` is), and `b` as read.
+    fn quotient(
+        &mut self,
+        a: Operand,
+        b: Operand,
+        t: ScalarTy,
+        m: &syn::ExprMethodCall,
+        span: SynSpan,
+    ) -> Result<(Operand, Operand, Operand)> {
+        let (a, b) = self.checked_division(BinOp::Div, a, b, t, m.args[0].span())?;
+        let q = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Div, a, b), span);
+        let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
+        Ok((q, r, b))
+    }
+
     /// `a.div_euclid(b)`: the quotient rounded so that the remainder is never negative
     /// (panicking as `/` does): one less than `/` for a negative remainder and positive
     /// `b`, one more for negative `b`.
@@ -270,12 +283,10 @@ impl Translator {
         m: &syn::ExprMethodCall,
         span: SynSpan,
     ) -> Result<Value> {
-        let (a, b) = self.checked_division(BinOp::Div, a, b, t, m.args[0].span())?;
-        let q = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Div, a, b), span);
+        let (q, r, b) = self.quotient(a, b, t, m, span)?;
         if !t.is_signed() {
             return Ok(Some((q, t)));
         }
-        let r = self.assign_temp(t, Rvalue::BinaryOp(BinOp::Rem, a, b), span);
         let zero = Operand::Const(Const::Int(0, t));
         let bool_of = |s: &mut Self, op, x, y| {
             s.assign_temp(ScalarTy::Bool, Rvalue::BinaryOp(op, x, y), span)

@@ -718,17 +718,7 @@ impl Translator {
             return error(m, "only kernels can call `fill_from`, not device functions");
         }
         let slice = match super::syntax::strip_parens(src) {
-            syn::Expr::Reference(r) if r.mutability.is_none() => match &*r.expr {
-                syn::Expr::Path(p) => match p.path.get_ident().and_then(|id| self.lookup(id)) {
-                    Some(Binding::Local(l))
-                        if matches!(self.body.locals[l.index()].ty, Ty::Slice(_)) =>
-                    {
-                        Some(l)
-                    }
-                    _ => None,
-                },
-                _ => None,
-            },
+            syn::Expr::Reference(r) if r.mutability.is_none() => self.slice_param(&r.expr),
             _ => None,
         };
         let Some(slice) = slice else {
