@@ -434,3 +434,28 @@ impl<'c> SharedArray<'c> {
         }
     }
 }
+
+/// The module attribute giving the threads per workgroup (`array<i64: x, y, z>`) of
+/// every launch the code is for (`CpuTarget::workgroup_size`, `GpuTarget::block_size`); without it, any.
+pub const WORKGROUP_SIZE_ATTR: &str = "offload.workgroup_size";
+
+/// The workgroup size the module attribute [`WORKGROUP_SIZE_ATTR`] gives, if any.
+///
+/// # Safety
+///
+/// `root` is the live module operation.
+pub unsafe fn workgroup_size(root: MlirOperation) -> Result<Option<[i64; 3]>, PassError> {
+    // SAFETY: per the contract.
+    unsafe {
+        if !rewrite::has_attribute(root, WORKGROUP_SIZE_ATTR) {
+            return Ok(None);
+        }
+        match rewrite::i64_array_attribute(root, WORKGROUP_SIZE_ATTR).as_deref() {
+            Some(&[x, y, z]) if x > 0 && y > 0 && z > 0 => Ok(Some([x, y, z])),
+            _ => Err(refuse(
+                root,
+                format!("`{WORKGROUP_SIZE_ATTR}` must be `array<i64: x, y, z>` of sizes above 0"),
+            )),
+        }
+    }
+}

@@ -44,34 +44,9 @@ pub const NAME: &str = "convert-offload-to-cpu";
 /// `shared`.
 pub const LEADING_ARGS: usize = offload_mir::abi::CPU_LEADING_ARGS;
 
-/// The module attribute giving the threads per workgroup (`array<i64: x, y, z>`) of
-/// every launch the code is for (`CpuTarget::workgroup_size`); without it, any.
-pub const WORKGROUP_SIZE_ATTR: &str = "offload.workgroup_size";
-
-/// The workgroup size the module attribute [`WORKGROUP_SIZE_ATTR`] gives, if any.
-///
-/// # Safety
-///
-/// `root` is the live module operation.
-unsafe fn workgroup_size(root: MlirOperation) -> Result<Option<[i64; 3]>, PassError> {
-    // SAFETY: per the contract.
-    unsafe {
-        if !rewrite::has_attribute(root, WORKGROUP_SIZE_ATTR) {
-            return Ok(None);
-        }
-        match rewrite::i64_array_attribute(root, WORKGROUP_SIZE_ATTR).as_deref() {
-            Some(&[x, y, z]) if x > 0 && y > 0 && z > 0 => Ok(Some([x, y, z])),
-            _ => Err(refuse(
-                root,
-                format!("`{WORKGROUP_SIZE_ATTR}` must be `array<i64: x, y, z>` of sizes above 0"),
-            )),
-        }
-    }
-}
-
 pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassError> {
     // SAFETY: `root` is the live module operation.
-    let fixed_size = unsafe { workgroup_size(root.to_raw())? };
+    let fixed_size = unsafe { kernel_abi::workgroup_size(root.to_raw())? };
     for func in kernel_abi::kernels(root) {
         // SAFETY: as in `offload_to_gpu::run`: every handle comes from the live module and
         // is used before what it names is erased.
@@ -120,7 +95,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             // Tiles are filled (in loops of loads and stores) once they are views of the
             // workgroup's memory, before the thread positions the loops use are lowered.
             workgroup_memory(context, func_ref, arg(8))?;
-            tiles::fill_tiles(context, func_ref, false)?;
+            let threads = fixed_size.map(|s| s.iter().product());
+            tiles::fill_tiles(context, func_ref, false, threads)?;
             let count = [arg(2), arg(3), arg(4)];
             let (thread, group, size) = (host.thread, host.group, host.size);
             for (op_name, values) in [

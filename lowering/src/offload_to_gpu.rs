@@ -50,6 +50,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
     };
     // SAFETY: as above.
     let whole_grid = unsafe { rewrite::has_attribute(root.to_raw(), WHOLE_GRID_ATTR) };
+    // SAFETY: as above.
+    let threads = unsafe { kernel_abi::workgroup_size(root.to_raw())? }.map(|s| s.iter().product());
     if ![32, 64].contains(&subgroups_of.width) {
         return Err(refuse(
             root.to_raw(),
@@ -96,8 +98,8 @@ pub fn run(context: &Context, root: OperationRef<'_, '_>) -> Result<(), PassErro
             let groups = [0, 1, 2].map(|d| parameter(GpuHidden::Workgroups(d)));
             rewrite::set_function_type(context, func, entry);
             let globals = workgroup_memory(context, func_ref, dynamic_bytes)?;
-            tiles::fill_tiles(context, func_ref, true)?;
-            tiles::on_tensor_cores(context, func_ref)?;
+            tiles::fill_tiles(context, func_ref, true, threads)?;
+            tiles::on_tensor_cores(context, func_ref, threads)?;
             subgroups(context, func_ref, subgroups_of)?;
             if !rewrite::has_attribute(func, offload_dialect::NO_FP_CONTRACT_ATTR) {
                 allow_contraction(context, func_ref);

@@ -250,6 +250,19 @@ impl Session {
         module: &mut Module<'_>,
         target: &GpuTarget,
     ) -> Result<(), LowerError> {
+        if let Some([x, y, z]) = target.block_size {
+            // The tile operations' loops are shaped for the threads there are.
+            let size: melior::ir::Attribute = melior::ir::attribute::DenseI64ArrayAttribute::new(
+                &self.context,
+                &[x as i64, y as i64, z as i64],
+            )
+            .into();
+            let root = module.as_operation().to_raw();
+            // SAFETY: `root` is the live module operation.
+            unsafe {
+                crate::rewrite::set_attribute(root, crate::kernel_abi::WORKGROUP_SIZE_ATTR, size)
+            };
+        }
         if target.whole_grid {
             let root = module.as_operation().to_raw();
             let unit = melior::ir::attribute::Attribute::unit(&self.context);
@@ -461,11 +474,7 @@ impl Session {
             let root = module.as_operation().to_raw();
             // SAFETY: `root` is the live module operation.
             unsafe {
-                crate::rewrite::set_attribute(
-                    root,
-                    crate::offload_to_cpu::WORKGROUP_SIZE_ATTR,
-                    size,
-                )
+                crate::rewrite::set_attribute(root, crate::kernel_abi::WORKGROUP_SIZE_ATTR, size)
             };
         }
         self.run(

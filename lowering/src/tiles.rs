@@ -170,8 +170,9 @@ const UNROLL: i64 = 8;
 
 /// Expands each `offload.tile_fill` of `func`, once its tile is a view of workgroup
 /// memory and its slice a memref, into per-thread loops: thread `rank` copies groups
-/// `rank`, `rank + threads`, ... of `lanes` consecutive slots, `UNROLL` groups at a time,
-/// loads before stores. With `vectors` and rows that split into 16-byte groups, a group
+/// `rank`, `rank + threads`, ... of `lanes` consecutive slots, `UNROLL` groups at a time
+/// (fewer when the code is for `threads` per workgroup and each has fewer), loads
+/// before stores. With `vectors` and rows that split into 16-byte groups, a group
 /// inside its row and the slice, at a 16-byte aligned address, is one vector load and
 /// store; any other group is read a slot at a time, with zeros past a row's end or the
 /// slice's.
@@ -184,6 +185,7 @@ pub unsafe fn fill_tiles(
     context: &Context,
     func: OperationRef<'_, '_>,
     vectors: bool,
+    threads: Option<i64>,
 ) -> Result<(), PassError> {
     for op in rewrite::collect(func, ops::TILE_FILL) {
         // SAFETY: `op` was just collected from the live kernel and is replaced once.
@@ -214,7 +216,7 @@ pub unsafe fn fill_tiles(
                 };
             let ins = Inserter::before(context, op);
             let c = |v: i64| ins.index_constant(v);
-            let (rank, threads) = rank_and_threads(&ins);
+            let (rank, count) = rank_and_threads(&ins);
             let len = ins.dim(src, c(0));
             // The slice's first element's address, for the alignment of a vector's.
             let parts = ins.op(
@@ -240,8 +242,12 @@ pub unsafe fn fill_tiles(
                 pointer,
                 ins.arith(arith::muli, parts[1], c(bytes)),
             );
-            let groups = c(rows * cols / lanes);
-            let stride = ins.arith(arith::muli, threads, c(UNROLL));
+            let groups = rows * cols / lanes;
+            // Known thread counts take no more groups a round than each thread has.
+            let unroll = threads.map_or(UNROLL, |t| UNROLL.min((groups + t - 1) / t).max(1));
+            let groups = c(groups);
+            let threads = count;
+            let stride = ins.arith(arith::muli, threads, c(unroll));
             let (width, pitch) = (c(cols), c(pitch));
             let vector =
                 Type::parse(context, &format!("vector<{lanes}x{elem}>")).expect("a vector type");
@@ -255,7 +261,7 @@ pub unsafe fn fill_tiles(
                 let and = |x, y| ins.arith(arith::andi, x, y);
                 // Each group: its first slot's row and column in the block, whether it is
                 // one of the tile's, and where in the tile it goes.
-                let plan: Vec<(MlirValue, MlirValue, MlirValue, MlirValue)> = (0..UNROLL)
+                let plan: Vec<(MlirValue, MlirValue, MlirValue, MlirValue)> = (0..unroll)
                     .map(|u| {
                         let group = add(base, mul(threads, c(u)));
                         let slot = mul(group, c(lanes));
@@ -389,7 +395,10 @@ fn one<'c>(
 
 /// Expands each `offload.tile_mma` of `func` left by [`in_loops`] into `ldmatrix` and
 /// `mma.sync` (see the module docs), once its tiles are workgroup-memory memrefs and
-/// before the thread positions are lowered.
+/// before the thread positions are lowered. Compiled for `threads` per workgroup, a warp
+/// takes a run of neighbouring blocks of one block row (as many as there are blocks per
+/// warp, up to 8, where they divide evenly), so that it loads each 16 × 16 piece of `a`
+/// once for the run.
 ///
 /// # Safety
 ///
@@ -397,6 +406,7 @@ fn one<'c>(
 pub unsafe fn on_tensor_cores(
     context: &Context,
     func: OperationRef<'_, '_>,
+    threads: Option<i64>,
 ) -> Result<(), PassError> {
     for op in rewrite::collect(func, ops::TILE_MMA) {
         // SAFETY: `op` was just collected from the live kernel and is replaced once.
@@ -408,12 +418,26 @@ pub unsafe fn on_tensor_cores(
                 .to_string();
             let [m, n, k] = shape(op)?;
             let [ldc, lda, ldb] = pitches(op, [m, n, k])?;
+            let (rows_of_blocks, blocks_per_row) = (m / 16, n / 16);
+            let all_blocks = rows_of_blocks * blocks_per_row;
+            // Blocks a warp takes side by side in one block row.
+            let run = match threads {
+                Some(t) if t >= 32 => {
+                    let per_warp = all_blocks / (t / 32);
+                    let even = per_warp >= 1 && all_blocks % (t / 32) == 0;
+                    (1..=per_warp.min(8))
+                        .rev()
+                        .find(|r| even && per_warp % r == 0 && blocks_per_row % r == 0)
+                        .unwrap_or(1)
+                }
+                _ => 1,
+            };
             let ins = Inserter::before(context, op);
             let ty = |text: &str| Type::parse(context, text).expect("a type the dialects spell");
             let c = |v: i64| ins.index_constant(v);
-            let (rank, threads) = rank_and_threads(&ins);
+            let (rank, count) = rank_and_threads(&ins);
             let warp = ins.arith(arith::divui, rank, c(32));
-            let warps = ins.arith(arith::divui, threads, c(32));
+            let warps = ins.arith(arith::divui, count, c(32));
             let lane = ins.arith(arith::remui, rank, c(32));
             // `mma.sync`'s fragments: lane `4g + t` holds rows `g` and `g + 8`, columns
             // `2t` and `2t + 1` of each 8 columns of the accumulator.
@@ -433,20 +457,25 @@ pub unsafe fn on_tensor_cores(
                 )
             };
             let (base_a, base_b) = (base(a), base(b));
-            let (depth, column_blocks) = (c(k), c(n / 16));
+            let (depth, column_blocks) = (c(k), c(blocks_per_row));
             let [ldc, lda, ldb] = [ldc, lda, ldb].map(c);
-            let blocks = c((m / 16) * (n / 16));
-            ins.for_loop([warp, blocks, warps], &[], |ins, block, _| {
+            // Runs: warp `w` takes runs `w`, `w + warps`, ...; run `r` is blocks
+            // `r * run .. r * run + run`.
+            let runs = c(all_blocks / run);
+            ins.for_loop([warp, runs, warps], &[], |ins, first, _| {
                 let c = |v: i64| ins.index_constant(v);
                 let add = |x, y| ins.arith(arith::addi, x, y);
                 let mul = |x, y| ins.arith(arith::muli, x, y);
+                let block = mul(first, c(run));
                 let top = mul(ins.arith(arith::divui, block, column_blocks), c(16));
                 let left = mul(ins.arith(arith::remui, block, column_blocks), c(16));
-                let slots: Vec<MlirValue> = (0..8)
-                    .map(|e| {
-                        let (h, e) = (e / 4, e % 4);
+                // Accumulator element e of half h of block j: row `group` (+8 for e >= 2),
+                // column `pair` (+1 for odd e) of its h-th 8 columns.
+                let slots: Vec<MlirValue> = (0..8 * run)
+                    .map(|x| {
+                        let (j, h, e) = (x / 8, x % 8 / 4, x % 4);
                         let row = add(top, add(group, c(8 * (e / 2))));
-                        let col = add(left, add(pair, c(8 * h + e % 2)));
+                        let col = add(left, add(pair, c(16 * j + 8 * h + e % 2)));
                         add(mul(row, ldc), col)
                     })
                     .collect();
@@ -498,38 +527,41 @@ pub unsafe fn on_tensor_cores(
                     };
                     let a_regs =
                         quarters(base_a, add(top, load_row), add(kk, load_col), lda, "row");
-                    // Transposed: each lane gets two rows' elements of one column.
-                    let b_regs =
-                        quarters(base_b, add(kk, load_row), add(left, load_col), ldb, "col");
                     let ptx = format!("#nvvm.mma_type<{elem}>");
                     let mut next = Vec::new();
-                    for h in 0..2 {
-                        let mut operands = a_regs.clone();
-                        operands.extend_from_slice(&b_regs[2 * h..2 * h + 2]);
-                        operands.extend_from_slice(&sums[4 * h..4 * h + 4]);
-                        let d = one(
-                            ins,
-                            "nvvm.mma.sync",
-                            &operands,
-                            ty("!llvm.struct<(f32, f32, f32, f32)>"),
-                            &[
-                                ("layoutA", "#nvvm.mma_layout<row>"),
-                                ("layoutB", "#nvvm.mma_layout<col>"),
-                                ("multiplicandAPtxType", &ptx),
-                                ("multiplicandBPtxType", &ptx),
-                                ("operandSegmentSizes", "array<i32: 4, 2, 4>"),
-                                ("shape", "#nvvm.shape<m = 16, n = 8, k = 16>"),
-                            ],
-                        );
-                        for i in 0..4 {
-                            let position = format!("array<i64: {i}>");
-                            next.push(one(
+                    for j in 0..run {
+                        // Transposed: each lane gets two rows' elements of one column.
+                        let col = add(add(left, c(16 * j)), load_col);
+                        let b_regs = quarters(base_b, add(kk, load_row), col, ldb, "col");
+                        for h in 0..2 {
+                            let mut operands = a_regs.clone();
+                            operands.extend_from_slice(&b_regs[2 * h..2 * h + 2]);
+                            let at = 8 * j as usize + 4 * h;
+                            operands.extend_from_slice(&sums[at..at + 4]);
+                            let d = one(
                                 ins,
-                                "llvm.extractvalue",
-                                &[d],
-                                ty("f32"),
-                                &[("position", &position)],
-                            ));
+                                "nvvm.mma.sync",
+                                &operands,
+                                ty("!llvm.struct<(f32, f32, f32, f32)>"),
+                                &[
+                                    ("layoutA", "#nvvm.mma_layout<row>"),
+                                    ("layoutB", "#nvvm.mma_layout<col>"),
+                                    ("multiplicandAPtxType", &ptx),
+                                    ("multiplicandBPtxType", &ptx),
+                                    ("operandSegmentSizes", "array<i32: 4, 2, 4>"),
+                                    ("shape", "#nvvm.shape<m = 16, n = 8, k = 16>"),
+                                ],
+                            );
+                            for i in 0..4 {
+                                let position = format!("array<i64: {i}>");
+                                next.push(one(
+                                    ins,
+                                    "llvm.extractvalue",
+                                    &[d],
+                                    ty("f32"),
+                                    &[("position", &position)],
+                                ));
+                            }
                         }
                     }
                     next

@@ -4835,6 +4835,28 @@ pub fn tile_matrix_products(o: LaunchOptions) -> CaseResult {
     tile_product_f64(launch, &mut c, &a, &b).map_err(|e| e.to_string())?;
     compare("f64 tiles", &c, &want)?;
 
+    // One 32 × 64 product of bf16 tiles by two warps: on a GPU each warp takes a run of
+    // four blocks of one block row.
+    let (ab, bb): (Vec<bf16>, Vec<bf16>) = (
+        (0..32 * 32).map(|i| bf16::from_f32(quarter(i) as f32)).collect(),
+        (0..32 * 64).map(|i| bf16::from_f32(quarter(i + 3) as f32)).collect(),
+    );
+    let mut c = vec![0f32; 32 * 64];
+    let pair = LaunchOptions {
+        workgroup_dim: Some([1, 1, 1]),
+        thread_dim: Some([64, 1, 1]),
+        ..o
+    };
+    wide_tile_product(pair, &mut c, &ab, &bb).map_err(|e| e.to_string())?;
+    let want: Vec<f32> = (0..32 * 64)
+        .map(|e| {
+            (0..32)
+                .map(|j| ab[e / 64 * 32 + j].to_f32() * bb[j * 64 + e % 64].to_f32())
+                .sum()
+        })
+        .collect();
+    compare("a warp's run of blocks", &c, &want)?;
+
     // A 16 × 16 block from (row, col) of a matrix of rows of 20 elements held by a
     // slice of 430 (21.5 rows): the columns past 20 and the slots past 430 are zeros.
     let x: Vec<f32> = (0..430).map(|i| i as f32 + 1.0).collect();
@@ -4860,6 +4882,25 @@ pub fn tile_matrix_products(o: LaunchOptions) -> CaseResult {
         compare(&format!("fill_from at ({row}, {col})"), &out, &want)?;
     }
     Ok(())
+}
+
+/// `c = a × b` for a 32 × 32 `a` and a 32 × 64 `b` of `bf16`, by one workgroup; each of
+/// its 64 threads writes 32 elements of the result.
+#[offload_kernel]
+fn wide_tile_product(mut c: Region<f32, Chunked<32>>, a: &[bf16], b: &[bf16]) {
+    let mut acc = Shared2D::<f32, 32, 64, 8>::new();
+    let mut at = Shared2D::<bf16, 32, 32, 8>::new();
+    let mut bt = Shared2D::<bf16, 32, 64, 8>::new();
+    at.fill_from(&a, 32, 0, 0);
+    bt.fill_from(&b, 64, 0, 0);
+    tile_mma(&mut acc, &at, &bt);
+    let rank = thread_rank();
+    if let Some(out) = c.get_mut() {
+        for j in 0..out.len() {
+            let e = rank * 32 + j;
+            out[j] = acc[(e / 64, e % 64)];
+        }
+    }
 }
 
 /// A workgroup of 256 threads fills a 16 × 16 tile (rows padded by 3 slots, so a GPU
