@@ -11,10 +11,12 @@
 //!   `rank + threads`, ..., each a loop over `k` that adds the products to it in the
 //!   accumulator's type (the CPU backend, AMD GPUs for now, and `f32`/`f64` tiles);
 //! - [`on_tensor_cores`]: `f16`/`bf16` tiles on NVIDIA GPUs. Warp `w` of the workgroup
-//!   takes the accumulator's 16 × 16 blocks `w`, `w + warps`, ...; it holds a block in
-//!   registers as two `m16n8` accumulators and, for each 16 of `k`, loads its rows of `a`
-//!   with `ldmatrix` and its columns of `b` with `ldmatrix.trans` (the layout
-//!   `mma.sync` asks for, from row-major tiles) and issues two `mma.sync.m16n8k16`.
+//!   takes runs `w`, `w + warps`, ... of neighbouring 16 × 16 blocks of the accumulator
+//!   (runs of one block unless the workgroup size is known); it holds a block in
+//!   registers as two `m16n8` accumulators and, for each 16 of `k`, loads the run's rows
+//!   of `a` with `ldmatrix` and each block's columns of `b` with `ldmatrix.trans` (the
+//!   layout `mma.sync` asks for, from row-major tiles) and issues two
+//!   `mma.sync.m16n8k16` per block.
 //!
 //! Both run between the barriers `mir_to_offload` puts around the op, so no thread
 //! touches the tiles meanwhile; warps take disjoint blocks and threads disjoint

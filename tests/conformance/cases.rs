@@ -4838,8 +4838,12 @@ pub fn tile_matrix_products(o: LaunchOptions) -> CaseResult {
     // One 32 × 64 product of bf16 tiles by two warps: on a GPU each warp takes a run of
     // four blocks of one block row.
     let (ab, bb): (Vec<bf16>, Vec<bf16>) = (
-        (0..32 * 32).map(|i| bf16::from_f32(quarter(i) as f32)).collect(),
-        (0..32 * 64).map(|i| bf16::from_f32(quarter(i + 3) as f32)).collect(),
+        (0..32 * 32)
+            .map(|i| bf16::from_f32(quarter(i) as f32))
+            .collect(),
+        (0..32 * 64)
+            .map(|i| bf16::from_f32(quarter(i + 3) as f32))
+            .collect(),
     );
     let mut c = vec![0f32; 32 * 64];
     let pair = LaunchOptions {
