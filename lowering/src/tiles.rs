@@ -21,8 +21,9 @@
 //! Both run between the barriers `mir_to_offload` puts around the op, so no thread
 //! touches the tiles meanwhile; warps take disjoint blocks and threads disjoint
 //! elements, so the op itself writes no slot twice. The tiles are whole `Shared` arrays,
-//! at 16-byte boundaries (`offload_mir::SHARED_ALIGN`), and every extent is a multiple
-//! of 16 (validated): each `ldmatrix` row address is 16-byte aligned.
+//! at 16-byte boundaries (`offload_mir::SHARED_ALIGN`), every extent is a multiple of 16
+//! and the 16-bit tiles' rows are a multiple of 8 elements apart (validated in MIR, and
+//! refused here too): each `ldmatrix` row address is 16-byte aligned.
 
 use crate::rewrite::{self, Inserter, PassError, refuse};
 use melior::Context;
@@ -420,6 +421,12 @@ pub unsafe fn on_tensor_cores(
                 .to_string();
             let [m, n, k] = shape(op)?;
             let [ldc, lda, ldb] = pitches(op, [m, n, k])?;
+            if lda % 8 != 0 || ldb % 8 != 0 {
+                return Err(refuse(
+                    op,
+                    "`offload.tile_mma` of 16-bit tiles needs `lda` and `ldb` multiples of 8, for `ldmatrix`",
+                ));
+            }
             let (rows_of_blocks, blocks_per_row) = (m / 16, n / 16);
             let all_blocks = rows_of_blocks * blocks_per_row;
             // Blocks a warp takes side by side in one block row.
