@@ -109,6 +109,13 @@ extern "C" __global__ void bfloat_triad(__nv_bfloat16 *a, const __nv_bfloat16 *b
   if (i < n) a[i] = __hadd_rn(b[i], __hmul_rn(s, c[i]));
 }
 
+// y = a * x + y in bf16, each operation rounded to bf16.
+extern "C" __global__ void bfloat_saxpy(__nv_bfloat16 *y, const __nv_bfloat16 *x,
+                                        __nv_bfloat16 a, unsigned long long n) {
+  unsigned long long i = global_index();
+  if (i < n) y[i] = __hadd_rn(__hmul_rn(a, x[i]), y[i]);
+}
+
 // The dot product of x and y added into *total: a grid-stride loop per thread, the
 // block's sum, one atomic add per block. *total is zeroed before each launch.
 extern "C" __global__ void dot(float *total, const float *x, const float *y, unsigned long long n,
@@ -275,4 +282,16 @@ extern "C" __global__ void softmax_rows(float *y, const float *x, unsigned long 
   float e = expf(v - top);
   float total = block_sum(e, scratch);
   if (i < n) y[i] = e / total;
+}
+
+// softmax_rows over bf16 values, computed in float, each result rounded once.
+extern "C" __global__ void softmax_rows_bf16(__nv_bfloat16 *y, const __nv_bfloat16 *x,
+                                             unsigned long long n) {
+  __shared__ float scratch[SCRATCH];
+  unsigned long long i = global_index();
+  float v = i < n ? __bfloat162float(x[i]) : __int_as_float((int)0xff800000u);
+  float top = block_max(v, scratch);
+  float e = expf(v - top);
+  float total = block_sum(e, scratch);
+  if (i < n) y[i] = __float2bfloat16_rn(e / total);
 }

@@ -320,6 +320,32 @@ fn streams(h: &Harness, reps: usize, add: &mut Add) -> Result<()> {
             ))?;
         }
     }
+    // `y = a * x + y` in `bf16`: the checked launch finds y zeroed, so its result is
+    // `a * x + 0` rounded as the host rounds it; the timed ones update y in place.
+    let a = half::bf16::from_f32(scalar);
+    for (s, n) in LINEAR.into_iter().enumerate() {
+        let x: Vec<u16> = (reference::floats(n, 1).into_iter())
+            .map(|v| half::bf16::from_f32(v).to_bits())
+            .collect();
+        let want: Vec<u16> = (x.iter())
+            .map(|b| (a * half::bf16::from_bits(*b) + half::bf16::ZERO).to_bits())
+            .collect();
+        let e = Elementwise {
+            kernel: kernels::BFLOAT_SAXPY,
+            twin: "bfloat_saxpy",
+            inputs: vec![&x],
+            scalars: vec![(a.to_bits() as u64, gpu::Arg::Half(a.to_bits()))],
+            want: Want::Exact(&want),
+        };
+        let t = h.elementwise("saxpy bf16", &e, n, reps)?;
+        add(linear_row(
+            "saxpy bf16",
+            s,
+            reps,
+            t,
+            Work::Bytes(2.0 * 3.0 * n as f64),
+        ))?;
+    }
     Ok(())
 }
 
@@ -536,6 +562,32 @@ fn workgroup_kernels(h: &Harness, reps: usize, add: &mut Add) -> Result<()> {
             reps,
             t,
             Work::Bytes(8.0 * n as f64),
+        ))?;
+    }
+    // In `bf16`: half the bytes; the reference is the softmax of the rounded inputs.
+    for (s, n) in LINEAR.into_iter().enumerate() {
+        let x: Vec<u16> = (reference::floats(n, 13).into_iter())
+            .map(|v| half::bf16::from_f32(v).to_bits())
+            .collect();
+        let rounded: Vec<f32> = x
+            .iter()
+            .map(|b| half::bf16::from_bits(*b).to_f32())
+            .collect();
+        let want = reference::softmax(&rounded, kernels::SOFTMAX_ROW);
+        let e = Elementwise {
+            kernel: kernels::SOFTMAX_ROWS_BF16,
+            twin: "softmax_rows_bf16",
+            inputs: vec![&x],
+            scalars: vec![],
+            want: Want::Softmax(&want),
+        };
+        let t = h.elementwise("softmax rows bf16", &e, n, reps)?;
+        add(linear_row(
+            "softmax rows bf16",
+            s,
+            reps,
+            t,
+            Work::Bytes(4.0 * n as f64),
         ))?;
     }
     Ok(())

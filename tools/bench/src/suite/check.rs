@@ -34,8 +34,10 @@ pub(crate) fn check() -> Result<()> {
         case(format!("fir16 const taps n={n}"), fir(n, true));
         case(format!("block scan n={n}"), block_scan(n));
         case(format!("histogram 256 n={n}"), histogram(n));
+        case(format!("saxpy bf16 n={n}"), bfloat_saxpy(n));
     }
     case("softmax rows n=4096".into(), softmax(4096));
+    case("softmax rows bf16 n=4096".into(), softmax_bf16(4096));
     case("stencil7 3-D 16x12x10".into(), stencil7([16, 12, 10]));
     case("jacobi 2-D 64x48".into(), jacobi(64, 48));
     case("stencil5 2-D 64x48".into(), stencil5(64, 48));
@@ -137,6 +139,40 @@ fn histogram(n: usize) -> Result<()> {
         thread_dim = [256, 1, 1]
     }?;
     reference::equal("histogram", &bins, &reference::histogram(&x))
+}
+
+fn bfloat_saxpy(n: usize) -> Result<()> {
+    let x: Vec<bf16> = reference::floats(n, 1)
+        .into_iter()
+        .map(bf16::from_f32)
+        .collect();
+    let y0: Vec<bf16> = reference::floats(n, 2)
+        .into_iter()
+        .map(bf16::from_f32)
+        .collect();
+    let a = bf16::from_f32(1.5);
+    let mut y = y0.clone();
+    try_offload! { kernel = kernels::bfloat_saxpy, args = (&mut y, &x, a) }?;
+    let want: Vec<bf16> = x.iter().zip(&y0).map(|(x, y)| a * *x + *y).collect();
+    anyhow::ensure!(y == want, "saxpy bf16: differs from the host's rounding");
+    Ok(())
+}
+
+fn softmax_bf16(n: usize) -> Result<()> {
+    let x: Vec<bf16> = reference::floats(n, 13)
+        .into_iter()
+        .map(bf16::from_f32)
+        .collect();
+    let mut y = vec![bf16::ZERO; n];
+    try_offload! {
+        kernel = kernels::softmax_rows_bf16,
+        args = (&mut y, &x),
+        thread_dim = [kernels::SOFTMAX_ROW as u32, 1, 1]
+    }?;
+    let rounded: Vec<f32> = x.iter().map(|v| v.to_f32()).collect();
+    let got: Vec<f32> = y.iter().map(|v| v.to_f32()).collect();
+    let want = reference::softmax(&rounded, kernels::SOFTMAX_ROW);
+    reference::softmax_close_bf16("softmax bf16", &got, &want)
 }
 
 fn softmax(n: usize) -> Result<()> {

@@ -214,6 +214,32 @@ pub(super) fn softmax_rows(mut y: Region<f32, Linear1D>, x: &[f32]) {
     }
 }
 
+/// [`softmax_rows`] over `bf16` values: read and written in `bf16`, computed in `f32`
+/// (the maximum, the exponentials and their sum), each result rounded once.
+#[offload_kernel]
+pub(super) fn softmax_rows_bf16(mut y: Region<bf16, Linear1D>, x: &[bf16]) {
+    let v = x
+        .get(y.index())
+        .copied()
+        .unwrap_or(bf16::NEG_INFINITY)
+        .to_f32();
+    let top = workgroup_max(v);
+    let e = (v - top).exp();
+    let total = workgroup_sum(e);
+    if let Some(out) = y.get_mut() {
+        *out = bf16::from_f32(e / total);
+    }
+}
+
+/// `y = a * x + y` in `bf16`, each operation rounded to `bf16`.
+#[offload_kernel]
+pub(super) fn bfloat_saxpy(mut y: Region<bf16, Linear1D>, x: &[bf16], a: bf16) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v = a * x[i] + *v;
+    }
+}
+
 /// The descriptors of this module's kernels, for `RawKernel::load`.
 pub(super) static STREAM_COPY: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_stream_copy;
 pub(super) static STREAM_SCALE: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_stream_scale;
@@ -229,3 +255,6 @@ pub(super) static STENCIL5: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_stenc
 pub(super) static MATMUL_F64: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_matmul_f64;
 pub(super) static HISTOGRAM256: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_histogram256;
 pub(super) static SOFTMAX_ROWS: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_softmax_rows;
+pub(super) static SOFTMAX_ROWS_BF16: &offload::KernelDescriptor =
+    &__OFFLOAD_KERNEL_softmax_rows_bf16;
+pub(super) static BFLOAT_SAXPY: &offload::KernelDescriptor = &__OFFLOAD_KERNEL_bfloat_saxpy;

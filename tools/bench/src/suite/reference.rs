@@ -177,6 +177,16 @@ pub(super) fn softmax_close(label: &str, got: &[f32], want: &[f64]) -> Result<()
     })
 }
 
+/// [`softmax_close`] for results rounded to `bf16`: within its unit roundoff (2^-8
+/// relatively, half a step of its 8-bit significand) of the reference, plus what
+/// `softmax_close` allows.
+pub(super) fn softmax_close_bf16(label: &str, got: &[f32], want: &[f64]) -> Result<()> {
+    report_mismatches(label, got, want, |&g, &w| {
+        let d = (g as f64 - w).abs();
+        d.is_nan() || d > (2f64.powi(-8) + 1e-5) * w.abs() + 1e-9
+    })
+}
+
 /// Compares `got` with `want` element by element, allowing `1e-5` relative to
 /// `max(1, |want|)` (the inputs make these results exact, see the module docs).
 pub(super) fn close(label: &str, got: &[f32], want: &[f32]) -> Result<()> {
