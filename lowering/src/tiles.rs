@@ -312,10 +312,13 @@ pub unsafe fn fill_tiles(
                             ins.arith(arith::remui, address, c(16)),
                             c(0),
                         );
-                        let whole = and(
-                            and(inside, aligned),
-                            and(below(add(column, c(lanes - 1)), row_len), below(end, len)),
-                        );
+                        // The first and the last slot both inside the row and the slice:
+                        // checking the first too keeps an index near 2^64, whose last
+                        // slot wraps to a small one, from passing.
+                        let first_inside = and(below(column, row_len), below(at, len));
+                        let last_inside =
+                            and(below(add(column, c(lanes - 1)), row_len), below(end, len));
+                        let whole = and(and(inside, aligned), and(first_inside, last_inside));
                         ins.if_else(
                             whole,
                             &[vector],

@@ -4885,7 +4885,57 @@ pub fn tile_matrix_products(o: LaunchOptions) -> CaseResult {
             .collect();
         compare(&format!("fill_from at ({row}, {col})"), &out, &want)?;
     }
-    Ok(())
+
+    // A block whose index arithmetic wraps: rows of 2^63 + 1 elements from row
+    // usize::MAX - 3, so slot (r, c) is element (r - 4 + c) mod 2^64 of a view 8 bytes
+    // past a 16-byte boundary for even r (2^63 more for odd r). Slots whose index is near
+    // 2^64 are past the slice, however close to it a group's last slot wraps.
+    let device = device_of(o);
+    let err = |e: offload::Error| e.to_string();
+    let x: Vec<bf16> = (0..80).map(|i| bf16::from_f32(i as f32 + 1.0)).collect();
+    let buf = DeviceBuffer::from_slice(&device, &x).map_err(err)?;
+    let mut out = vec![bf16::ZERO; 256];
+    let (row_len, row) = ((1usize << 63) + 1, usize::MAX - 3);
+    fill_wrapping(
+        fill_one(o),
+        &mut out,
+        buf.slice(4..68).map_err(err)?,
+        row_len,
+        row,
+    )
+    .map_err(err)?;
+    let want: Vec<bf16> = (0..256)
+        .map(|e| {
+            let at = row
+                .wrapping_add(e / 16)
+                .wrapping_mul(row_len)
+                .wrapping_add(e % 16);
+            if at < 64 { x[4 + at] } else { bf16::ZERO }
+        })
+        .collect();
+    compare("fill_from with wrapping indices", &out, &want)
+}
+
+/// One workgroup of 256 threads.
+fn fill_one(o: LaunchOptions) -> LaunchOptions {
+    LaunchOptions {
+        workgroup_dim: Some([1, 1, 1]),
+        thread_dim: Some([256, 1, 1]),
+        ..o
+    }
+}
+
+/// A 16 × 16 `bf16` tile (16-byte groups on a GPU) filled from `x` at (`row`, 0) and
+/// written out, a slot per thread.
+#[offload_kernel]
+fn fill_wrapping(mut out: Region<bf16, Linear1D>, x: &[bf16], row_len: usize, row: usize) {
+    let mut tile = Shared2D::<bf16, 16, 16>::new();
+    tile.fill_from(&x, row_len, row, 0);
+    let e = thread_rank() % 256;
+    let v = tile[(e / 16, e % 16)];
+    if let Some(o) = out.get_mut() {
+        *o = v;
+    }
 }
 
 /// `c = a × b` for a 32 × 32 `a` and a 32 × 64 `b` of `bf16`, by one workgroup; each of
