@@ -219,6 +219,16 @@ impl ArgKind {
 
     /// The bytes of a host region's, slice's or atomic's data; `None` for scalars and
     /// device-resident data.
+    /// The bytes of one element (of a scalar: its own).
+    pub(crate) fn elem_size(&self) -> usize {
+        match *self {
+            ArgKind::Region { elem, .. }
+            | ArgKind::Slice { elem, .. }
+            | ArgKind::Atomic { elem, .. } => elem.size_bytes(),
+            ArgKind::Scalar { ty, .. } => ty.size_bytes(),
+        }
+    }
+
     pub(crate) fn bytes(&self) -> Option<(*mut u8, usize)> {
         if self.resident().is_some() {
             return None;

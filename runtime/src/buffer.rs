@@ -12,6 +12,9 @@
 //! device, a launch that panics may leave a device buffer partly written: unlike host
 //! regions, buffers are not copied, so there is no original to keep.
 
+use crate::hazards::Hazards;
+use crate::pinned::{HostSide, PinnedSlice, PinnedSliceMut};
+use crate::stream::{Access, Stream};
 use crate::{
     AtomicData, Device, Error, Indexed, IntoAtomic, IntoRegion, IntoSlice, Linear3D,
     OneDimensional, PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
@@ -19,13 +22,16 @@ use crate::{
     scalar::Scalar,
 };
 use std::marker::PhantomData;
-use std::ops::RangeBounds;
+use std::ops::{Range, RangeBounds};
 
 /// `len` elements of `T` on one device.
 pub struct DeviceBuffer<T> {
     device: &'static Device,
     len: usize,
-    memory: Box<dyn Memory>,
+    /// Taken only when the buffer is dropped.
+    memory: std::mem::ManuallyDrop<Box<dyn Memory>>,
+    /// The stream work that still uses the buffer.
+    hazards: Hazards,
     _element: PhantomData<T>,
 }
 
@@ -41,7 +47,10 @@ impl<T: Scalar> DeviceBuffer<T> {
         Ok(DeviceBuffer {
             device,
             len: data.len(),
-            memory: crate::backend::of(device)?.upload(bytes_of(data))?,
+            memory: std::mem::ManuallyDrop::new(
+                crate::backend::of(device)?.upload(bytes_of(data))?,
+            ),
+            hazards: Hazards::default(),
             _element: PhantomData,
         })
     }
@@ -54,7 +63,10 @@ impl<T: Scalar> DeviceBuffer<T> {
         Ok(DeviceBuffer {
             device,
             len,
-            memory: crate::backend::of(device)?.allocate_zeroed(bytes)?,
+            memory: std::mem::ManuallyDrop::new(
+                crate::backend::of(device)?.allocate_zeroed(bytes)?,
+            ),
+            hazards: Hazards::default(),
             _element: PhantomData,
         })
     }
@@ -112,6 +124,7 @@ impl<T: Scalar> DeviceBuffer<T> {
             address: self.memory.address(),
             split: None,
             issuer: crate::panic::issuer(),
+            hazards: Some(self.hazards.clone()),
         }
     }
 
@@ -161,6 +174,57 @@ impl<T: Scalar> DeviceBuffer<T> {
         copy_on_device(self, 0, self.len, source.into())
     }
 
+    /// The device address range of elements `start..start + len`.
+    fn bytes(&self, start: usize, len: usize) -> Range<u64> {
+        let size = T::TY.size_bytes() as u64;
+        let base = self.memory.address();
+        base + start as u64 * size..base + (start + len) as u64 * size
+    }
+
+    /// Enqueues on `stream` a copy of `data` (page-locked host memory, as long as the
+    /// buffer) into the buffer, and returns at once. The copy waits for the work on other
+    /// streams that uses the buffer, and later work that uses it waits for the copy; the
+    /// host can change `data` again only once the copy has read it
+    /// ([`PinnedVec::as_mut_slice`] waits for that).
+    pub fn copy_from_slice_async<'p>(
+        &mut self,
+        stream: &Stream,
+        data: impl Into<PinnedSlice<'p, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 'p,
+    {
+        copy_in_async(self, 0, self.len, stream, data.into().side())
+    }
+
+    /// Enqueues on `stream` a copy of the buffer into `out` (page-locked host memory, as
+    /// long as the buffer), and returns at once. The copy waits for the work on other
+    /// streams that writes the buffer; the host reads `out` only once the copy has
+    /// finished ([`PinnedVec::as_slice`] waits for that).
+    pub fn copy_to_async<'p>(
+        &self,
+        stream: &Stream,
+        out: impl Into<PinnedSliceMut<'p, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 'p,
+    {
+        copy_out_async(self, 0, self.len, stream, out.into().side())
+    }
+
+    /// Enqueues on `stream` a copy of `source` (on the same device, as long as the
+    /// buffer) into the buffer, ordered against other streams as the other copies are.
+    pub fn copy_from_device_async<'s>(
+        &mut self,
+        stream: &Stream,
+        source: impl Into<DeviceSlice<'s, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 's,
+    {
+        copy_on_device_async(self, 0, self.len, stream, source.into())
+    }
+
     /// Device-resident data of elements `start..start + len`.
     fn location(&self, start: usize, len: usize) -> BufferLocation {
         let mut at = self.resident();
@@ -172,6 +236,9 @@ impl<T: Scalar> DeviceBuffer<T> {
     /// Elements `start..start + len`, after every launch that uses the buffer has
     /// finished (see [`to_vec`](Self::to_vec)).
     fn read_window(&self, start: usize, len: usize) -> Result<Vec<T>, Error> {
+        // The one queue's copy below runs after every stream's work; this reports the
+        // panics of the streams that wrote these elements.
+        self.hazards.settle(&self.bytes(start, len), false)?;
         let mut out: Vec<T> = Vec::with_capacity(len);
         let size = T::TY.size_bytes();
         // SAFETY: `out` has capacity for `len * size` bytes; `read` fills all of them,
@@ -185,8 +252,18 @@ impl<T: Scalar> DeviceBuffer<T> {
     }
 }
 
+impl<T> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here; nothing uses the field after.
+        let memory = unsafe { std::mem::ManuallyDrop::take(&mut self.memory) };
+        // Freed once no graph holds it; the device frees it after the work enqueued
+        // before, on every stream.
+        self.hazards.adopt(Box::new(memory), false);
+    }
+}
+
 /// `(start, len)` of `range` within `len` elements.
-fn window(len: usize, range: impl RangeBounds<usize>) -> Result<(usize, usize), Error> {
+pub(crate) fn window(len: usize, range: impl RangeBounds<usize>) -> Result<(usize, usize), Error> {
     use std::ops::Bound;
     // In `u128`, so that `..=usize::MAX` is a range like any other.
     let start = match range.start_bound() {
@@ -236,6 +313,129 @@ fn copy_on_device<T: Scalar>(
     unsafe { crate::backend::of(target.device)?.copy(from, to, len * T::TY.size_bytes()) }
 }
 
+/// The error for a copy of `given` elements into or out of `len`.
+fn length_mismatch(given: usize, len: usize) -> Error {
+    Error::InvalidBuffer(format!(
+        "cannot copy {given} elements into a buffer of {len}"
+    ))
+}
+
+/// Enqueues on `stream` a copy of `host` over elements `start..start + len` of `target`.
+fn copy_in_async<T: Scalar>(
+    target: &DeviceBuffer<T>,
+    start: usize,
+    len: usize,
+    stream: &Stream,
+    host: HostSide<'_>,
+) -> Result<(), Error> {
+    if host.len != len {
+        return Err(length_mismatch(host.len, len));
+    }
+    stream.check_device(target.device, "the buffer")?;
+    let device = target.bytes(start, len);
+    let (from, to, bytes) = (
+        host.range.start,
+        device.start,
+        host.range.end - host.range.start,
+    );
+    let uses = [
+        Access {
+            hazards: &target.hazards,
+            range: device,
+            write: true,
+        },
+        Access {
+            hazards: host.hazards,
+            range: host.range,
+            write: false,
+        },
+    ];
+    // SAFETY: both ranges are live (the views were checked when made); the device
+    // range is not used by other streams' work until the copy is done, and the host
+    // memory is neither written by the host nor freed before it (`uses`).
+    stream.run(&uses, |queue| unsafe {
+        queue.copy_in(from as *const u8, to, bytes as usize)
+    })
+}
+
+/// Enqueues on `stream` a copy of elements `start..start + len` of `source` into `host`.
+fn copy_out_async<T: Scalar>(
+    source: &DeviceBuffer<T>,
+    start: usize,
+    len: usize,
+    stream: &Stream,
+    host: HostSide<'_>,
+) -> Result<(), Error> {
+    if host.len != len {
+        return Err(Error::InvalidBuffer(format!(
+            "cannot copy {len} elements into {} of page-locked memory",
+            host.len
+        )));
+    }
+    stream.check_device(source.device, "the buffer")?;
+    let device = source.bytes(start, len);
+    let (from, to, bytes) = (
+        device.start,
+        host.range.start,
+        host.range.end - host.range.start,
+    );
+    let uses = [
+        Access {
+            hazards: &source.hazards,
+            range: device,
+            write: false,
+        },
+        Access {
+            hazards: host.hazards,
+            range: host.range,
+            write: true,
+        },
+    ];
+    // SAFETY: as in `copy_in_async`, with the host memory neither read nor written by the
+    // host before the copy is done.
+    stream.run(&uses, |queue| unsafe {
+        queue.copy_out(from, to as *mut u8, bytes as usize)
+    })
+}
+
+/// Enqueues on `stream` a copy of `source` over elements `start..start + len` of
+/// `target`.
+fn copy_on_device_async<T: Scalar>(
+    target: &DeviceBuffer<T>,
+    start: usize,
+    len: usize,
+    stream: &Stream,
+    source: DeviceSlice<'_, T>,
+) -> Result<(), Error> {
+    if source.len != len {
+        return Err(length_mismatch(source.len, len));
+    }
+    stream.check_device(target.device, "the target buffer")?;
+    stream.check_device(source.buffer.device, "the source buffer")?;
+    let (from, to) = (
+        source.buffer.bytes(source.start, len),
+        target.bytes(start, len),
+    );
+    let (from_address, to_address, bytes) = (from.start, to.start, to.end - to.start);
+    let uses = [
+        Access {
+            hazards: &target.hazards,
+            range: to,
+            write: true,
+        },
+        Access {
+            hazards: &source.buffer.hazards,
+            range: from,
+            write: false,
+        },
+    ];
+    // SAFETY: both windows are within live buffers of this device and do not overlap
+    // (`target` is borrowed exclusively by the caller, so `source` is another buffer).
+    stream.run(&uses, |queue| unsafe {
+        queue.copy_device(from_address, to_address, bytes as usize)
+    })
+}
+
 /// Elements of a [`DeviceBuffer`], read-only ([`DeviceBuffer::slice`]).
 #[derive(Clone, Copy)]
 pub struct DeviceSlice<'a, T> {
@@ -267,6 +467,19 @@ impl<T: Scalar> DeviceSlice<'_, T> {
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
         self.buffer.read_window(self.start, self.len)
     }
+
+    /// Enqueues on `stream` a copy of the elements into `out`, as
+    /// [`DeviceBuffer::copy_to_async`].
+    pub fn copy_to_async<'p>(
+        &self,
+        stream: &Stream,
+        out: impl Into<PinnedSliceMut<'p, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 'p,
+    {
+        copy_out_async(self.buffer, self.start, self.len, stream, out.into().side())
+    }
 }
 
 impl<T: Scalar> DeviceSliceMut<'_, T> {
@@ -295,6 +508,51 @@ impl<T: Scalar> DeviceSliceMut<'_, T> {
             )));
         }
         self.buffer.write_at(self.start, data)
+    }
+
+    /// Enqueues on `stream` a copy of `data` into the elements, as
+    /// [`DeviceBuffer::copy_from_slice_async`].
+    pub fn copy_from_slice_async<'p>(
+        &mut self,
+        stream: &Stream,
+        data: impl Into<PinnedSlice<'p, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 'p,
+    {
+        copy_in_async(
+            self.buffer,
+            self.start,
+            self.len,
+            stream,
+            data.into().side(),
+        )
+    }
+
+    /// Enqueues on `stream` a copy of the elements into `out`, as
+    /// [`DeviceBuffer::copy_to_async`].
+    pub fn copy_to_async<'p>(
+        &self,
+        stream: &Stream,
+        out: impl Into<PinnedSliceMut<'p, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 'p,
+    {
+        copy_out_async(self.buffer, self.start, self.len, stream, out.into().side())
+    }
+
+    /// Enqueues on `stream` a copy of `source` into the elements, as
+    /// [`DeviceBuffer::copy_from_device_async`].
+    pub fn copy_from_device_async<'s>(
+        &mut self,
+        stream: &Stream,
+        source: impl Into<DeviceSlice<'s, T>>,
+    ) -> Result<(), Error>
+    where
+        T: 's,
+    {
+        copy_on_device_async(self.buffer, self.start, self.len, stream, source.into())
     }
 
     /// Replaces the elements with `source`'s, as [`DeviceBuffer::copy_from_device`].
@@ -449,6 +707,8 @@ impl<T: Scalar> SplitBuffer<T> {
                 windows: self.windows.clone(),
                 replicated: self.replicated,
             })),
+            // Split launches take no stream.
+            hazards: None,
             ..parts[0].clone()
         }
     }

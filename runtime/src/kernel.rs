@@ -11,6 +11,9 @@ use std::sync::OnceLock;
 #[doc(hidden)]
 pub struct KernelDescriptor {
     pub name: &'static str,
+    /// The module the kernel is declared in (`module_path!()`, set by [`at`](Self::at)),
+    /// which names its GPU symbol; empty for descriptors made by hand.
+    path: &'static str,
     pub mir: &'static str,
     pub device_functions: &'static [&'static DeviceFn],
     /// Whether the kernel's MIR may hold raw (`unsafe`) operations: only a kernel written
@@ -65,6 +68,7 @@ impl KernelDescriptor {
     ) -> Self {
         KernelDescriptor {
             name,
+            path: "",
             mir,
             device_functions,
             allows_raw,
@@ -87,6 +91,21 @@ impl KernelDescriptor {
         device_functions: &'static [&'static DeviceFn],
     ) -> Self {
         Self::with_raw(name, mir, device_functions, true)
+    }
+
+    /// The descriptor of a kernel declared in module `path` (`module_path!()`).
+    pub const fn at(mut self, path: &'static str) -> Self {
+        self.path = path;
+        self
+    }
+
+    /// The symbol its GPU code is loaded under: its Rust path mangled
+    /// ([`crate::symbol`]), else the name of its MIR body.
+    pub(crate) fn symbol(&self) -> Result<String, Error> {
+        match crate::symbol::mangled(self.path, self.name) {
+            Some(symbol) => Ok(symbol),
+            None => Ok(self.body()?.name.clone()),
+        }
     }
 
     /// The code built ahead of time for this kernel as linked here.

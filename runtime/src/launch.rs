@@ -98,6 +98,13 @@ pub fn launch(
     }
     check_region_shapes(args)?;
     check_indexed_regions(args)?;
+    let geometry = (workgroups, workgroup_size);
+    let on_stream = crate::stream::with_current(|stream| {
+        stream.map(|s| launch_on(s, body, descriptor, &options, args, geometry))
+    });
+    if let Some(result) = on_stream {
+        return result;
+    }
     LAUNCHES.fetch_add(1, Ordering::Relaxed);
     if options.all_devices {
         let launch = crate::split::ShareLaunch {
@@ -147,6 +154,83 @@ pub fn launch(
         groups: workgroups,
     };
     crate::backend::of(device)?.launch(launch)
+}
+
+/// A checked launch with `stream = &s`: on the stream's device, over device buffers and
+/// scalars only (host data would make it wait), after the work on other streams that
+/// uses the same buffers.
+fn launch_on(
+    stream: &crate::Stream,
+    body: &Body,
+    descriptor: &'static KernelDescriptor,
+    options: &LaunchOptions,
+    args: &mut [KernelArg<'_>],
+    (workgroups, workgroup_size): ([u32; 3], [u32; 3]),
+) -> Result<(), Error> {
+    if options.all_devices || options.device.is_some() {
+        return Err(Error::InvalidLaunch(
+            "a launch on a stream runs on the stream's device: give `stream` or `device`, not both"
+                .into(),
+        ));
+    }
+    // Owned (the hazards are shared handles), so that the plan can borrow `args`.
+    let mut owned: smallvec::SmallVec<[(crate::hazards::Hazards, std::ops::Range<u64>, bool); 8]> =
+        smallvec::SmallVec::new();
+    for (i, arg) in args.iter().enumerate() {
+        if arg.kind.bytes().is_some() || arg.kind.indices().is_some() {
+            return Err(Error::InvalidLaunch(format!(
+                "argument {} of kernel `{}` is host data: a launch on a stream takes device buffers and scalars (copy host data in with `copy_from_slice_async`)",
+                i + 1,
+                body.name
+            )));
+        }
+        let Some(resident) = arg.kind.resident() else {
+            continue;
+        };
+        let Some(hazards) = resident
+            .hazards
+            .as_ref()
+            .filter(|_| resident.split.is_none())
+        else {
+            return Err(Error::InvalidLaunch(
+                "a `SplitBuffer` is spread over several devices: launch with `device = all`, without a stream".into(),
+            ));
+        };
+        stream.check_device(resident.device, &format!("argument {}", i + 1))?;
+        let bytes = (resident.len * arg.kind.elem_size()) as u64;
+        owned.push((
+            hazards.clone(),
+            resident.address..resident.address + bytes,
+            arg.kind.copied_back(),
+        ));
+    }
+    let uses: smallvec::SmallVec<[crate::stream::Access<'_>; 8]> = (owned.iter())
+        .map(|(hazards, range, write)| crate::stream::Access {
+            hazards,
+            range: range.clone(),
+            write: *write,
+        })
+        .collect();
+    LAUNCHES.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(
+        kernel = body.name,
+        ?stream,
+        ?workgroups,
+        ?workgroup_size,
+        "launch on a stream"
+    );
+    let plan = LaunchPlan {
+        body,
+        descriptor,
+        args,
+        workgroups,
+        workgroup_size,
+        dyn_cache: options.dyn_cache,
+        resident_workgroups: options.resident_workgroups,
+        group_base: 0,
+        groups: workgroups,
+    };
+    stream.run(&uses, |queue| queue.launch(plan))
 }
 
 /// The generated launch function makes rustc check argument types; this re-checks them

@@ -38,24 +38,35 @@ mod compile;
 mod device;
 mod disk_cache;
 mod error;
+mod graph;
+mod hazards;
 mod kernel;
 pub mod kernel_view;
 mod launch;
 mod machine;
 mod memory;
+mod nvtx;
 mod panic;
+mod pinned;
 mod plan;
 mod recent;
 mod region;
 mod scalar;
 mod split;
+mod stream;
+mod symbol;
+mod trace;
 
 pub use buffer::{DeviceBuffer, DeviceSlice, DeviceSliceMut, SplitBuffer};
 pub use device::{Device, parse_selection};
 pub use error::{CompileCause, Error, LowerFailure};
+pub use graph::Graph;
 pub use kernel::MirError;
 pub use kernel_view::Atomic;
 pub use launch::LaunchOptions;
+pub use nvtx::{Range, range};
+pub use pinned::{PinnedSlice, PinnedSliceMut, PinnedVec};
+pub use stream::{Event, Stream};
 
 /// Whether this program can compile kernels at run time (the `jit` feature). Without it,
 /// kernels run only from code built ahead of time (`offload-build`).
@@ -81,6 +92,7 @@ pub use launch::launch;
 #[doc(hidden)]
 pub mod __private {
     pub use crate::launch::launches;
+    pub use crate::stream::on_stream;
     pub use const_format::formatcp;
 
     /// The error a launch of a generic kernel's instance gets when the body did not
@@ -114,7 +126,7 @@ pub mod prelude {
     };
     pub use crate::{
         Atomic, Chunked, DeviceBuffer, Error, Float, Indexed, Int, Linear1D, Linear2D, Linear3D,
-        Num, Region, SplitBuffer, Stencil2D, bf16, devices, f16, offload, offload_device,
-        offload_kernel, try_offload,
+        Num, PinnedVec, Region, SplitBuffer, Stencil2D, Stream, bf16, devices, f16, offload,
+        offload_device, offload_kernel, try_offload,
     };
 }

@@ -18,6 +18,8 @@ pub(crate) struct BufferLocation {
     /// asynchronous launch's panic is reported (also when a `device = all` launch runs its
     /// shares on helper threads).
     pub issuer: crate::panic::Issuer,
+    /// The stream work that uses the buffer (`None` for a split buffer's whole).
+    pub hazards: Option<crate::hazards::Hazards>,
 }
 
 /// Where a [`SplitBuffer`]'s parts live.

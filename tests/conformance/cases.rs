@@ -99,6 +99,10 @@ macro_rules! for_each_case {
         $m!(shared_sizes_from_const_items);
         $m!(let_else_and_while_let);
         $m!(tile_matrix_products);
+        $m!(streams_pipeline_chunks_through_page_locked_memory);
+        $m!(streams_order_work_that_shares_memory);
+        $m!(stream_panics_are_reported_once);
+        $m!(graphs_replay_recorded_work);
     };
 }
 
@@ -4969,4 +4973,331 @@ fn fill_block(mut out: Region<f32, Linear1D>, x: &[f32], row_len: usize, row: us
     if let Some(o) = out.get_mut() {
         *o = v;
     }
+}
+
+/// Runs a linear congruential generator `iters` times from `seed + i`: slow on purpose
+/// (work that another stream could overtake), and exact on every backend.
+#[offload_kernel]
+fn churn(mut y: Region<u32, Linear1D>, seed: u32, iters: u32) {
+    let i = y.index();
+    let mut v = seed.wrapping_add(i as u32);
+    let mut k = 0;
+    while k < iters {
+        v = v.wrapping_mul(1664525).wrapping_add(1013904223);
+        k += 1;
+    }
+    if let Some(out) = y.get_mut() {
+        *out = v;
+    }
+}
+
+/// What `churn` leaves in element `i`.
+fn churned(seed: u32, iters: u32, i: usize) -> u32 {
+    let mut v = seed.wrapping_add(i as u32);
+    for _ in 0..iters {
+        v = v.wrapping_mul(1664525).wrapping_add(1013904223);
+    }
+    v
+}
+
+/// `y = (y ^ x) * 3`: reads both, so its result shows whether it ran before or after
+/// what wrote them.
+#[offload_kernel]
+fn mix(mut y: Region<u32, Linear1D>, x: &[u32]) {
+    let i = y.index();
+    if let Some(v) = y.get_mut() {
+        *v = (*v ^ x[i]).wrapping_mul(3);
+    }
+}
+
+/// Iterations of `churn` that take a GPU long enough for other work to overtake it.
+fn slow(o: LaunchOptions) -> u32 {
+    if on_gpu(o) { 20_000 } else { 3 }
+}
+
+/// Eight chunks of page-locked host data through two streams: each chunk copied in,
+/// mixed on the device and copied out on its own stream, one device buffer and one
+/// output vector shared by all (different windows of them).
+pub fn streams_pipeline_chunks_through_page_locked_memory(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let err = |e: offload::Error| e.to_string();
+    let (n, chunks) = (1usize << 18, 8usize);
+    let data: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(2654435761)).collect();
+    let host = offload::PinnedVec::from_slice(&device, &data).map_err(err)?;
+    let mut out = offload::PinnedVec::<u32>::zeros(&device, n).map_err(err)?;
+    let key = DeviceBuffer::from_slice(&device, &vec![0x5a5a_5a5au32; n]).map_err(err)?;
+    let mut work = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+    let streams = [device.stream().map_err(err)?, device.stream().map_err(err)?];
+    let per = n / chunks;
+    for c in 0..chunks {
+        let (s, range) = (&streams[c % 2], c * per..(c + 1) * per);
+        let mut window = work.slice_mut(range.clone()).map_err(err)?;
+        window
+            .copy_from_slice_async(s, host.slice(range.clone()).map_err(err)?)
+            .map_err(err)?;
+        let key = key.slice(range.clone()).map_err(err)?;
+        try_offload! { kernel = mix, args = (&mut window, key), stream = s }.map_err(err)?;
+        window
+            .copy_to_async(s, &mut out.slice_mut(range).map_err(err)?)
+            .map_err(err)?;
+    }
+    // `as_slice` waits for the copies into `out`, without a synchronisation.
+    let want: Vec<u32> = data
+        .iter()
+        .map(|v| (v ^ 0x5a5a_5a5a).wrapping_mul(3))
+        .collect();
+    compare("the pipeline's output", out.as_slice().map_err(err)?, &want)?;
+    for s in &streams {
+        s.synchronize().map_err(err)?;
+    }
+    compare("the device buffer", &work.to_vec().map_err(err)?, &want)
+}
+
+/// The races a program could try between streams, each of which the runtime orders.
+pub fn streams_order_work_that_shares_memory(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let err = |e: offload::Error| e.to_string();
+    let n = 1usize << 16;
+    let iters = slow(o);
+    let (a, b) = (device.stream().map_err(err)?, device.stream().map_err(err)?);
+    let ones = DeviceBuffer::from_slice(&device, &vec![1u32; n]).map_err(err)?;
+    let churn_then_mix: Vec<u32> = (0..n)
+        .map(|i| (churned(7, iters, i) ^ 1).wrapping_mul(3))
+        .collect();
+
+    // Two streams writing one buffer: the second launch waits for the first.
+    let mut buf = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+    try_offload! { kernel = churn, args = (&mut buf, 7u32, iters), stream = &a }.map_err(err)?;
+    try_offload! { kernel = mix, args = (&mut buf, &ones), stream = &b }.map_err(err)?;
+    compare(
+        "two streams writing one buffer",
+        &buf.to_vec().map_err(err)?,
+        &churn_then_mix,
+    )?;
+
+    // A read on another stream waits for the write; the host's read waits for both.
+    let mut src = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+    let mut dst = DeviceBuffer::from_slice(&device, &vec![1u32; n]).map_err(err)?;
+    try_offload! { kernel = churn, args = (&mut src, 7u32, iters), stream = &a }.map_err(err)?;
+    try_offload! { kernel = mix, args = (&mut dst, &src), stream = &b }.map_err(err)?;
+    compare(
+        "a read on another stream",
+        &dst.to_vec().map_err(err)?,
+        &churn_then_mix,
+    )?;
+
+    // A buffer dropped while a kernel still reads it is freed after the kernel; memory
+    // allocated and written next does not change what the kernel read.
+    let mut temp = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+    let mut kept = DeviceBuffer::from_slice(&device, &vec![1u32; n]).map_err(err)?;
+    try_offload! { kernel = churn, args = (&mut temp, 7u32, iters), stream = &a }.map_err(err)?;
+    try_offload! { kernel = mix, args = (&mut kept, &temp), stream = &a }.map_err(err)?;
+    drop(temp);
+    let mut reused: Vec<DeviceBuffer<u32>> = Vec::new();
+    for _ in 0..4 {
+        let mut junk = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+        try_offload! { kernel = churn, args = (&mut junk, 99u32, 1u32), stream = &b }
+            .map_err(err)?;
+        reused.push(junk);
+    }
+    compare(
+        "after a drop during a kernel",
+        &kept.to_vec().map_err(err)?,
+        &churn_then_mix,
+    )?;
+
+    // The host's view of page-locked memory waits for the copies using it: a copy out
+    // of a buffer a kernel is still writing, and a copy in of data the host changes
+    // right after.
+    let mut pinned = offload::PinnedVec::<u32>::zeros(&device, n).map_err(err)?;
+    let mut late = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+    try_offload! { kernel = churn, args = (&mut late, 7u32, iters), stream = &a }.map_err(err)?;
+    late.copy_to_async(&b, &mut pinned).map_err(err)?;
+    let want: Vec<u32> = (0..n).map(|i| churned(7, iters, i)).collect();
+    compare(
+        "a copy out, read on the host",
+        pinned.as_slice().map_err(err)?,
+        &want,
+    )?;
+    let mut back = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+    back.copy_from_slice_async(&a, &pinned).map_err(err)?;
+    pinned.as_mut_slice().map_err(err)?.fill(0);
+    compare(
+        "a copy in, then changed on the host",
+        &back.to_vec().map_err(err)?,
+        &want,
+    )?;
+
+    // Events: one stream waits for another's; timing between two.
+    let mut gate = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+    let start = a.record().map_err(err)?;
+    try_offload! { kernel = churn, args = (&mut gate, 7u32, iters), stream = &a }.map_err(err)?;
+    let end = a.record().map_err(err)?;
+    b.wait(&end).map_err(err)?;
+    b.synchronize().map_err(err)?;
+    if !end.is_complete().map_err(err)? {
+        return Err("a stream that waited for an event finished before it".into());
+    }
+    let took = end.duration_since(&start).map_err(err)?;
+    if on_gpu(o) && took.is_zero() {
+        return Err("a kernel between two events took no time".into());
+    }
+
+    // What a stream refuses, by its exact message.
+    let host = vec![0u32; n];
+    let mut on_host = host.clone();
+    expect_error(
+        try_offload! { kernel = mix, args = (&mut on_host, &host), stream = &a },
+        "invalid launch: argument 1 of kernel `mix` is host data: a launch on a stream takes device buffers and scalars (copy host data in with `copy_from_slice_async`)",
+    )?;
+    let short = offload::PinnedVec::<u32>::zeros(&device, 3).map_err(err)?;
+    expect_error(
+        buf.copy_from_slice_async(&a, &short),
+        &format!("invalid buffer operation: cannot copy 3 elements into a buffer of {n}"),
+    )?;
+    for s in [&a, &b] {
+        s.synchronize().map_err(err)?;
+    }
+    drop(reused);
+    Ok(())
+}
+
+/// A kernel that panics at element `bad`.
+#[offload_kernel]
+fn fails_at(mut y: Region<u32, Linear1D>, bad: usize) {
+    let i = y.index();
+    if i == bad {
+        panic!("stream kernel hit its bad element");
+    }
+    if let Some(v) = y.get_mut() {
+        *v += 1;
+    }
+}
+
+/// A panic on a stream reaches its owner once: from the launch where the backend runs
+/// it at once (the CPU), else from the stream's synchronisation; the other stream and
+/// the device's one queue do not report it.
+pub fn stream_panics_are_reported_once(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let err = |e: offload::Error| e.to_string();
+    let (a, b) = (device.stream().map_err(err)?, device.stream().map_err(err)?);
+    let mut buf = DeviceBuffer::<u32>::zeros(&device, 4096).map_err(err)?;
+    let mut reports = Vec::new();
+    let launched = try_offload! { kernel = fails_at, args = (&mut buf, 1000usize), stream = &a };
+    reports.extend(launched.err());
+    reports.extend(b.synchronize().err());
+    reports.extend(offload::synchronize().err());
+    reports.extend(a.synchronize().err());
+    reports.extend(a.synchronize().err());
+    let [report] = &reports[..] else {
+        return Err(format!(
+            "{} reports of one panic: {reports:?}",
+            reports.len()
+        ));
+    };
+    if !report
+        .to_string()
+        .contains("stream kernel hit its bad element")
+    {
+        return Err(format!("unexpected report: {report}"));
+    }
+    try_offload! { kernel = fails_at, args = (&mut buf, usize::MAX), stream = &a }.map_err(err)?;
+    a.synchronize().map_err(err)
+}
+
+/// A time step recorded once and replayed: a copy in, three launches and a copy out per
+/// replay; the graph keeps what it uses alive after the program drops it, and a replay
+/// orders against another stream's work on the same buffer.
+pub fn graphs_replay_recorded_work(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let err = |e: offload::Error| e.to_string();
+    let n = 1usize << 14;
+    let (s, other) = (device.stream().map_err(err)?, device.stream().map_err(err)?);
+    let input = offload::PinnedVec::from_slice(&device, &vec![5u32; n]).map_err(err)?;
+    let mut output = offload::PinnedVec::<u32>::zeros(&device, n).map_err(err)?;
+    let mut state = DeviceBuffer::from_slice(&device, &vec![1u32; n]).map_err(err)?;
+    let mut scratch = DeviceBuffer::<u32>::zeros(&device, n).map_err(err)?;
+    let graph = offload::Graph::record(&s, |s| {
+        scratch.copy_from_slice_async(s, &input)?;
+        try_offload! { kernel = mix, args = (&mut state, &scratch), stream = s }?;
+        try_offload! { kernel = mix, args = (&mut scratch, &state), stream = s }?;
+        try_offload! { kernel = mix, args = (&mut state, &scratch), stream = s }?;
+        state.copy_to_async(s, &mut output)
+    })
+    .map_err(err)?;
+    // Recording ran nothing.
+    compare(
+        "state after recording",
+        &state.to_vec().map_err(err)?,
+        &vec![1u32; n],
+    )?;
+    let step = |v: u32| {
+        let mixed = (v ^ 5).wrapping_mul(3);
+        let scratch = (5 ^ mixed).wrapping_mul(3);
+        (mixed ^ scratch).wrapping_mul(3)
+    };
+    let mut want = 1u32;
+    for _ in 0..3 {
+        graph.launch(&s).map_err(err)?;
+        want = step(want);
+    }
+    compare(
+        "after three replays",
+        output.as_slice().map_err(err)?,
+        &vec![want; n],
+    )?;
+    // Another stream's write to the graph's state waits for the replays, and the next
+    // replay waits for it.
+    try_offload! { kernel = churn, args = (&mut state, 7u32, slow(o)), stream = &other }
+        .map_err(err)?;
+    graph.launch(&s).map_err(err)?;
+    let after: Vec<u32> = (0..n).map(|i| step(churned(7, slow(o), i))).collect();
+    compare(
+        "a replay after another stream's write",
+        output.as_slice().map_err(err)?,
+        &after,
+    )?;
+    // The graph keeps its memory: dropped here, replayed after.
+    drop((state, scratch, input));
+    graph.launch(&s).map_err(err)?;
+    s.synchronize().map_err(err)?;
+    let again: Vec<u32> = after.iter().map(|&v| step(v)).collect();
+    compare(
+        "a replay after the buffers were dropped",
+        output.as_slice().map_err(err)?,
+        &again,
+    )?;
+
+    // A panic in a replay is its stream's, reported once.
+    let mut buf = DeviceBuffer::<u32>::zeros(&device, 4096).map_err(err)?;
+    let failing = offload::Graph::record(&s, |s| {
+        try_offload! { kernel = fails_at, args = (&mut buf, 77usize), stream = s }
+    })
+    .map_err(err)?;
+    let mut reports = Vec::new();
+    reports.extend(failing.launch(&s).err());
+    reports.extend(s.synchronize().err());
+    reports.extend(s.synchronize().err());
+    let [report] = &reports[..] else {
+        return Err(format!(
+            "{} reports of a replay's panic: {reports:?}",
+            reports.len()
+        ));
+    };
+    if !report
+        .to_string()
+        .contains("stream kernel hit its bad element")
+    {
+        return Err(format!("unexpected report: {report}"));
+    }
+    // What a recording refuses comes back from `record`.
+    let host = vec![0u32; 8];
+    let mut on_host = host.clone();
+    expect_error(
+        offload::Graph::record(&s, |s| {
+            try_offload! { kernel = mix, args = (&mut on_host, &host), stream = s }
+        })
+        .map(drop),
+        "invalid launch: argument 1 of kernel `mix` is host data: a launch on a stream takes device buffers and scalars (copy host data in with `copy_from_slice_async`)",
+    )
 }

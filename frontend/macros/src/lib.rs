@@ -225,9 +225,13 @@ fn instance_descriptor(
         quote! {
             // SAFETY: the raw operations are the kernel's own `unsafe` blocks.
             unsafe { ::offload::KernelDescriptor::new_unsafe(#display, #mir, &[#(#calls),*]) }
+                .at(::core::module_path!())
         }
     } else {
-        quote! { ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*]) }
+        quote! {
+            ::offload::KernelDescriptor::new(#display, #mir, &[#(#calls),*])
+                .at(::core::module_path!())
+        }
     };
     let descriptor = quote! {
         #[allow(non_upper_case_globals)]
@@ -557,7 +561,9 @@ fn region_args(ty: &syn::Type) -> (syn::Type, syn::Type) {
 ///
 /// `offload! { kernel = saxpy, args = (&mut y, &x, 3.0f32) }`, with optional
 /// `workgroup_dim = [u32; 3]`, `thread_dim = [u32; 3]`, `dyn_cache = u32`,
-/// `resident_workgroups = u32` and `device = usize` (or `device = all`).
+/// `resident_workgroups = u32`, `device = usize` (or `device = all`) and `stream = &Stream`
+/// (enqueues the launch on the stream and returns at once; its arguments must be device
+/// buffers, views of them and scalars).
 #[proc_macro]
 pub fn offload(input: TokenStream) -> TokenStream {
     let launch = parse_macro_input!(input as LaunchInput);
@@ -578,7 +584,7 @@ pub fn try_offload(input: TokenStream) -> TokenStream {
     launch.call().into()
 }
 
-const FIELDS: [&str; 7] = [
+const FIELDS: [&str; 8] = [
     "kernel",
     "args",
     "workgroup_dim",
@@ -586,12 +592,15 @@ const FIELDS: [&str; 7] = [
     "dyn_cache",
     "resident_workgroups",
     "device",
+    "stream",
 ];
 
 struct LaunchInput {
     kernel: Expr,
     args: Vec<Expr>,
     options: Vec<(Ident, Expr)>,
+    /// `stream = &s`: the launch is enqueued on that stream.
+    stream: Option<Expr>,
 }
 
 struct Field {
@@ -614,14 +623,14 @@ impl Parse for LaunchInput {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let fields = Punctuated::<Field, Token![,]>::parse_terminated(input)?;
         let mut seen: Vec<String> = Vec::new();
-        let (mut kernel, mut args, mut options) = (None, None, Vec::new());
+        let (mut kernel, mut args, mut options, mut stream) = (None, None, Vec::new(), None);
         for field in fields {
             let name = field.name.to_string();
             if !FIELDS.contains(&name.as_str()) {
                 return Err(syn::Error::new(
                     field.name.span(),
                     format!(
-                        "unknown field `{name}`; expected one of `kernel`, `args`, `workgroup_dim`, `thread_dim`, `dyn_cache`, `resident_workgroups`, `device`"
+                        "unknown field `{name}`; expected one of `kernel`, `args`, `workgroup_dim`, `thread_dim`, `dyn_cache`, `resident_workgroups`, `device`, `stream`"
                     ),
                 ));
             }
@@ -634,6 +643,7 @@ impl Parse for LaunchInput {
             seen.push(name.clone());
             match name.as_str() {
                 "kernel" => kernel = Some(field.value),
+                "stream" => stream = Some(field.value),
                 "args" => {
                     args = Some(match field.value {
                         Expr::Tuple(t) => t.elems.into_iter().collect(),
@@ -654,6 +664,7 @@ impl Parse for LaunchInput {
             kernel: kernel.ok_or_else(|| missing("kernel"))?,
             args: args.ok_or_else(|| missing("args"))?,
             options,
+            stream,
         })
     }
 }
@@ -675,11 +686,22 @@ impl LaunchInput {
                 }
                 _ => quote_spanned! {value.span()=> #name: #value },
             });
+        let options = quote! { ::offload::LaunchOptions { #(#options,)* ..::offload::LaunchOptions::DEFAULT } };
+        let Some(stream) = &self.stream else {
+            return quote! { #kernel(#options, #(#args),*) };
+        };
+        // The arguments and options are evaluated first, so that a launch among them
+        // does not go to the stream; then the launch runs with the stream set.
+        let names: Vec<Ident> = (0..args.len())
+            .map(|i| quote::format_ident!("__offload_arg{i}"))
+            .collect();
         quote! {
-            #kernel(
-                ::offload::LaunchOptions { #(#options,)* ..::offload::LaunchOptions::DEFAULT },
-                #(#args),*
-            )
+            match (#options, #(#args,)*) {
+                (__offload_options, #(#names,)*) => ::offload::__private::on_stream(
+                    #stream,
+                    move || #kernel(__offload_options, #(#names),*),
+                ),
+            }
         }
     }
 }

@@ -19,6 +19,7 @@ use crate::panic::{PANIC_BUFFER_WORDS, PanicWords};
 use crate::{Device, Error, memory::Memory, plan::LaunchPlan as Launch};
 use offload_mir::abi::{CpuEntry, CpuLeading};
 use std::ffi::c_void;
+use std::sync::{Arc, Mutex};
 
 /// The host's physical memory in bytes, where the platform says (Linux).
 fn host_memory_bytes() -> Option<u64> {
@@ -36,7 +37,7 @@ const MAX_DYNAMIC_SHARED: u32 = 227 * 1024;
 pub(crate) struct Cpu;
 
 impl Backend for Cpu {
-    fn launch(&self, plan: Launch<'_, '_>) -> Result<(), Error> {
+    fn launch(&'static self, plan: Launch<'_, '_>) -> Result<(), Error> {
         run(plan)
     }
 
@@ -77,6 +78,275 @@ impl Backend for Cpu {
         // SAFETY: the caller's contract: both are host memory of this backend's buffers.
         unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
         Ok(())
+    }
+
+    fn queue(&'static self) -> Result<Arc<dyn super::Queue>, Error> {
+        Ok(Arc::new(InOrder {
+            id: super::next_queue_id(),
+        }))
+    }
+
+    fn recorder(&'static self) -> Result<Arc<dyn super::Recording>, Error> {
+        Ok(Arc::new(Recorder {
+            id: super::next_queue_id(),
+            ops: Mutex::new(Replay(Vec::new())),
+        }))
+    }
+
+    fn pinned(&'static self, bytes: usize) -> Result<Box<dyn super::HostMemory>, Error> {
+        let words = zeroed_words(bytes as u128).ok_or_else(|| Error::OutOfMemory {
+            device: Device::Cpu.to_string(),
+            bytes: bytes as u128,
+        })?;
+        Ok(Box::new(HostBytes { words, bytes }))
+    }
+}
+
+/// A stream on the CPU: its work runs on the calling thread, at once, so it is finished
+/// when enqueued and a panic is the launch's own error.
+struct InOrder {
+    id: u64,
+}
+
+impl super::Queue for InOrder {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn launch(&self, plan: Launch<'_, '_>) -> Result<(), Error> {
+        run(plan)
+    }
+
+    unsafe fn copy_in(&self, from: *const u8, to: u64, bytes: usize) -> Result<(), Error> {
+        // SAFETY: the caller's contract: live host memory on both sides.
+        unsafe { std::ptr::copy_nonoverlapping(from, to as *mut u8, bytes) };
+        Ok(())
+    }
+
+    unsafe fn copy_out(&self, from: u64, to: *mut u8, bytes: usize) -> Result<(), Error> {
+        // SAFETY: as above.
+        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to, bytes) };
+        Ok(())
+    }
+
+    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+        // SAFETY: as above.
+        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
+        Ok(())
+    }
+
+    fn record(&self, _timing: bool) -> Result<Arc<dyn super::Mark>, Error> {
+        Ok(Arc::new(Passed {
+            queue: self.id,
+            at: std::time::Instant::now(),
+        }))
+    }
+
+    fn wait(&self, _: &dyn super::Mark) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+/// Records a CPU stream's work for a graph: each launch as its checked plan (over
+/// device-resident data and scalars, which a stream's launches are limited to), each
+/// copy as its addresses. A replay runs them in order on the calling thread.
+struct Recorder {
+    id: u64,
+    ops: Mutex<Replay>,
+}
+
+enum Op {
+    Launch {
+        descriptor: &'static crate::KernelDescriptor,
+        args: Vec<crate::args::ArgKind>,
+        workgroups: [u32; 3],
+        workgroup_size: [u32; 3],
+        dyn_cache: u32,
+    },
+    Copy {
+        from: u64,
+        to: u64,
+        bytes: usize,
+    },
+}
+
+impl Recorder {
+    fn push(&self, op: Op) -> Result<(), Error> {
+        self.ops
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .0
+            .push(op);
+        Ok(())
+    }
+}
+
+impl super::Queue for Recorder {
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+
+    fn launch(&self, plan: Launch<'_, '_>) -> Result<(), Error> {
+        self.push(Op::Launch {
+            descriptor: plan.descriptor,
+            args: plan.args.iter().map(|a| a.kind.clone()).collect(),
+            workgroups: plan.workgroups,
+            workgroup_size: plan.workgroup_size,
+            dyn_cache: plan.dyn_cache,
+        })
+    }
+
+    unsafe fn copy_in(&self, from: *const u8, to: u64, bytes: usize) -> Result<(), Error> {
+        self.push(Op::Copy {
+            from: from as u64,
+            to,
+            bytes,
+        })
+    }
+
+    unsafe fn copy_out(&self, from: u64, to: *mut u8, bytes: usize) -> Result<(), Error> {
+        self.push(Op::Copy {
+            from,
+            to: to as u64,
+            bytes,
+        })
+    }
+
+    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+        self.push(Op::Copy { from, to, bytes })
+    }
+
+    fn record(&self, _timing: bool) -> Result<Arc<dyn super::Mark>, Error> {
+        Ok(Arc::new(Passed {
+            queue: self.id,
+            at: std::time::Instant::now(),
+        }))
+    }
+
+    fn wait(&self, _: &dyn super::Mark) -> Result<(), Error> {
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<(), Error> {
+        Ok(())
+    }
+}
+
+impl super::Recording for Recorder {
+    fn finish(&self) -> Result<Box<dyn super::Replay>, Error> {
+        let ops = std::mem::take(&mut self.ops.lock().unwrap_or_else(|p| p.into_inner()).0);
+        Ok(Box::new(Replay(ops)))
+    }
+}
+
+/// A CPU graph: its recorded work.
+struct Replay(Vec<Op>);
+
+// SAFETY: the operations' addresses are of device buffers and page-locked vectors that
+// the graph keeps alive (their hazards adopt their memory), which any thread may use.
+unsafe impl Send for Replay {}
+// SAFETY: as above; a replay only reads the list.
+unsafe impl Sync for Replay {}
+
+impl super::Replay for Replay {
+    fn launch(&self, _on: &dyn super::Queue) -> Result<(), Error> {
+        for op in &self.0 {
+            match op {
+                Op::Launch {
+                    descriptor,
+                    args,
+                    workgroups,
+                    workgroup_size,
+                    dyn_cache,
+                } => {
+                    let body = descriptor.body()?;
+                    let mut args: Vec<crate::args::KernelArg<'_>> = (args.iter())
+                        .map(|kind| crate::args::KernelArg::with_kind(kind.clone()))
+                        .collect();
+                    run(Launch {
+                        body,
+                        descriptor,
+                        args: &mut args,
+                        workgroups: *workgroups,
+                        workgroup_size: *workgroup_size,
+                        dyn_cache: *dyn_cache,
+                        resident_workgroups: None,
+                        group_base: 0,
+                        groups: *workgroups,
+                    })?
+                }
+                // SAFETY: live memory the graph keeps (above), of these sizes.
+                &Op::Copy { from, to, bytes } => unsafe {
+                    std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes)
+                },
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A point in a CPU stream's work, passed when it was made.
+struct Passed {
+    queue: u64,
+    at: std::time::Instant,
+}
+
+impl super::Mark for Passed {
+    fn queue(&self) -> u64 {
+        self.queue
+    }
+    fn done(&self) -> Result<bool, Error> {
+        Ok(true)
+    }
+    fn wait(&self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn settle(&self) -> Result<(), Error> {
+        Ok(())
+    }
+    fn since(&self, earlier: &dyn super::Mark) -> Result<std::time::Duration, Error> {
+        match earlier.as_any().downcast_ref::<Passed>() {
+            Some(earlier) => Ok(self.at.saturating_duration_since(earlier.at)),
+            None => Err(Error::InvalidLaunch(
+                "events on different devices cannot be timed against each other".into(),
+            )),
+        }
+    }
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+/// Host memory for a `PinnedVec` on the CPU backend: 8-byte aligned for any element.
+struct HostBytes {
+    words: Vec<u64>,
+    bytes: usize,
+}
+
+impl std::ops::Deref for HostBytes {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        // SAFETY: `words` holds at least `bytes` initialised bytes.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast(), self.bytes) }
+    }
+}
+
+impl std::ops::DerefMut for HostBytes {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above, borrowed exclusively.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast(), self.bytes) }
     }
 }
 
@@ -127,7 +397,18 @@ fn zeroed_words(bytes: u128) -> Option<Vec<u64>> {
     }
 }
 
+/// Runs a launch to its end; under `OFFLOAD_TRACE=summary`, timed.
 fn run(launch: Launch<'_, '_>) -> Result<(), Error> {
+    if !crate::trace::enabled() {
+        return execute(launch);
+    }
+    let (kernel, started) = (launch.descriptor.name, std::time::Instant::now());
+    let result = execute(launch);
+    crate::trace::launched(kernel, started.elapsed().as_secs_f64());
+    result
+}
+
+fn execute(launch: Launch<'_, '_>) -> Result<(), Error> {
     let entry = crate::compile::cpu(launch.descriptor, launch.workgroup_size)?;
 
     let mut in_place = InPlace::of(&launch);

@@ -63,6 +63,9 @@ impl Driver for Cuda {
     type Buffer = CudaSlice<u8>;
     type Host = Pinned;
     type Function = CudaFunction;
+    type Stream = Stream;
+    type Event = cudarc::driver::CudaEvent;
+    type Graph = Graph;
 
     fn device(&self) -> &Device {
         &self.device
@@ -82,11 +85,13 @@ impl Driver for Cuda {
             .compute_capability()
             .map_err(driver_error("querying the compute capability"))?;
         let ptx = crate::compile::ptx(descriptor, &format!("sm_{major}{minor}"), shape)?;
+        let symbol = descriptor.symbol()?;
+        let ptx = crate::symbol::rename_entry(&ptx, &descriptor.body()?.name, &symbol);
         let module = ctx
-            .load_module(cudarc::nvrtc::Ptx::from_src(ptx.as_str()))
+            .load_module(cudarc::nvrtc::Ptx::from_src(ptx))
             .map_err(driver_error("loading the kernel's PTX"))?;
         module
-            .load_function(&descriptor.body()?.name)
+            .load_function(&symbol)
             .map_err(driver_error("finding the kernel in its module"))
     }
 
@@ -140,8 +145,13 @@ impl Driver for Cuda {
     }
 
     fn host(&self, bytes: usize) -> Result<Pinned, Error> {
-        // Not write-combined: the host reads it.
-        pinned(self.ordinal, bytes, 0)
+        // Not write-combined: the host reads it. Portable: a `PinnedVec` made for one
+        // device may be copied to another.
+        pinned(
+            self.ordinal,
+            bytes,
+            cudarc::driver::sys::CU_MEMHOSTALLOC_PORTABLE,
+        )
     }
 
     fn mapped(&self, bytes: usize) -> Result<Option<(Pinned, u64)>, Error> {
@@ -169,8 +179,9 @@ impl Driver for Cuda {
         &self,
         function: &CudaFunction,
         grid: GpuDispatch<'_>,
+        on: Option<&Stream>,
     ) -> Result<(), Error> {
-        let stream = stream(self.ordinal)?;
+        let stream = on.map_or_else(|| stream(self.ordinal), |s| Ok(s.0.clone()))?;
         stream
             .context()
             .bind_to_thread()
@@ -205,8 +216,14 @@ impl Driver for Cuda {
         .map_err(driver_error("launching the kernel"))
     }
 
-    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
-        let stream = stream(self.ordinal)?;
+    unsafe fn copy_device(
+        &self,
+        from: u64,
+        to: u64,
+        bytes: usize,
+        on: Option<&Stream>,
+    ) -> Result<(), Error> {
+        let stream = on.map_or_else(|| stream(self.ordinal), |s| Ok(s.0.clone()))?;
         stream
             .context()
             .bind_to_thread()
@@ -220,6 +237,187 @@ impl Driver for Cuda {
         stream(self.ordinal)?
             .synchronize()
             .map_err(driver_error("running the kernel"))
+    }
+
+    fn new_stream(&self) -> Result<Stream, Error> {
+        use cudarc::driver::result::stream::{StreamKind, create};
+        let ctx = context(self.ordinal)?;
+        ctx.bind_to_thread()
+            .map_err(driver_error("creating a stream"))?;
+        // A blocking stream: ordered against the legacy default stream that the device's
+        // one queue is, as the protocol needs.
+        let raw = create(StreamKind::Default).map_err(driver_error("creating a stream"))?;
+        // SAFETY: `raw` was just made in this context; `Stream` destroys it when dropped,
+        // after the wrapper's last use.
+        Ok(Stream(unsafe { ctx.wrap_borrowed_stream(raw) }))
+    }
+
+    fn capture_stream(&self) -> Result<Stream, Error> {
+        use cudarc::driver::result::stream::{StreamKind, begin_capture, create};
+        use cudarc::driver::sys::CUstreamCaptureMode;
+        let ctx = context(self.ordinal)?;
+        ctx.bind_to_thread()
+            .map_err(driver_error("creating a stream"))?;
+        // Not blocking: the legacy default stream, which other threads go on using, would
+        // otherwise join the capture and break it.
+        let raw = create(StreamKind::NonBlocking).map_err(driver_error("creating a stream"))?;
+        // SAFETY: as in `new_stream`.
+        let stream = Stream(unsafe { ctx.wrap_borrowed_stream(raw) });
+        // Relaxed: a launch may load its kernel or allocate a panic slab meanwhile.
+        // SAFETY: `raw` is a live stream of this context.
+        unsafe { begin_capture(raw, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) }
+            .map_err(driver_error("starting to record a graph"))?;
+        Ok(stream)
+    }
+
+    fn end_capture(&self, on: &Stream) -> Result<Graph, Error> {
+        use cudarc::driver::result::{graph, stream::end_capture};
+        on.0.context()
+            .bind_to_thread()
+            .map_err(driver_error("recording a graph"))?;
+        // SAFETY: a stream of this context, capturing since `capture_stream`.
+        let raw =
+            unsafe { end_capture(on.0.cu_stream()) }.map_err(driver_error("recording a graph"))?;
+        let mut made = Graph {
+            graph: raw,
+            exec: std::ptr::null_mut(),
+        };
+        // SAFETY: `raw` is the graph just captured; `made` destroys it if this fails.
+        made.exec =
+            unsafe { graph::instantiate(raw, cudarc::driver::sys::CUgraphInstantiate_flags(0)) }
+                .map_err(driver_error("instantiating a graph"))?;
+        Ok(made)
+    }
+
+    fn launch_graph(&self, graph: &Graph, on: &Stream) -> Result<(), Error> {
+        on.0.context()
+            .bind_to_thread()
+            .map_err(driver_error("launching a graph"))?;
+        // SAFETY: an instantiated graph of this context, on one of its streams.
+        unsafe { cudarc::driver::result::graph::launch(graph.exec, on.0.cu_stream()) }
+            .map_err(driver_error("launching a graph"))
+    }
+
+    fn record(
+        &self,
+        on: Option<&Stream>,
+        timing: bool,
+    ) -> Result<cudarc::driver::CudaEvent, Error> {
+        use cudarc::driver::sys::CUevent_flags;
+        let flags = if timing {
+            CUevent_flags::CU_EVENT_DEFAULT
+        } else {
+            CUevent_flags::CU_EVENT_DISABLE_TIMING
+        };
+        let stream = on.map_or_else(|| stream(self.ordinal), |s| Ok(s.0.clone()))?;
+        stream
+            .record_event(Some(flags))
+            .map_err(driver_error("recording an event"))
+    }
+
+    fn wait_event(&self, on: &Stream, event: &cudarc::driver::CudaEvent) -> Result<(), Error> {
+        on.0.wait(event)
+            .map_err(driver_error("making a stream wait for an event"))
+    }
+
+    fn event_done(&self, event: &cudarc::driver::CudaEvent) -> Result<bool, Error> {
+        event
+            .try_is_complete()
+            .map_err(driver_error("running the work before an event"))
+    }
+
+    fn event_synchronize(&self, event: &cudarc::driver::CudaEvent) -> Result<(), Error> {
+        event
+            .synchronize()
+            .map_err(driver_error("running the work before an event"))
+    }
+
+    fn elapsed_ms(
+        &self,
+        start: &cudarc::driver::CudaEvent,
+        end: &cudarc::driver::CudaEvent,
+    ) -> Result<f32, Error> {
+        start.elapsed_ms(end).map_err(driver_error("timing events"))
+    }
+
+    fn stream_synchronize(&self, on: &Stream) -> Result<(), Error> {
+        on.0.synchronize()
+            .map_err(driver_error("running a stream's work"))
+    }
+
+    unsafe fn copy_in_async(
+        &self,
+        on: &Stream,
+        from: *const u8,
+        to: u64,
+        bytes: usize,
+    ) -> Result<(), Error> {
+        use cudarc::driver::sys;
+        on.0.context()
+            .bind_to_thread()
+            .map_err(driver_error("copying to the device"))?;
+        // SAFETY: the caller's contract.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(to, from.cast(), bytes, on.0.cu_stream()) }
+            .result()
+            .map_err(driver_error("copying to the device"))
+    }
+
+    unsafe fn copy_out_async(
+        &self,
+        on: &Stream,
+        from: u64,
+        to: *mut u8,
+        bytes: usize,
+    ) -> Result<(), Error> {
+        use cudarc::driver::sys;
+        on.0.context()
+            .bind_to_thread()
+            .map_err(driver_error("copying from the device"))?;
+        // SAFETY: the caller's contract.
+        unsafe { sys::cuMemcpyDtoHAsync_v2(to.cast(), from, bytes, on.0.cu_stream()) }
+            .result()
+            .map_err(driver_error("copying from the device"))
+    }
+}
+
+/// A captured graph and its executable form, destroyed when dropped (the driver lets
+/// replays already enqueued finish).
+pub(crate) struct Graph {
+    graph: cudarc::driver::sys::CUgraph,
+    exec: cudarc::driver::sys::CUgraphExec,
+}
+
+// SAFETY: the handles are used only under the protocol's locks or by one caller at a
+// time (a replay is one `cuGraphLaunch`, which the driver allows from any thread).
+unsafe impl Send for Graph {}
+// SAFETY: as above.
+unsafe impl Sync for Graph {}
+
+impl Drop for Graph {
+    fn drop(&mut self) {
+        use cudarc::driver::result::graph;
+        // SAFETY: made by `end_capture`, destroyed once.
+        unsafe {
+            if !self.exec.is_null() {
+                let _ = graph::exec_destroy(self.exec);
+            }
+            let _ = graph::destroy(self.graph);
+        }
+    }
+}
+
+/// A stream of a device's context, destroyed when dropped (the driver lets its
+/// enqueued work finish first).
+pub(crate) struct Stream(Arc<cudarc::driver::CudaStream>);
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let ctx = self.0.context();
+        let _ = ctx.bind_to_thread();
+        // SAFETY: the stream was made by `new_stream` and is used by nothing after this.
+        if let Err(e) = unsafe { cudarc::driver::result::stream::destroy(self.0.cu_stream()) } {
+            tracing::warn!("destroying a stream: {e}");
+        }
     }
 }
 

@@ -334,6 +334,9 @@ impl Driver for HipDevice {
     type Buffer = DeviceMemory;
     type Host = Vec<u8>;
     type Function = Function;
+    type Stream = NoStreams;
+    type Event = NoStreams;
+    type Graph = NoStreams;
 
     fn device(&self) -> &Device {
         &self.device
@@ -447,7 +450,12 @@ impl Driver for HipDevice {
         Ok(None)
     }
 
-    unsafe fn launch_grid(&self, function: &Function, grid: GpuDispatch<'_>) -> Result<(), Error> {
+    unsafe fn launch_grid(
+        &self,
+        function: &Function,
+        grid: GpuDispatch<'_>,
+        _on: Option<&NoStreams>,
+    ) -> Result<(), Error> {
         let hip = self.selected()?;
         let mut params = grid.params();
         let ([gx, gy, gz], [bx, by, bz]) = (grid.grid, grid.block);
@@ -470,7 +478,13 @@ impl Driver for HipDevice {
         hip.check(e, "launching the kernel")
     }
 
-    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+    unsafe fn copy_device(
+        &self,
+        from: u64,
+        to: u64,
+        bytes: usize,
+        _on: Option<&NoStreams>,
+    ) -> Result<(), Error> {
         let hip = self.selected()?;
         // SAFETY: the caller's contract.
         let e = unsafe { (hip.memcpy_dtod)(to as *mut c_void, from as *mut c_void, bytes) };
@@ -482,7 +496,80 @@ impl Driver for HipDevice {
         // SAFETY: a plain call.
         hip.check(unsafe { (hip.device_synchronize)() }, "running the kernel")
     }
+
+    fn new_stream(&self) -> Result<NoStreams, Error> {
+        Err(Error::Hip {
+            during: "creating a stream",
+            message: "streams are not supported on AMD GPUs yet; launches without `stream` run in order on the device".into(),
+        })
+    }
+
+    fn capture_stream(&self) -> Result<NoStreams, Error> {
+        self.new_stream()
+    }
+
+    fn end_capture(&self, on: &NoStreams) -> Result<NoStreams, Error> {
+        match *on {}
+    }
+
+    fn launch_graph(&self, graph: &NoStreams, _: &NoStreams) -> Result<(), Error> {
+        match *graph {}
+    }
+
+    fn record(&self, on: Option<&NoStreams>, _: bool) -> Result<NoStreams, Error> {
+        match on {
+            Some(on) => match *on {},
+            // Only `OFFLOAD_TRACE` asks for events on the one queue.
+            None => Err(Error::Hip {
+                during: "recording an event",
+                message: "events are not supported on AMD GPUs yet".into(),
+            }),
+        }
+    }
+
+    fn wait_event(&self, on: &NoStreams, _: &NoStreams) -> Result<(), Error> {
+        match *on {}
+    }
+
+    fn event_done(&self, event: &NoStreams) -> Result<bool, Error> {
+        match *event {}
+    }
+
+    fn event_synchronize(&self, event: &NoStreams) -> Result<(), Error> {
+        match *event {}
+    }
+
+    fn elapsed_ms(&self, start: &NoStreams, _: &NoStreams) -> Result<f32, Error> {
+        match *start {}
+    }
+
+    fn stream_synchronize(&self, on: &NoStreams) -> Result<(), Error> {
+        match *on {}
+    }
+
+    unsafe fn copy_in_async(
+        &self,
+        on: &NoStreams,
+        _: *const u8,
+        _: u64,
+        _: usize,
+    ) -> Result<(), Error> {
+        match *on {}
+    }
+
+    unsafe fn copy_out_async(
+        &self,
+        on: &NoStreams,
+        _: u64,
+        _: *mut u8,
+        _: usize,
+    ) -> Result<(), Error> {
+        match *on {}
+    }
 }
+
+/// HIP streams are not driven yet: no value of this type exists.
+pub(crate) enum NoStreams {}
 
 /// The lanes of a wavefront on `arch`: 64 on GCN and CDNA (`gfx9..` and before), 32 on
 /// RDNA (`gfx10..` on), as the lowering compiles for (`AmdTarget::wavefront`).

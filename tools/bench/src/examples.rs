@@ -29,6 +29,7 @@ examples!(
     histogram = "../../../examples/histogram.rs",
     jacobi = "../../../examples/jacobi.rs",
     matmul = "../../../examples/matmul.rs",
+    pipeline = "../../../examples/pipeline.rs",
     reduction = "../../../examples/reduction.rs",
     saxpy = "../../../examples/saxpy.rs",
     scatter = "../../../examples/scatter.rs",

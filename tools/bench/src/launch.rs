@@ -49,7 +49,7 @@ unsafe impl GlobalAlloc for Counting {
 static COUNTING: Counting = Counting;
 
 /// The median of `reps` timed runs of `f` after 3 warm-up ones, in microseconds.
-fn median_us(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
+pub(crate) fn median_us(reps: usize, mut f: impl FnMut() -> Result<()>) -> Result<f64> {
     for _ in 0..3 {
         f()?;
     }
@@ -213,7 +213,7 @@ fn host_data(reps: usize) -> Result<(f64, f64, f64)> {
 }
 
 /// The figures `cuda/launch.cu` prints.
-fn cuda_figures(path: &str, reps: usize) -> Result<BTreeMap<String, f64>> {
+pub(crate) fn cuda_figures(path: &str, reps: usize) -> Result<BTreeMap<String, f64>> {
     let out = std::process::Command::new(path)
         .arg(reps.to_string())
         .output()

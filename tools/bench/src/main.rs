@@ -55,6 +55,7 @@ mod cpu;
 mod examples;
 mod fuzz;
 mod launch;
+mod streams;
 mod suite;
 mod tensor;
 
@@ -783,6 +784,7 @@ fn main() -> Result<()> {
             };
         }
         "launch" => return launch::run(args),
+        "streams" => return streams::run(args),
         "cpu" => {
             return cpu::run(
                 args.next()
@@ -793,8 +795,8 @@ fn main() -> Result<()> {
         }
         _ => bail!(
             "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, suite, \
-             suite-check, tensor-gemm, launch, check, conformance, examples, cpu, compile-time, \
-             first-launch, fuzz"
+             suite-check, tensor-gemm, launch, streams, check, conformance, examples, cpu, \
+             compile-time, first-launch, fuzz"
         ),
     }
     let n: usize = args

@@ -47,6 +47,15 @@ pub(crate) trait Driver: Send + Sync + 'static {
     type Host: std::ops::DerefMut<Target = [u8]> + Send + Sync + 'static;
     /// A kernel loaded on the device.
     type Function: Send + Sync + 'static;
+    /// A queue of the user's ([`crate::Stream`]): its work runs in order, after what the
+    /// device's one queue holds when it is enqueued, and that queue's later work runs
+    /// after it (CUDA's blocking streams next to the legacy default stream), so that the
+    /// one queue's copies, reads and frees never overtake a stream's work.
+    type Stream: Send + Sync + 'static;
+    /// A point in a stream's work, to wait for or time.
+    type Event: Send + Sync + 'static;
+    /// Recorded work, ready to replay (CUDA's executable graph).
+    type Graph: Send + Sync + 'static;
 
     /// The device, as errors name it.
     fn device(&self) -> &Device;
@@ -97,15 +106,74 @@ pub(crate) trait Driver: Send + Sync + 'static {
         &self,
         function: &Self::Function,
         grid: GpuDispatch<'_>,
+        on: Option<&Self::Stream>,
     ) -> Result<(), Error>;
-    /// Enqueues a copy of `bytes` from device address `from` to device address `to`.
+    /// Enqueues a copy of `bytes` from device address `from` to device address `to`, on
+    /// stream `on` or the device's one queue.
     ///
     /// # Safety
     ///
     /// Both ranges must lie in live memory of this device, and must not overlap.
-    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error>;
-    /// Waits for everything enqueued on the device.
+    unsafe fn copy_device(
+        &self,
+        from: u64,
+        to: u64,
+        bytes: usize,
+        on: Option<&Self::Stream>,
+    ) -> Result<(), Error>;
+    /// Waits for everything enqueued on the device's one queue (and so for every stream's
+    /// work enqueued before).
     fn synchronize(&self) -> Result<(), Error>;
+
+    /// A new stream.
+    fn new_stream(&self) -> Result<Self::Stream, Error>;
+    /// A new stream that records the work enqueued on it instead of running it, until
+    /// [`Driver::end_capture`]. It is not ordered against the device's one queue, which
+    /// other threads go on using meanwhile.
+    fn capture_stream(&self) -> Result<Self::Stream, Error>;
+    /// Ends a [`Driver::capture_stream`]'s recording: what replays it.
+    fn end_capture(&self, on: &Self::Stream) -> Result<Self::Graph, Error>;
+    /// Enqueues a replay of `graph` on `on`.
+    fn launch_graph(&self, graph: &Self::Graph, on: &Self::Stream) -> Result<(), Error>;
+    /// An event at the end of the work enqueued on `on` (or the device's one queue) so
+    /// far; `timing` if it is to be timed.
+    fn record(&self, on: Option<&Self::Stream>, timing: bool) -> Result<Self::Event, Error>;
+    /// Makes `on`'s later work wait for `event` on the device; the host goes on.
+    fn wait_event(&self, on: &Self::Stream, event: &Self::Event) -> Result<(), Error>;
+    /// Whether the work before `event` has finished, without waiting.
+    fn event_done(&self, event: &Self::Event) -> Result<bool, Error>;
+    /// Waits on the host for the work before `event`.
+    fn event_synchronize(&self, event: &Self::Event) -> Result<(), Error>;
+    /// Milliseconds from `start` to `end`, both timed events that have passed.
+    fn elapsed_ms(&self, start: &Self::Event, end: &Self::Event) -> Result<f32, Error>;
+    /// Waits on the host for everything enqueued on `on`.
+    fn stream_synchronize(&self, on: &Self::Stream) -> Result<(), Error>;
+    /// Enqueues a copy of `bytes` from host address `from` to device address `to` on `on`.
+    ///
+    /// # Safety
+    ///
+    /// Both ranges must be live, the host one page-locked ([`Driver::host`]) and not
+    /// written, until the copy has run.
+    unsafe fn copy_in_async(
+        &self,
+        on: &Self::Stream,
+        from: *const u8,
+        to: u64,
+        bytes: usize,
+    ) -> Result<(), Error>;
+    /// Enqueues a copy of `bytes` from device address `from` to host address `to` on `on`.
+    ///
+    /// # Safety
+    ///
+    /// Both ranges must be live, the host one page-locked and neither read nor written,
+    /// until the copy has run.
+    unsafe fn copy_out_async(
+        &self,
+        on: &Self::Stream,
+        from: u64,
+        to: *mut u8,
+        bytes: usize,
+    ) -> Result<(), Error>;
 }
 
 /// Panic buffers per slab: 14 KiB. A synchronisation reads only the slots its launches
@@ -273,18 +341,19 @@ impl<D: Driver> Gpu<D> {
         })
     }
 
-    /// A launch that writes device buffers and no host data: enqueued, not waited for.
+    /// A launch that writes device buffers and no host data: enqueued (on stream `on`, or
+    /// the device's one queue), not waited for; its panic is recorded in `pending`.
     fn launch_async(
-        &self,
+        &'static self,
         function: &D::Function,
         launch: &LaunchPlan<'_, '_>,
         staged: Staged<D>,
-        issuer: Issuer,
+        pending: &Mutex<Pending<D>>,
+        on: Option<&D::Stream>,
     ) -> Result<(), Error> {
-        let entry = self.entry(issuer);
         // Held until the launch is enqueued, so that a synchronisation that takes these
         // launches finds every one of them enqueued, and waits for it.
-        let mut pending = lock(&entry);
+        let mut pending = lock(pending);
         let slot = pending.kernels.len() % SLOTS;
         if slot == 0 {
             let slab = self.slab()?;
@@ -300,13 +369,13 @@ impl<D: Driver> Gpu<D> {
         pending.inputs.extend(staged.buffers);
         // SAFETY: the slot and the copies of host inputs live in `pending` until a
         // synchronisation after the kernel has finished.
-        unsafe { self.enqueue(function, launch, staged.words, report) }
+        unsafe { self.enqueue(function, launch, staged.words, report, on) }
     }
 
     /// A launch that writes host data (or nothing): run to its end, its panic read, the
     /// regions it wrote copied back.
     fn launch_sync(
-        &self,
+        &'static self,
         function: &D::Function,
         launch: &LaunchPlan<'_, '_>,
         staged: Staged<D>,
@@ -323,7 +392,7 @@ impl<D: Driver> Gpu<D> {
             written,
         } = staged;
         // SAFETY: `slab` and `buffers` live until the device is synchronised below.
-        unsafe { self.enqueue(function, launch, words, slab.address) }?;
+        unsafe { self.enqueue(function, launch, words, slab.address, None) }?;
         if let Some(device) = &slab.device {
             // Enqueued behind the kernel: the wait below covers both.
             // SAFETY: the slab's host memory is read only after that wait.
@@ -353,23 +422,43 @@ impl<D: Driver> Gpu<D> {
     }
 
     /// Enqueues the kernel's grids with argument words `words`, then the panic buffer at
-    /// `report` and the hidden GPU words.
+    /// `report` and the hidden GPU words, on stream `on` or the device's one queue.
     ///
     /// # Safety
     ///
     /// Every buffer `words` and `report` point to must live until the kernel has finished.
     unsafe fn enqueue(
-        &self,
+        &'static self,
         function: &D::Function,
         launch: &LaunchPlan<'_, '_>,
         words: Words,
         report: u64,
+        on: Option<&D::Stream>,
     ) -> Result<(), Error> {
+        // A driver without events on the one queue (HIP) goes untimed.
+        let traced = crate::trace::enabled();
+        let start = traced.then(|| self.driver.record(on, true).ok()).flatten();
         dispatch_grids(launch, words, report, |grid| {
             // SAFETY: the words follow the kernel ABI the code was compiled with (checked
             // against the MIR signature); the caller keeps what they point to alive.
-            unsafe { self.driver.launch_grid(function, grid) }
-        })
+            unsafe { self.driver.launch_grid(function, grid, on) }
+        })?;
+        if let Some(start) = start {
+            self.trace(launch.descriptor.name, start, on);
+        }
+        Ok(())
+    }
+
+    /// Hands `OFFLOAD_TRACE` the work enqueued on `on` since `start`.
+    fn trace(&'static self, what: &'static str, start: D::Event, on: Option<&D::Stream>) {
+        if let Ok(end) = self.driver.record(on, true) {
+            let timed = Timed {
+                gpu: self,
+                start,
+                end,
+            };
+            crate::trace::pending(what, Box::new(timed));
+        }
     }
 
     /// A zeroed slab: from the pool, or newly allocated.
@@ -444,6 +533,7 @@ impl<D: Driver> Gpu<D> {
         }
         self.driver.synchronize()?;
         copied?;
+        crate::trace::resolve(false);
         for mut pending in orphans {
             if let Err(e) = self.check(&mut pending) {
                 tracing::warn!(
@@ -510,8 +600,10 @@ impl<D: Driver> Gpu<D> {
     }
 }
 
-impl<D: Driver> Backend for Gpu<D> {
-    fn launch(&self, launch: LaunchPlan<'_, '_>) -> Result<(), Error> {
+impl<D: Driver> Gpu<D> {
+    /// Refuses a workgroup of partial subgroups for a kernel that uses subgroup
+    /// operations, then finds the kernel's loaded code.
+    fn checked_function(&self, launch: &LaunchPlan<'_, '_>) -> Result<Loaded<D>, Error> {
         let threads: u32 = launch.workgroup_size.iter().product();
         let (width, subgroups) = self.driver.subgroup();
         // The body is scanned only for launches of partial subgroups.
@@ -521,7 +613,34 @@ impl<D: Driver> Backend for Gpu<D> {
                 launch.body.name
             )));
         }
-        let function = self.function(&launch)?;
+        self.function(launch)
+    }
+}
+
+/// A launch timed for `OFFLOAD_TRACE=summary`: events before and after it.
+struct Timed<D: Driver> {
+    gpu: &'static Gpu<D>,
+    start: D::Event,
+    end: D::Event,
+}
+
+impl<D: Driver> crate::trace::Timing for Timed<D> {
+    fn seconds(&self, wait: bool) -> Result<Option<f64>, Error> {
+        let driver = &self.gpu.driver;
+        if wait {
+            driver.event_synchronize(&self.end)?;
+        } else if !driver.event_done(&self.end)? {
+            return Ok(None);
+        }
+        Ok(Some(
+            f64::from(driver.elapsed_ms(&self.start, &self.end)?) / 1e3,
+        ))
+    }
+}
+
+impl<D: Driver> Backend for Gpu<D> {
+    fn launch(&'static self, launch: LaunchPlan<'_, '_>) -> Result<(), Error> {
+        let function = self.checked_function(&launch)?;
         let staged = self.stage(&launch)?;
         let copied_back = |host: bool| {
             (launch.args.iter()).any(|a| {
@@ -541,9 +660,22 @@ impl<D: Driver> Backend for Gpu<D> {
         // A launch that writes device buffers and no host data is asynchronous: the host
         // goes on, and a panic surfaces at its issuer's next synchronisation.
         if copied_back(false) && !copied_back(true) {
-            return self.launch_async(&function, &launch, staged, issuer);
+            let entry = self.entry(issuer);
+            return self.launch_async(&function, &launch, staged, &entry, None);
         }
         self.launch_sync(&function, &launch, staged, issuer)
+    }
+
+    fn queue(&'static self) -> Result<std::sync::Arc<dyn super::Queue>, Error> {
+        queue::GpuQueue::open(self)
+    }
+
+    fn pinned(&'static self, bytes: usize) -> Result<Box<dyn super::HostMemory>, Error> {
+        Ok(Box::new(self.driver.host(bytes)?))
+    }
+
+    fn recorder(&'static self) -> Result<std::sync::Arc<dyn super::Recording>, Error> {
+        queue::GpuQueue::recording(self)
     }
 
     fn synchronize(&self) -> Result<(), Error> {
@@ -575,7 +707,7 @@ impl<D: Driver> Backend for Gpu<D> {
             return Ok(());
         }
         // SAFETY: the caller's contract.
-        unsafe { self.driver.copy_device(from, to, bytes) }
+        unsafe { self.driver.copy_device(from, to, bytes, None) }
     }
 
     fn retire(&self, issuer: Issuer) {
@@ -634,5 +766,6 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+mod queue;
 #[cfg(test)]
 mod tests;

@@ -53,6 +53,10 @@ impl Driver for Fake {
     type Buffer = Bytes;
     type Host = Vec<u8>;
     type Function = &'static str;
+    // Everything runs at once, in call order: streams and events order nothing more.
+    type Stream = ();
+    type Event = ();
+    type Graph = ();
 
     fn device(&self) -> &Device {
         &self.device
@@ -100,8 +104,17 @@ impl Driver for Fake {
         let address = host.as_ptr() as u64;
         Ok(Some((host, address)))
     }
-    unsafe fn launch_grid(&self, _: &&'static str, grid: GpuDispatch<'_>) -> Result<(), Error> {
-        self.note("launch");
+    unsafe fn launch_grid(
+        &self,
+        _: &&'static str,
+        grid: GpuDispatch<'_>,
+        on: Option<&()>,
+    ) -> Result<(), Error> {
+        self.note(if on.is_some() {
+            "launch on a stream"
+        } else {
+            "launch"
+        });
         // Words: the region's memref (allocated, aligned, offset, len, stride), the
         // scalar, then the panic buffer's memref.
         let w = grid.words;
@@ -118,7 +131,13 @@ impl Driver for Fake {
         }
         Ok(())
     }
-    unsafe fn copy_device(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
+    unsafe fn copy_device(
+        &self,
+        from: u64,
+        to: u64,
+        bytes: usize,
+        _: Option<&()>,
+    ) -> Result<(), Error> {
         self.note("copy on device");
         // SAFETY: the addresses are of live fake buffers with these bytes.
         unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to as *mut u8, bytes) };
@@ -126,6 +145,66 @@ impl Driver for Fake {
     }
     fn synchronize(&self) -> Result<(), Error> {
         self.note("synchronize");
+        Ok(())
+    }
+    fn new_stream(&self) -> Result<(), Error> {
+        self.note("new stream");
+        Ok(())
+    }
+    fn record(&self, _: Option<&()>, _: bool) -> Result<(), Error> {
+        Ok(())
+    }
+    fn capture_stream(&self) -> Result<(), Error> {
+        self.note("capture");
+        Ok(())
+    }
+    fn end_capture(&self, _: &()) -> Result<(), Error> {
+        self.note("end capture");
+        Ok(())
+    }
+    fn launch_graph(&self, _: &(), _: &()) -> Result<(), Error> {
+        self.note("launch a graph");
+        Ok(())
+    }
+    fn wait_event(&self, _: &(), _: &()) -> Result<(), Error> {
+        self.note("wait for an event");
+        Ok(())
+    }
+    fn event_done(&self, _: &()) -> Result<bool, Error> {
+        Ok(true)
+    }
+    fn event_synchronize(&self, _: &()) -> Result<(), Error> {
+        Ok(())
+    }
+    fn elapsed_ms(&self, _: &(), _: &()) -> Result<f32, Error> {
+        Ok(0.0)
+    }
+    fn stream_synchronize(&self, _: &()) -> Result<(), Error> {
+        self.note("synchronize a stream");
+        Ok(())
+    }
+    unsafe fn copy_in_async(
+        &self,
+        _: &(),
+        from: *const u8,
+        to: u64,
+        bytes: usize,
+    ) -> Result<(), Error> {
+        self.note("copy in on a stream");
+        // SAFETY: the addresses are of live host memory and a live fake buffer.
+        unsafe { std::ptr::copy_nonoverlapping(from, to as *mut u8, bytes) };
+        Ok(())
+    }
+    unsafe fn copy_out_async(
+        &self,
+        _: &(),
+        from: u64,
+        to: *mut u8,
+        bytes: usize,
+    ) -> Result<(), Error> {
+        self.note("copy out on a stream");
+        // SAFETY: as above.
+        unsafe { std::ptr::copy_nonoverlapping(from as *const u8, to, bytes) };
         Ok(())
     }
 }
@@ -153,7 +232,7 @@ fn fake_with(maps_host_memory: bool) -> &'static Gpu<Fake> {
 }
 
 /// Launches `twice` over `args` with `threads` threads per workgroup.
-fn launch(gpu: &Gpu<Fake>, args: &mut [KernelArg<'_>], threads: u32) -> Result<(), Error> {
+fn launch(gpu: &'static Gpu<Fake>, args: &mut [KernelArg<'_>], threads: u32) -> Result<(), Error> {
     gpu.launch(LaunchPlan {
         body: TWICE.body().unwrap().body(),
         descriptor: &TWICE,
@@ -284,6 +363,7 @@ fn device_args(
         address: memory.address(),
         split: None,
         issuer: issuer(),
+        hazards: None,
     };
     let region = ArgKind::Region {
         data: std::ptr::null_mut(),
@@ -434,4 +514,82 @@ fn with_mapped_panic_slabs_a_device_read_is_one_copy_and_reports_the_issuers_pan
             "synchronize"
         ]
     );
+}
+
+fn plan<'b, 'a>(args: &'b mut [KernelArg<'a>]) -> LaunchPlan<'b, 'a> {
+    LaunchPlan {
+        body: TWICE.body().unwrap().body(),
+        descriptor: &TWICE,
+        args,
+        workgroups: [1, 1, 1],
+        workgroup_size: [32, 1, 1],
+        dyn_cache: 0,
+        resident_workgroups: None,
+        group_base: 0,
+        groups: [1, 1, 1],
+    }
+}
+
+#[test]
+fn a_streams_panic_is_reported_by_its_synchronisation_once() {
+    let gpu = fake_mapping();
+    let memory = gpu.upload(&words(&[1, 2])).unwrap();
+    let (a, b) = (gpu.queue().unwrap(), gpu.queue().unwrap());
+    log(gpu);
+    a.launch(plan(&mut device_args(gpu, &*memory, 2, 10)))
+        .unwrap();
+    a.launch(plan(&mut device_args(gpu, &*memory, 2, 3)))
+        .unwrap();
+    // The device's one queue and the other stream do not report it.
+    gpu.synchronize().unwrap();
+    b.synchronize().unwrap();
+    assert_eq!(
+        a.synchronize().unwrap_err().to_string(),
+        "kernel `twice` panicked at twice.rs:2:5: too big"
+    );
+    a.synchronize().unwrap();
+    assert_eq!(
+        log(gpu),
+        [
+            "load",
+            "map host memory",
+            "launch on a stream",
+            "launch on a stream",
+            "synchronize",
+            "synchronize a stream",
+            "synchronize a stream",
+            "synchronize a stream",
+        ]
+    );
+}
+
+#[test]
+fn work_on_another_stream_waits_for_exactly_the_uses_it_conflicts_with() {
+    use crate::hazards::Hazards;
+    let gpu = fake();
+    let (a, b) = (gpu.queue().unwrap(), gpu.queue().unwrap());
+    let memory = Hazards::default();
+    let waits = |queue: &dyn crate::backend::Queue, range: std::ops::Range<u64>, write| {
+        log(gpu);
+        memory.order(queue, &range, write).unwrap();
+        let mark = queue.record(false).unwrap();
+        memory.note(range, write, &mark);
+        log(gpu)
+            .iter()
+            .filter(|&&op| op == "wait for an event")
+            .count()
+    };
+    // A write on `a`; a read of it on `b` waits, a second read on `b` of other bytes
+    // does not, nor a write on `a` itself.
+    assert_eq!(waits(&*a, 0..100, true), 0);
+    assert_eq!(waits(&*b, 50..60, false), 1);
+    assert_eq!(waits(&*b, 100..200, false), 0);
+    assert_eq!(waits(&*a, 0..10, true), 0);
+    // A write on `a` over what `b` read waits for the read.
+    assert_eq!(waits(&*a, 55..58, true), 1);
+    // A write on `b` over everything waits for `a`'s last use only (its uses run in
+    // order), and for none of its own.
+    assert_eq!(waits(&*b, 0..200, true), 1);
+    // That write covered every earlier use: a read on `a` now waits for it alone.
+    assert_eq!(waits(&*a, 0..200, false), 1);
 }
