@@ -62,7 +62,7 @@ __global__ void axpy(float *y, const float *x, size_t n) {
 
 __global__ void spin(float *out, int iters) {
   float v = threadIdx.x * 1e-3f;
-#pragma unroll 1
+
   for (int k = 0; k < iters; ++k) v = v * 0.999999f + 0.5f;
   out[(size_t)blockIdx.x * blockDim.x + threadIdx.x] = v;
 }
