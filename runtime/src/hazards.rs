@@ -7,7 +7,8 @@
 //! device (never on the host) for the conflicting uses on other streams: a write waits
 //! for every use of the bytes, a read for their writes. Uses on its own stream need no
 //! wait: a stream runs in order. After, the new use is recorded, and the uses a write
-//! covers are forgotten, since anything that waits for the write now waits for them too.
+//! covers are forgotten, since anything that waits for the write now waits for them too
+//! (and so are the earlier reads of the same stream that a read covers).
 //!
 //! The device's one queue (launches and copies without a stream, reads back, frees) is
 //! ordered against every stream by the driver itself ([`crate::backend`]'s `Queue`), so
@@ -82,12 +83,22 @@ impl Hazards {
         // Uses are recorded in order, so the last conflicting one of a queue comes after
         // all of that queue's others: it is the only one to wait for.
         let mut waited: smallvec::SmallVec<[u64; 4]> = smallvec::SmallVec::new();
+        // This queue's later uses: one that conflicted with an earlier use of another
+        // queue and covers it has waited for it already.
+        let mut own: smallvec::SmallVec<[&Use; 4]> = smallvec::SmallVec::new();
         for u in uses.iter().rev() {
             let other = u.mark.queue();
-            if other != queue.id()
-                && !waited.contains(&other)
+            if other == queue.id() {
+                own.push(u);
+                continue;
+            }
+            let ordered = |v: &&Use| {
+                (v.write || u.write) && v.range.start <= u.range.start && u.range.end <= v.range.end
+            };
+            if !waited.contains(&other)
                 && (write || u.write)
                 && overlap(&u.range, range)
+                && !own.iter().any(ordered)
             {
                 queue.wait(&*u.mark)?;
                 waited.push(other);
@@ -99,10 +110,12 @@ impl Hazards {
     /// Records a use of `range` that ends at `mark`.
     pub(crate) fn note(&self, range: Range<u64>, write: bool, mark: &Arc<dyn Mark>) {
         let mut uses = lock(&self.0.uses);
-        if write {
-            // Anything that waits for this write waits for the uses it covers.
-            uses.retain(|u| !(range.start <= u.range.start && u.range.end <= range.end));
-        }
+        let queue = mark.queue();
+        let covered = |u: &Use| range.start <= u.range.start && u.range.end <= range.end;
+        // Anything that waits for a write waits for the uses it covers; anything that
+        // waits for a read (a writer) waits for the same stream's earlier reads it covers.
+        // So a buffer read by launch after launch keeps one use, not one per launch.
+        uses.retain(|u| !(covered(u) && (write || (!u.write && u.mark.queue() == queue))));
         if uses.len() > PRUNE_ABOVE {
             uses.retain(|u| !matches!(u.mark.done(), Ok(true)));
         }
@@ -111,6 +124,12 @@ impl Hazards {
             write,
             mark: mark.clone(),
         });
+    }
+
+    /// How many uses are recorded.
+    #[cfg(test)]
+    pub(crate) fn recorded(&self) -> usize {
+        lock(&self.0.uses).len()
     }
 
     /// Waits on the host for the stream work that the host's use of `range` (a write if

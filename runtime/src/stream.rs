@@ -69,11 +69,13 @@ impl Stream {
     /// the first panic (in launch order) of its launches since its last synchronisation.
     /// Each panic is reported once.
     pub fn synchronize(&self) -> Result<(), Error> {
+        self.not_recording("synchronize")?;
         self.queue.synchronize()
     }
 
     /// An event after the work enqueued on the stream so far.
     pub fn record(&self) -> Result<Event, Error> {
+        self.not_recording("record an event")?;
         Ok(Event {
             mark: self.queue.record(true)?,
         })
@@ -81,7 +83,19 @@ impl Stream {
 
     /// Makes the stream's later work wait for `event`, on the device: the host goes on.
     pub fn wait(&self, event: &Event) -> Result<(), Error> {
+        self.not_recording("wait for an event")?;
         self.queue.wait(&*event.mark)
+    }
+
+    /// Refuses `what` on a stream that records a graph: a replay runs at other times, so
+    /// an event inside it would mark nothing the program could wait for or time.
+    fn not_recording(&self, what: &str) -> Result<(), Error> {
+        match self.recording {
+            true => Err(Error::InvalidLaunch(format!(
+                "a stream that records a graph cannot {what}; do it on the stream a replay runs on"
+            ))),
+            false => Ok(()),
+        }
     }
 
     /// Enqueues `enqueue` (which must use only memory listed in `uses`) after the work on

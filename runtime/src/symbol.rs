@@ -11,7 +11,7 @@
 /// The mangled symbol of the kernel shown as `display` (`scale`, or `scale::<f16, u32>`
 /// for an instance of a generic kernel) declared in module `path` (`module_path!()`): a
 /// nested name of the path's segments and the kernel's, with the instance's types as
-/// template arguments. `None` without a path (descriptors made by hand), or where a
+/// template arguments, as a function of no parameters. `None` without a path (descriptors made by hand), or where a
 /// name is not a plain identifier (a raw `r#type`), which PTX could not spell.
 pub(crate) fn mangled(path: &str, display: &str) -> Option<String> {
     let plain = |s: &str| s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
@@ -36,7 +36,10 @@ pub(crate) fn mangled(path: &str, display: &str) -> Option<String> {
         }
         symbol.push('E');
     }
-    symbol.push('E');
+    // A function's name, as tools expect of a kernel (Nsight Compute shows a bare
+    // nested name as `::advance`): no parameters, and for a template, a `void` result
+    // first, as the mangling of a template function has it.
+    symbol.push_str(if types.is_some() { "Evv" } else { "Ev" });
     Some(symbol)
 }
 
@@ -59,15 +62,15 @@ mod tests {
     // Each expected symbol was checked with `c++filt`, which prints the path shown.
     #[test]
     fn a_kernel_is_named_by_its_path() {
-        // krate::physics::advance
+        // krate::physics::advance()
         assert_eq!(
             mangled("krate::physics", "advance").as_deref(),
-            Some("_ZN5krate7physics7advanceE")
+            Some("_ZN5krate7physics7advanceEv")
         );
-        // saxpy_app::saxpy
+        // saxpy_app::saxpy()
         assert_eq!(
             mangled("saxpy_app", "saxpy").as_deref(),
-            Some("_ZN9saxpy_app5saxpyE")
+            Some("_ZN9saxpy_app5saxpyEv")
         );
         assert_eq!(mangled("", "saxpy"), None);
         assert_eq!(mangled("krate::r#type", "saxpy"), None);
@@ -75,10 +78,10 @@ mod tests {
 
     #[test]
     fn an_instance_carries_its_types_as_template_arguments() {
-        // krate::scale<f16, u32>
+        // void krate::scale<f16, u32>()
         assert_eq!(
             mangled("krate", "scale::<f16, u32>").as_deref(),
-            Some("_ZN5krate5scaleI3f163u32EE")
+            Some("_ZN5krate5scaleI3f163u32EEvv")
         );
     }
 
@@ -86,8 +89,8 @@ mod tests {
     fn only_the_entry_is_renamed() {
         let ptx = "\t// .globl\tsaxpy\n\n.visible .entry saxpy(\n\t.param .u64 saxpy_param_0\n)\n";
         assert_eq!(
-            rename_entry(ptx, "saxpy", "_ZN1k5saxpyE"),
-            "\t// .globl\t_ZN1k5saxpyE\n\n.visible .entry _ZN1k5saxpyE(\n\t.param .u64 saxpy_param_0\n)\n"
+            rename_entry(ptx, "saxpy", "_ZN1k5saxpyEv"),
+            "\t// .globl\t_ZN1k5saxpyEv\n\n.visible .entry _ZN1k5saxpyEv(\n\t.param .u64 saxpy_param_0\n)\n"
         );
     }
 }

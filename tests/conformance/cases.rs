@@ -5290,7 +5290,34 @@ pub fn graphs_replay_recorded_work(o: LaunchOptions) -> CaseResult {
     {
         return Err(format!("unexpected report: {report}"));
     }
+    // A replay on another stream follows the last one on `s`.
+    graph.launch(&s).map_err(err)?;
+    graph.launch(&other).map_err(err)?;
+    let twice: Vec<u32> = again.iter().map(|&v| step(step(v))).collect();
+    compare(
+        "replays on two streams",
+        output.as_slice().map_err(err)?,
+        &twice,
+    )?;
     // What a recording refuses comes back from `record`.
+    let event = s.record().map_err(err)?;
+    let refused = |what: &str| {
+        format!(
+            "invalid launch: a stream that records a graph cannot {what}; do it on the stream a replay runs on"
+        )
+    };
+    expect_error(
+        offload::Graph::record(&s, |r| r.record().map(drop)).map(drop),
+        &refused("record an event"),
+    )?;
+    expect_error(
+        offload::Graph::record(&s, |r| r.wait(&event)).map(drop),
+        &refused("wait for an event"),
+    )?;
+    expect_error(
+        offload::Graph::record(&s, |r| r.synchronize()).map(drop),
+        &refused("synchronize"),
+    )?;
     let host = vec![0u32; 8];
     let mut on_host = host.clone();
     expect_error(

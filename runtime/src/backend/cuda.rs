@@ -46,6 +46,10 @@ pub(crate) struct Cuda {
     pub ordinal: usize,
     /// The device, as errors name it.
     pub device: Device,
+    /// Untimed events no mark holds any more, recorded again rather than made anew: a
+    /// stream's every launch records one, and making and destroying an event costs more
+    /// than recording it.
+    idle: Arc<Mutex<Vec<cudarc::driver::CudaEvent>>>,
 }
 
 /// The GPU of `device` (a CUDA one), driven by CUDA.
@@ -53,6 +57,7 @@ pub(crate) fn gpu(ordinal: usize, device: &Device) -> Gpu<Cuda> {
     Gpu::new(Cuda {
         ordinal,
         device: device.clone(),
+        idle: Arc::default(),
     })
 }
 
@@ -64,7 +69,7 @@ impl Driver for Cuda {
     type Host = Pinned;
     type Function = CudaFunction;
     type Stream = Stream;
-    type Event = cudarc::driver::CudaEvent;
+    type Event = Event;
     type Graph = Graph;
 
     fn device(&self) -> &Device {
@@ -249,7 +254,7 @@ impl Driver for Cuda {
         let raw = create(StreamKind::Default).map_err(driver_error("creating a stream"))?;
         // SAFETY: `raw` was just made in this context; `Stream` destroys it when dropped,
         // after the wrapper's last use.
-        Ok(Stream(unsafe { ctx.wrap_borrowed_stream(raw) }))
+        Ok(Stream(unsafe { ctx.wrap_borrowed_stream(raw) }, false))
     }
 
     fn capture_stream(&self) -> Result<Stream, Error> {
@@ -262,7 +267,7 @@ impl Driver for Cuda {
         // otherwise join the capture and break it.
         let raw = create(StreamKind::NonBlocking).map_err(driver_error("creating a stream"))?;
         // SAFETY: as in `new_stream`.
-        let stream = Stream(unsafe { ctx.wrap_borrowed_stream(raw) });
+        let stream = Stream(unsafe { ctx.wrap_borrowed_stream(raw) }, true);
         // Relaxed: a launch may load its kernel or allocate a panic slab meanwhile.
         // SAFETY: `raw` is a live stream of this context.
         unsafe { begin_capture(raw, CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED) }
@@ -298,46 +303,61 @@ impl Driver for Cuda {
             .map_err(driver_error("launching a graph"))
     }
 
-    fn record(
-        &self,
-        on: Option<&Stream>,
-        timing: bool,
-    ) -> Result<cudarc::driver::CudaEvent, Error> {
+    fn record(&self, on: Option<&Stream>, timing: bool) -> Result<Event, Error> {
         use cudarc::driver::sys::CUevent_flags;
-        let flags = if timing {
-            CUevent_flags::CU_EVENT_DEFAULT
-        } else {
-            CUevent_flags::CU_EVENT_DISABLE_TIMING
-        };
+        if timing && on.is_some_and(|s| s.1) {
+            return Err(Error::InvalidLaunch(
+                "a stream that records a graph has no timed events".into(),
+            ));
+        }
         let stream = on.map_or_else(|| stream(self.ordinal), |s| Ok(s.0.clone()))?;
-        stream
-            .record_event(Some(flags))
-            .map_err(driver_error("recording an event"))
+        let idle = (!timing).then(|| lock(&self.idle).pop()).flatten();
+        let event = match idle {
+            Some(event) => event,
+            None => {
+                let flags = match timing {
+                    true => CUevent_flags::CU_EVENT_DEFAULT,
+                    false => CUevent_flags::CU_EVENT_DISABLE_TIMING,
+                };
+                stream
+                    .context()
+                    .new_event(Some(flags))
+                    .map_err(driver_error("recording an event"))?
+            }
+        };
+        event
+            .record(&stream)
+            .map_err(driver_error("recording an event"))?;
+        Ok(Event {
+            event: Some(event),
+            idle: (!timing).then(|| self.idle.clone()),
+        })
     }
 
-    fn wait_event(&self, on: &Stream, event: &cudarc::driver::CudaEvent) -> Result<(), Error> {
-        on.0.wait(event)
+    fn wait_event(&self, on: &Stream, event: &Event) -> Result<(), Error> {
+        on.0.wait(event.cuda())
             .map_err(driver_error("making a stream wait for an event"))
     }
 
-    fn event_done(&self, event: &cudarc::driver::CudaEvent) -> Result<bool, Error> {
+    fn event_done(&self, event: &Event) -> Result<bool, Error> {
         event
+            .cuda()
             .try_is_complete()
             .map_err(driver_error("running the work before an event"))
     }
 
-    fn event_synchronize(&self, event: &cudarc::driver::CudaEvent) -> Result<(), Error> {
+    fn event_synchronize(&self, event: &Event) -> Result<(), Error> {
         event
+            .cuda()
             .synchronize()
             .map_err(driver_error("running the work before an event"))
     }
 
-    fn elapsed_ms(
-        &self,
-        start: &cudarc::driver::CudaEvent,
-        end: &cudarc::driver::CudaEvent,
-    ) -> Result<f32, Error> {
-        start.elapsed_ms(end).map_err(driver_error("timing events"))
+    fn elapsed_ms(&self, start: &Event, end: &Event) -> Result<f32, Error> {
+        start
+            .cuda()
+            .elapsed_ms(end.cuda())
+            .map_err(driver_error("timing events"))
     }
 
     fn stream_synchronize(&self, on: &Stream) -> Result<(), Error> {
@@ -408,7 +428,34 @@ impl Drop for Graph {
 
 /// A stream of a device's context, destroyed when dropped (the driver lets its
 /// enqueued work finish first).
-pub(crate) struct Stream(Arc<cudarc::driver::CudaStream>);
+/// A recorded event; an untimed one goes back to its driver's idle events when dropped.
+pub(crate) struct Event {
+    /// Always `Some` until dropped.
+    event: Option<cudarc::driver::CudaEvent>,
+    idle: Option<Arc<Mutex<Vec<cudarc::driver::CudaEvent>>>>,
+}
+
+impl Event {
+    fn cuda(&self) -> &cudarc::driver::CudaEvent {
+        self.event
+            .as_ref()
+            .expect("an event is taken only when dropped")
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        // Recording it again later moves its point; whoever waited on this one has
+        // waited already, since nothing holds it now.
+        if let (Some(event), Some(idle)) = (self.event.take(), &self.idle) {
+            lock(idle).push(event);
+        }
+    }
+}
+
+/// A stream of ours, and whether it captures a graph (where an event records nothing
+/// that could be timed).
+pub(crate) struct Stream(Arc<cudarc::driver::CudaStream>, bool);
 
 impl Drop for Stream {
     fn drop(&mut self) {

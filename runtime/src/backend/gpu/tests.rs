@@ -592,4 +592,11 @@ fn work_on_another_stream_waits_for_exactly_the_uses_it_conflicts_with() {
     assert_eq!(waits(&*b, 0..200, true), 1);
     // That write covered every earlier use: a read on `a` now waits for it alone.
     assert_eq!(waits(&*a, 0..200, false), 1);
+    // Reads on `a` again and again (launches reading one input) keep one use, which a
+    // write on `b` waits for.
+    for _ in 0..100 {
+        assert_eq!(waits(&*a, 0..200, false), 0);
+    }
+    assert_eq!(memory.recorded(), 2);
+    assert_eq!(waits(&*b, 10..20, true), 1);
 }
