@@ -15,7 +15,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 out=$(mktemp -d)
 suite_dir=${4:-$(mktemp -d)}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader || true
-for baseline in saxpy reduce matmul fir launch; do
+for baseline in saxpy reduce matmul fir launch streams; do
   nvcc -O3 -arch=sm_90 "$here/cuda/$baseline.cu" -o "$out/${baseline}_cuda"
 done
 "$bench" check
@@ -30,6 +30,8 @@ done
 "$out/fir_cuda" 67108864 "$reps"
 # Small launches and host data, ours next to cuda/launch.cu's figures in one table.
 "$bench" launch "$out/launch_cuda" 200
+# Streams, events and graphs: ours next to cuda/streams.cu's figures in one table.
+"$bench" streams "$out/streams_cuda" "$reps"
 # The suite's CUDA C++ twins are loaded as PTX by offload-bench itself, so that both
 # sides share one process and one timing method.
 nvcc -O3 -arch=sm_90 -ptx "$here/cuda/suite.cu" -o "$out/suite.ptx"
