@@ -75,6 +75,12 @@ pub fn run(mut args: impl Iterator<Item = String>) -> Result<()> {
         "pipeline: two streams {:.2}x faster than one",
         serial / overlapped
     );
+    if let (Some(s), Some(o)) = (theirs.get("pipeline_serial_ms"), theirs.get("pipeline_ms")) {
+        println!(
+            "pipeline in CUDA C++: two streams {:.2}x faster than one",
+            s / o
+        );
+    }
     println!(
         "busy kernels: two streams {:.2}x faster than one",
         one / two
