@@ -196,7 +196,7 @@ fn launch_on(
                 "a `SplitBuffer` is spread over several devices: launch with `device = all`, without a stream".into(),
             ));
         };
-        stream.check_device(resident.device, &format!("argument {}", i + 1))?;
+        stream.check_device(resident.device, format_args!("argument {}", i + 1))?;
         let bytes = (resident.len * arg.kind.elem_size()) as u64;
         owned.push((
             hazards.clone(),

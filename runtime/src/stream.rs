@@ -157,8 +157,13 @@ impl Stream {
     }
 
     /// `device` if it is the stream's, else the error for work on `what` there.
-    pub(crate) fn check_device(&self, device: &Device, what: &str) -> Result<(), Error> {
-        if device != self.device {
+    pub(crate) fn check_device(
+        &self,
+        device: &Device,
+        what: impl std::fmt::Display,
+    ) -> Result<(), Error> {
+        // Registered devices are one each: the comparison of names is for the rest.
+        if !std::ptr::eq(device, self.device) && device != self.device {
             return Err(Error::InvalidLaunch(format!(
                 "{what} is on {device}, but the stream is on {}",
                 self.device

@@ -140,10 +140,7 @@ impl super::Queue for InOrder {
     }
 
     fn record(&self, _timing: bool) -> Result<Arc<dyn super::Mark>, Error> {
-        Ok(Arc::new(Passed {
-            queue: self.id,
-            at: std::time::Instant::now(),
-        }))
+        Ok(Passed::now(self.id))
     }
 
     fn wait(&self, _: &dyn super::Mark) -> Result<(), Error> {
@@ -229,10 +226,7 @@ impl super::Queue for Recorder {
     }
 
     fn record(&self, _timing: bool) -> Result<Arc<dyn super::Mark>, Error> {
-        Ok(Arc::new(Passed {
-            queue: self.id,
-            at: std::time::Instant::now(),
-        }))
+        Ok(Passed::now(self.id))
     }
 
     fn wait(&self, _: &dyn super::Mark) -> Result<(), Error> {
@@ -301,6 +295,16 @@ impl super::Replay for Replay {
 struct Passed {
     queue: u64,
     at: std::time::Instant,
+}
+
+impl Passed {
+    /// A mark of `queue`'s work so far, all of which has run.
+    fn now(queue: u64) -> Arc<dyn super::Mark> {
+        Arc::new(Passed {
+            queue,
+            at: std::time::Instant::now(),
+        })
+    }
 }
 
 impl super::Mark for Passed {
