@@ -23,7 +23,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 /// A queue of work on one device (CUDA's stream). Work on it runs in order; work on
-/// different streams may overlap wherever it touches different memory.
+/// different streams may overlap wherever it touches different memory. Dropping it waits
+/// for its work; a panic of its launches that no synchronisation reported goes to the
+/// dropping thread's next one ([`crate::synchronize`]).
 pub struct Stream {
     queue: Arc<dyn Queue>,
     device: &'static Device,

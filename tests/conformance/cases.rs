@@ -5201,6 +5201,27 @@ pub fn stream_panics_are_reported_once(o: LaunchOptions) -> CaseResult {
     {
         return Err(format!("unexpected report: {report}"));
     }
+    // A stream dropped without synchronising hands its panic to the thread's next
+    // synchronisation.
+    let c = device.stream().map_err(err)?;
+    let mut reports = Vec::new();
+    let launched = try_offload! { kernel = fails_at, args = (&mut buf, 3000usize), stream = &c };
+    reports.extend(launched.err());
+    drop(c);
+    reports.extend(offload::synchronize().err());
+    reports.extend(offload::synchronize().err());
+    let [report] = &reports[..] else {
+        return Err(format!(
+            "{} reports of a dropped stream's panic: {reports:?}",
+            reports.len()
+        ));
+    };
+    if !report
+        .to_string()
+        .contains("stream kernel hit its bad element")
+    {
+        return Err(format!("unexpected report: {report}"));
+    }
     try_offload! { kernel = fails_at, args = (&mut buf, usize::MAX), stream = &a }.map_err(err)?;
     a.synchronize().map_err(err)
 }

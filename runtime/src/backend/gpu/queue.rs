@@ -140,15 +140,25 @@ impl<D: Driver> Queue for GpuQueue<D> {
 
 impl<D: Driver> Drop for GpuQueue<D> {
     fn drop(&mut self) {
-        // The stream's kernels write their panic buffers until they finish: the slabs
-        // are released only after.
-        let unreported = lock(&self.pending).kernels.len();
-        if unreported == 0 {
+        // The stream's kernels write their panic reports until they finish: waited for,
+        // then handed to the dropping thread's launches on the device, whose next
+        // synchronisation reports them (a dropped stream's panic is not lost).
+        let mine = std::mem::take(&mut *lock(&self.pending));
+        if mine.kernels.is_empty() {
             return;
         }
-        if let Err(e) = self.synchronize() {
-            tracing::warn!("not reported, since its stream was dropped without synchronising: {e}");
+        if let Err(e) = self.gpu.driver.stream_synchronize(&self.stream) {
+            tracing::warn!("waiting for a dropped stream's work: {e}");
         }
+        let entry = self.gpu.entry(crate::panic::issuer());
+        let mut theirs = lock(&entry);
+        // The handed-over reports start a slab of their own, as a replay's do.
+        while theirs.kernels.len() % SLOTS != 0 {
+            theirs.kernels.push(mine.kernels[0]);
+        }
+        theirs.slabs.extend(mine.slabs);
+        theirs.kernels.extend(mine.kernels);
+        theirs.inputs.extend(mine.inputs);
     }
 }
 

@@ -564,6 +564,27 @@ fn a_streams_panic_is_reported_by_its_synchronisation_once() {
 }
 
 #[test]
+fn a_dropped_streams_panic_is_reported_by_the_dropping_threads_next_synchronisation() {
+    let gpu = fake_mapping();
+    let memory = gpu.upload(&words(&[1, 2])).unwrap();
+    // One launch of the thread's own first, so that the stream's reports follow a
+    // partly used slab.
+    gpu.launch(plan(&mut device_args(gpu, &*memory, 2, 3)))
+        .unwrap();
+    let a = gpu.queue().unwrap();
+    a.launch(plan(&mut device_args(gpu, &*memory, 2, 10)))
+        .unwrap();
+    log(gpu);
+    drop(a);
+    assert_eq!(log(gpu), ["synchronize a stream"]);
+    assert_eq!(
+        gpu.synchronize().unwrap_err().to_string(),
+        "kernel `twice` panicked at twice.rs:2:5: too big"
+    );
+    gpu.synchronize().unwrap();
+}
+
+#[test]
 fn work_on_another_stream_waits_for_exactly_the_uses_it_conflicts_with() {
     use crate::hazards::Hazards;
     let gpu = fake();
