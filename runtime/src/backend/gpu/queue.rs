@@ -153,7 +153,7 @@ impl<D: Driver> Drop for GpuQueue<D> {
         let entry = self.gpu.entry(crate::panic::issuer());
         let mut theirs = lock(&entry);
         // The handed-over reports start a slab of their own, as a replay's do.
-        while theirs.kernels.len() % SLOTS != 0 {
+        while !theirs.kernels.len().is_multiple_of(SLOTS) {
             theirs.kernels.push(mine.kernels[0]);
         }
         theirs.slabs.extend(mine.slabs);
@@ -215,7 +215,7 @@ impl<D: Driver> Replay for GpuReplay<D> {
         // The replay's reports start a slab of their own: the slots left in the
         // stream's last slab stay zero, standing for the graph's first kernel.
         let kernels = &self.recorded.kernels;
-        while pending.kernels.len() % SLOTS != 0 {
+        while !pending.kernels.len().is_multiple_of(SLOTS) {
             pending.kernels.push(kernels[0]);
         }
         for (slab, kernels) in self.recorded.slabs.iter().zip(kernels.chunks(SLOTS)) {
