@@ -18,7 +18,7 @@ use crate::stream::{Access, Stream};
 use crate::{
     AtomicData, Device, Error, Indexed, IntoAtomic, IntoRegion, IntoSlice, Linear3D,
     OneDimensional, PartitioningStrategy, Region, Shape, SliceData, Stencil2D,
-    memory::{BufferLocation, Memory, SplitParts},
+    memory::{BufferLocation, Memory, SplitParts, window},
     scalar::Scalar,
 };
 use std::marker::PhantomData;
@@ -260,28 +260,6 @@ impl<T> Drop for DeviceBuffer<T> {
         // before, on every stream.
         self.hazards.adopt(Box::new(memory), false);
     }
-}
-
-/// `(start, len)` of `range` within `len` elements.
-pub(crate) fn window(len: usize, range: impl RangeBounds<usize>) -> Result<(usize, usize), Error> {
-    use std::ops::Bound;
-    // In `u128`, so that `..=usize::MAX` is a range like any other.
-    let start = match range.start_bound() {
-        Bound::Included(&s) => s as u128,
-        Bound::Excluded(&s) => s as u128 + 1,
-        Bound::Unbounded => 0,
-    };
-    let end = match range.end_bound() {
-        Bound::Included(&e) => e as u128 + 1,
-        Bound::Excluded(&e) => e as u128,
-        Bound::Unbounded => len as u128,
-    };
-    if start > end || end > len as u128 {
-        return Err(Error::InvalidBuffer(format!(
-            "elements {start}..{end} are not a range within a buffer of {len}"
-        )));
-    }
-    Ok((start as usize, (end - start) as usize))
 }
 
 /// Copies `source` over elements `start..start + len` of `target`, on their device.

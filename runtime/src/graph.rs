@@ -8,7 +8,8 @@
 //! graph keeps the memory it uses alive: a `DeviceBuffer` or `PinnedVec` dropped while a
 //! graph holds it is freed when the graph is.
 
-use crate::backend::{Mark, Replay};
+use crate::mark::Mark;
+use crate::queue::Replay;
 use crate::stream::{Recorded, Stream};
 use crate::{Device, Error};
 use std::sync::{Arc, Mutex};
@@ -61,7 +62,7 @@ impl Graph {
             queue.wait(previous.as_ref())?;
         }
         for (hazards, range, write) in &self.uses {
-            hazards.order(queue, range, *write)?;
+            hazards.order(queue.id(), range, *write, |m| queue.wait(m))?;
         }
         self.replay.launch(queue)?;
         let mark = queue.record(false)?;

@@ -16,7 +16,7 @@
 //! panics, need the marks there.
 
 use crate::Error;
-use crate::backend::{Mark, Queue};
+use crate::mark::Mark;
 use std::ops::Range;
 use std::sync::{Arc, Mutex};
 
@@ -71,13 +71,14 @@ fn overlap(a: &Range<u64>, b: &Range<u64>) -> bool {
 }
 
 impl Hazards {
-    /// Makes `queue` wait on the device for the uses of `range` on other queues that a
-    /// use (a write if `write`) conflicts with.
+    /// Makes queue `queue` wait (`wait`, on the device) for the uses of `range` on other
+    /// queues that a use (a write if `write`) conflicts with.
     pub(crate) fn order(
         &self,
-        queue: &dyn Queue,
+        queue: u64,
         range: &Range<u64>,
         write: bool,
+        mut wait: impl FnMut(&dyn Mark) -> Result<(), Error>,
     ) -> Result<(), Error> {
         let uses = lock(&self.0.uses);
         // Uses are recorded in order, so the last conflicting one of a queue comes after
@@ -88,7 +89,7 @@ impl Hazards {
         let mut own: smallvec::SmallVec<[&Use; 4]> = smallvec::SmallVec::new();
         for u in uses.iter().rev() {
             let other = u.mark.queue();
-            if other == queue.id() {
+            if other == queue {
                 own.push(u);
                 continue;
             }
@@ -100,7 +101,7 @@ impl Hazards {
                 && overlap(&u.range, range)
                 && !own.iter().any(ordered)
             {
-                queue.wait(&*u.mark)?;
+                wait(&*u.mark)?;
                 waited.push(other);
             }
         }

@@ -45,3 +45,28 @@ pub(crate) trait Memory: Send + Sync {
     /// Copies `data` in from byte `offset` on.
     fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error>;
 }
+
+/// `(start, len)` of `range` within `len` elements.
+pub(crate) fn window(
+    len: usize,
+    range: impl std::ops::RangeBounds<usize>,
+) -> Result<(usize, usize), Error> {
+    use std::ops::Bound;
+    // In `u128`, so that `..=usize::MAX` is a range like any other.
+    let start = match range.start_bound() {
+        Bound::Included(&s) => s as u128,
+        Bound::Excluded(&s) => s as u128 + 1,
+        Bound::Unbounded => 0,
+    };
+    let end = match range.end_bound() {
+        Bound::Included(&e) => e as u128 + 1,
+        Bound::Excluded(&e) => e as u128,
+        Bound::Unbounded => len as u128,
+    };
+    if start > end || end > len as u128 {
+        return Err(Error::InvalidBuffer(format!(
+            "elements {start}..{end} are not a range within a buffer of {len}"
+        )));
+    }
+    Ok((start as usize, (end - start) as usize))
+}

@@ -18,7 +18,7 @@ use std::ops::{Range, RangeBounds};
 /// `len` elements of `T` in page-locked host memory, for asynchronous copies.
 pub struct PinnedVec<T> {
     /// Taken only when the vector is dropped.
-    memory: std::mem::ManuallyDrop<Box<dyn crate::backend::HostMemory>>,
+    memory: std::mem::ManuallyDrop<Box<dyn crate::queue::HostMemory>>,
     len: usize,
     hazards: Hazards,
     _element: PhantomData<T>,
@@ -80,7 +80,7 @@ impl<T: Scalar> PinnedVec<T> {
     /// Elements `range`, read-only: the source of a copy to the device. A range outside
     /// the vector is [`Error::InvalidBuffer`].
     pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<PinnedSlice<'_, T>, Error> {
-        let (start, len) = crate::buffer::window(self.len, range)?;
+        let (start, len) = crate::memory::window(self.len, range)?;
         Ok(PinnedSlice {
             pinned: self,
             start,
@@ -93,7 +93,7 @@ impl<T: Scalar> PinnedVec<T> {
         &mut self,
         range: impl RangeBounds<usize>,
     ) -> Result<PinnedSliceMut<'_, T>, Error> {
-        let (start, len) = crate::buffer::window(self.len, range)?;
+        let (start, len) = crate::memory::window(self.len, range)?;
         Ok(PinnedSliceMut {
             pinned: self,
             start,

@@ -14,8 +14,9 @@
 //! On the CPU backend a stream runs its work on the calling thread, in order, as it is
 //! enqueued.
 
-use crate::backend::{Mark, Queue};
 use crate::hazards::Hazards;
+use crate::mark::Mark;
+use crate::queue::Queue;
 use crate::{Device, Error};
 use std::cell::Cell;
 use std::ops::Range;
@@ -119,7 +120,9 @@ impl Stream {
         for access in uses {
             access
                 .hazards
-                .order(&*self.queue, &access.range, access.write)?;
+                .order(self.queue.id(), &access.range, access.write, |m| {
+                    self.queue.wait(m)
+                })?;
         }
         enqueue(&*self.queue)?;
         if !uses.is_empty() {

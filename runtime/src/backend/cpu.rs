@@ -80,20 +80,20 @@ impl Backend for Cpu {
         Ok(())
     }
 
-    fn queue(&'static self) -> Result<Arc<dyn super::Queue>, Error> {
+    fn queue(&'static self) -> Result<Arc<dyn crate::queue::Queue>, Error> {
         Ok(Arc::new(InOrder {
-            id: super::next_queue_id(),
+            id: crate::queue::next_queue_id(),
         }))
     }
 
-    fn recorder(&'static self) -> Result<Arc<dyn super::Recording>, Error> {
+    fn recorder(&'static self) -> Result<Arc<dyn crate::queue::Recording>, Error> {
         Ok(Arc::new(Recorder {
-            id: super::next_queue_id(),
+            id: crate::queue::next_queue_id(),
             ops: Mutex::new(Replay(Vec::new())),
         }))
     }
 
-    fn pinned(&'static self, bytes: usize) -> Result<Box<dyn super::HostMemory>, Error> {
+    fn pinned(&'static self, bytes: usize) -> Result<Box<dyn crate::queue::HostMemory>, Error> {
         let words = zeroed_words(bytes as u128).ok_or_else(|| Error::OutOfMemory {
             device: Device::Cpu.to_string(),
             bytes: bytes as u128,
@@ -108,7 +108,7 @@ struct InOrder {
     id: u64,
 }
 
-impl super::Queue for InOrder {
+impl crate::queue::Queue for InOrder {
     fn id(&self) -> u64 {
         self.id
     }
@@ -139,11 +139,11 @@ impl super::Queue for InOrder {
         Ok(())
     }
 
-    fn record(&self, _timing: bool) -> Result<Arc<dyn super::Mark>, Error> {
+    fn record(&self, _timing: bool) -> Result<Arc<dyn crate::mark::Mark>, Error> {
         Ok(Passed::now(self.id))
     }
 
-    fn wait(&self, _: &dyn super::Mark) -> Result<(), Error> {
+    fn wait(&self, _: &dyn crate::mark::Mark) -> Result<(), Error> {
         Ok(())
     }
 
@@ -186,7 +186,7 @@ impl Recorder {
     }
 }
 
-impl super::Queue for Recorder {
+impl crate::queue::Queue for Recorder {
     fn id(&self) -> u64 {
         self.id
     }
@@ -225,11 +225,11 @@ impl super::Queue for Recorder {
         self.push(Op::Copy { from, to, bytes })
     }
 
-    fn record(&self, _timing: bool) -> Result<Arc<dyn super::Mark>, Error> {
+    fn record(&self, _timing: bool) -> Result<Arc<dyn crate::mark::Mark>, Error> {
         Ok(Passed::now(self.id))
     }
 
-    fn wait(&self, _: &dyn super::Mark) -> Result<(), Error> {
+    fn wait(&self, _: &dyn crate::mark::Mark) -> Result<(), Error> {
         Ok(())
     }
 
@@ -238,8 +238,8 @@ impl super::Queue for Recorder {
     }
 }
 
-impl super::Recording for Recorder {
-    fn finish(&self) -> Result<Box<dyn super::Replay>, Error> {
+impl crate::queue::Recording for Recorder {
+    fn finish(&self) -> Result<Box<dyn crate::queue::Replay>, Error> {
         let ops = std::mem::take(&mut self.ops.lock().unwrap_or_else(|p| p.into_inner()).0);
         Ok(Box::new(Replay(ops)))
     }
@@ -254,8 +254,8 @@ unsafe impl Send for Replay {}
 // SAFETY: as above; a replay only reads the list.
 unsafe impl Sync for Replay {}
 
-impl super::Replay for Replay {
-    fn launch(&self, _on: &dyn super::Queue) -> Result<(), Error> {
+impl crate::queue::Replay for Replay {
+    fn launch(&self, _on: &dyn crate::queue::Queue) -> Result<(), Error> {
         for op in &self.0 {
             match op {
                 Op::Launch {
@@ -299,7 +299,7 @@ struct Passed {
 
 impl Passed {
     /// A mark of `queue`'s work so far, all of which has run.
-    fn now(queue: u64) -> Arc<dyn super::Mark> {
+    fn now(queue: u64) -> Arc<dyn crate::mark::Mark> {
         Arc::new(Passed {
             queue,
             at: std::time::Instant::now(),
@@ -307,7 +307,7 @@ impl Passed {
     }
 }
 
-impl super::Mark for Passed {
+impl crate::mark::Mark for Passed {
     fn queue(&self) -> u64 {
         self.queue
     }
@@ -320,7 +320,7 @@ impl super::Mark for Passed {
     fn settle(&self) -> Result<(), Error> {
         Ok(())
     }
-    fn since(&self, earlier: &dyn super::Mark) -> Result<std::time::Duration, Error> {
+    fn since(&self, earlier: &dyn crate::mark::Mark) -> Result<std::time::Duration, Error> {
         match earlier.as_any().downcast_ref::<Passed>() {
             Some(earlier) => Ok(self.at.saturating_duration_since(earlier.at)),
             None => Err(Error::InvalidLaunch(

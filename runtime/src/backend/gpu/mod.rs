@@ -666,15 +666,15 @@ impl<D: Driver> Backend for Gpu<D> {
         self.launch_sync(&function, &launch, staged, issuer)
     }
 
-    fn queue(&'static self) -> Result<std::sync::Arc<dyn super::Queue>, Error> {
+    fn queue(&'static self) -> Result<std::sync::Arc<dyn crate::queue::Queue>, Error> {
         queue::GpuQueue::open(self)
     }
 
-    fn pinned(&'static self, bytes: usize) -> Result<Box<dyn super::HostMemory>, Error> {
+    fn pinned(&'static self, bytes: usize) -> Result<Box<dyn crate::queue::HostMemory>, Error> {
         Ok(Box::new(self.driver.host(bytes)?))
     }
 
-    fn recorder(&'static self) -> Result<std::sync::Arc<dyn super::Recording>, Error> {
+    fn recorder(&'static self) -> Result<std::sync::Arc<dyn crate::queue::Recording>, Error> {
         queue::GpuQueue::recording(self)
     }
 

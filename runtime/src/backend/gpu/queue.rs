@@ -7,8 +7,9 @@
 
 use super::{Driver, Gpu, PANIC_BYTES, Pending, SLOTS, Slab, Staged, lock};
 use crate::Error;
-use crate::backend::{Mark, Queue, Recording, Replay, next_queue_id};
+use crate::mark::Mark;
 use crate::plan::LaunchPlan;
+use crate::queue::{Queue, Recording, Replay, next_queue_id};
 use std::sync::{Arc, Mutex, Weak};
 
 pub(crate) struct GpuQueue<D: Driver> {

@@ -590,9 +590,11 @@ fn work_on_another_stream_waits_for_exactly_the_uses_it_conflicts_with() {
     let gpu = fake();
     let (a, b) = (gpu.queue().unwrap(), gpu.queue().unwrap());
     let memory = Hazards::default();
-    let waits = |queue: &dyn crate::backend::Queue, range: std::ops::Range<u64>, write| {
+    let waits = |queue: &dyn crate::queue::Queue, range: std::ops::Range<u64>, write| {
         log(gpu);
-        memory.order(queue, &range, write).unwrap();
+        memory
+            .order(queue.id(), &range, write, |m| queue.wait(m))
+            .unwrap();
         let mark = queue.record(false).unwrap();
         memory.note(range, write, &mark);
         log(gpu)
