@@ -571,6 +571,17 @@ impl<'a, T: Scalar> From<&'a DeviceSliceMut<'_, T>> for DeviceSlice<'a, T> {
     }
 }
 
+impl<'a, T: Scalar> From<&'a mut DeviceBuffer<T>> for DeviceSliceMut<'a, T> {
+    fn from(buffer: &'a mut DeviceBuffer<T>) -> Self {
+        let len = buffer.len;
+        DeviceSliceMut {
+            buffer,
+            start: 0,
+            len,
+        }
+    }
+}
+
 /// Data spread over every device a `device = all` launch uses (each GPU, or two CPU parts
 /// without one), for launches that never bring it back to the host in between.
 ///

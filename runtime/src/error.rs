@@ -27,6 +27,11 @@ pub enum Error {
     /// in, or splitting with a granule of 0.
     #[error("invalid buffer operation: {0}")]
     InvalidBuffer(String),
+    /// An MPI operation on device data that cannot run as asked: a rank outside the
+    /// communicator, or a message of another length than the buffer it is received into
+    /// (which is then left as it was).
+    #[error("MPI: {0}")]
+    Mpi(String),
     /// `device = N` named a device that does not exist.
     #[error("there is no device {index}; offload::devices() lists {available}")]
     NoSuchDevice {

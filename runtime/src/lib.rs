@@ -46,6 +46,8 @@ mod launch;
 mod machine;
 mod mark;
 mod memory;
+#[cfg(feature = "mpi")]
+pub mod mpi;
 mod nvtx;
 mod panic;
 mod pinned;

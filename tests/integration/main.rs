@@ -16,6 +16,7 @@ mod disk_cache;
 mod filetests;
 mod fuzz;
 mod mir;
+mod mpi;
 mod safety;
 mod stages;
 
