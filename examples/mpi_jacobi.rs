@@ -74,7 +74,8 @@ pub fn main() -> Result<(), Error> {
     let n = args.next().flatten().unwrap_or(256);
     let sweeps = args.next().flatten().unwrap_or(100);
     assert!(n >= ranks + 2, "the plate needs a row per rank");
-    let device = offload::default_device()?;
+    // One GPU per rank where the host has several.
+    let device = offload::mpi::rank_device(&world)?;
 
     // This rank's rows with a halo row on each side: global rows `first - 1..end + 1`.
     let (first, end) = rows_of(rank, ranks, n);

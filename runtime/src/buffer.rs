@@ -545,6 +545,27 @@ impl<T: Scalar> DeviceSliceMut<'_, T> {
     }
 }
 
+impl<T: Scalar> DeviceSlice<'_, T> {
+    /// The view's device and the address of its first element, for a library (NCCL)
+    /// that works on device memory itself.
+    pub(crate) fn raw(&self) -> (&'static Device, u64) {
+        (
+            self.buffer.device,
+            self.buffer.location(self.start, self.len).address,
+        )
+    }
+}
+
+impl<T: Scalar> DeviceSliceMut<'_, T> {
+    /// As [`DeviceSlice::raw`].
+    pub(crate) fn raw(&mut self) -> (&'static Device, u64) {
+        (
+            self.buffer.device,
+            self.buffer.location(self.start, self.len).address,
+        )
+    }
+}
+
 impl<'a, T: Scalar> From<&'a DeviceBuffer<T>> for DeviceSlice<'a, T> {
     fn from(buffer: &'a DeviceBuffer<T>) -> Self {
         DeviceSlice {

@@ -32,6 +32,10 @@ pub enum Error {
     /// (which is then left as it was).
     #[error("MPI: {0}")]
     Mpi(String),
+    /// An NCCL collective that cannot run: no NCCL library, a device that is not an
+    /// NVIDIA GPU, buffers of lengths that do not fit, or a failed NCCL call.
+    #[error("NCCL: {0}")]
+    Nccl(String),
     /// `device = N` named a device that does not exist.
     #[error("there is no device {index}; offload::devices() lists {available}")]
     NoSuchDevice {

@@ -48,6 +48,7 @@ mod mark;
 mod memory;
 #[cfg(feature = "mpi")]
 pub mod mpi;
+pub mod nccl;
 mod nvtx;
 mod panic;
 mod pinned;

@@ -134,6 +134,26 @@ pub trait DeviceCommunicator: Communicator {
 
 impl<C: Communicator> DeviceCommunicator for C {}
 
+/// The device this rank of `comm` should use: the one `OFFLOAD_DEVICE` names if it is
+/// set; else, on a host with GPUs, GPU `local % count`, where `local` is the rank's number
+/// among `comm`'s ranks on the same host (one GPU per rank when there are enough); else
+/// the CPU.
+pub fn rank_device<C: Communicator>(comm: &C) -> Result<crate::Device, Error> {
+    let chosen = crate::default_device()?;
+    if std::env::var_os("OFFLOAD_DEVICE").is_some() {
+        return Ok(chosen);
+    }
+    let gpus: Vec<_> = crate::devices()
+        .into_iter()
+        .filter(|d| !matches!(d, crate::Device::Cpu))
+        .collect();
+    if gpus.is_empty() {
+        return Ok(chosen);
+    }
+    let local = comm.split_shared(comm.rank()).rank() as usize;
+    Ok(gpus[local % gpus.len()].clone())
+}
+
 /// `r`, if it is a rank of `comm` (rsmpi panics on others).
 fn rank<C: Communicator + ?Sized>(comm: &C, r: Rank, what: &str) -> Result<Rank, Error> {
     if (0..comm.size()).contains(&r) {

@@ -17,6 +17,7 @@ mod filetests;
 mod fuzz;
 mod mir;
 mod mpi;
+mod nccl;
 mod safety;
 mod stages;
 

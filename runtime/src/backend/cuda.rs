@@ -632,3 +632,14 @@ fn driver_error(during: &'static str) -> impl FnOnce(cudarc::driver::DriverError
         message: e.to_string(),
     }
 }
+
+/// Makes device `ordinal`'s context the calling thread's current one, for a library that
+/// works on the CUDA runtime's current device (NCCL), and returns the stream its work
+/// goes to: the device's one stream, so that it is ordered with launches and copies.
+pub(crate) fn current(ordinal: usize) -> Result<cudarc::driver::sys::CUstream, Error> {
+    let made = device_context(ordinal)?;
+    made.context
+        .bind_to_thread()
+        .map_err(driver_error("making a context current"))?;
+    Ok(made.stream.cu_stream())
+}

@@ -4,7 +4,7 @@
 //! driver (CUDA's, HIP's for AMD); the CPU backend runs kernels on host threads.
 
 mod cpu;
-mod cuda;
+pub(crate) mod cuda;
 mod gpu;
 mod hip;
 

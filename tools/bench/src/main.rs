@@ -55,6 +55,7 @@ mod cpu;
 mod examples;
 mod fuzz;
 mod launch;
+mod nccl;
 mod streams;
 mod suite;
 mod tensor;
@@ -785,6 +786,7 @@ fn main() -> Result<()> {
         }
         "launch" => return launch::run(args),
         "streams" => return streams::run(args),
+        "nccl" => return nccl::run(args),
         "cpu" => {
             return cpu::run(
                 args.next()
@@ -795,7 +797,7 @@ fn main() -> Result<()> {
         }
         _ => bail!(
             "unknown benchmark `{which}`; available: saxpy, reduce, matmul, fir, suite, \
-             suite-check, tensor-gemm, launch, streams, check, conformance, examples, cpu, \
+             suite-check, tensor-gemm, launch, streams, nccl, check, conformance, examples, cpu, \
              compile-time, first-launch, fuzz"
         ),
     }
