@@ -6,10 +6,15 @@ use offload::nccl::{Clique, Communicator, UniqueId};
 
 #[test]
 fn a_clique_of_the_cpu_is_refused() {
-    let err = Clique::new(&[Device::Cpu]).err().expect("the CPU is no NCCL device");
+    let err = Clique::new(&[Device::Cpu])
+        .err()
+        .expect("the CPU is no NCCL device");
     assert_eq!(
         err.to_string(),
-        format!("NCCL: NCCL collectives run on NVIDIA GPUs; {} is not one", Device::Cpu)
+        format!(
+            "NCCL: NCCL collectives run on NVIDIA GPUs; {} is not one",
+            Device::Cpu
+        )
     );
 }
 
@@ -20,8 +25,13 @@ fn a_missing_library_is_named() {
     match UniqueId::new() {
         Ok(id) => {
             assert!(present, "a unique id without libnccl.so.2");
-            assert_eq!(UniqueId::from_bytes(id.to_bytes()).to_bytes(), id.to_bytes());
-            let err = Communicator::new(&Device::Cpu, &id, 0, 1).err().expect("not a GPU");
+            assert_eq!(
+                UniqueId::from_bytes(id.to_bytes()).to_bytes(),
+                id.to_bytes()
+            );
+            let err = Communicator::new(&Device::Cpu, &id, 0, 1)
+                .err()
+                .expect("not a GPU");
             assert!(err.to_string().contains("is not one"), "{err}");
         }
         Err(e) => {
@@ -37,6 +47,8 @@ fn a_missing_library_is_named() {
 #[test]
 fn a_rank_outside_the_communicator_is_refused() {
     let id = UniqueId::from_bytes([0; 128]);
-    let err = Communicator::new(&Device::Cpu, &id, 2, 2).err().expect("rank 2 of 2");
+    let err = Communicator::new(&Device::Cpu, &id, 2, 2)
+        .err()
+        .expect("rank 2 of 2");
     assert_eq!(err.to_string(), "NCCL: rank 2 is not one of 2 ranks");
 }
