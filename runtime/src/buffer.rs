@@ -95,6 +95,13 @@ impl<T: Scalar> DeviceBuffer<T> {
         self.read_window(0, self.len)
     }
 
+    /// Copies the buffer's contents into `out` (as long as the buffer), as
+    /// [`to_vec`](Self::to_vec) reads them: into memory the caller keeps, such as a
+    /// [`PinnedVec`]'s.
+    pub fn copy_to_slice(&self, out: &mut [T]) -> Result<(), Error> {
+        DeviceSlice::from(self).copy_to_slice(out)
+    }
+
     /// Waits for the buffer's device as [`to_vec`](Self::to_vec) does, reporting the same
     /// panics, without reading the buffer.
     fn wait(&self) -> Result<(), Error> {
@@ -129,7 +136,7 @@ impl<T: Scalar> DeviceBuffer<T> {
     }
 
     /// Copies `data` into the buffer from element `first` on.
-    fn write_at(&mut self, first: usize, data: &[T]) -> Result<(), Error> {
+    fn write_at(&self, first: usize, data: &[T]) -> Result<(), Error> {
         self.memory
             .write(first * T::TY.size_bytes(), bytes_of(data))
     }
@@ -154,11 +161,16 @@ impl<T: Scalar> DeviceBuffer<T> {
         range: impl RangeBounds<usize>,
     ) -> Result<DeviceSliceMut<'_, T>, Error> {
         let (start, len) = window(self.len, range)?;
-        Ok(DeviceSliceMut {
-            buffer: self,
-            start,
-            len,
-        })
+        Ok(DeviceSliceMut::new(self, start, len))
+    }
+
+    /// The buffer as two writable views, of elements `..mid` and `mid..`. A `mid` past
+    /// the end is [`Error::InvalidBuffer`].
+    pub fn split_at_mut(
+        &mut self,
+        mid: usize,
+    ) -> Result<(DeviceSliceMut<'_, T>, DeviceSliceMut<'_, T>), Error> {
+        DeviceSliceMut::from(self).into_split_at(mid)
     }
 
     /// Replaces the buffer's contents with `source`'s, which must be on the same device
@@ -250,6 +262,22 @@ impl<T: Scalar> DeviceBuffer<T> {
         }
         Ok(out)
     }
+
+    /// Copies elements `start..start + out.len()` into `out`, as
+    /// [`read_window`](Self::read_window) reads them.
+    fn read_into(&self, start: usize, out: &mut [T]) -> Result<(), Error> {
+        self.hazards.settle(&self.bytes(start, out.len()), false)?;
+        let size = T::TY.size_bytes();
+        // SAFETY: scalars are plain values without padding, and every bit pattern the
+        // read writes is a valid one.
+        let into = unsafe {
+            std::slice::from_raw_parts_mut(
+                out.as_mut_ptr().cast::<u8>(),
+                std::mem::size_of_val(out),
+            )
+        };
+        self.memory.read(start * size, into)
+    }
 }
 
 impl<T> Drop for DeviceBuffer<T> {
@@ -264,7 +292,7 @@ impl<T> Drop for DeviceBuffer<T> {
 
 /// Copies `source` over elements `start..start + len` of `target`, on their device.
 fn copy_on_device<T: Scalar>(
-    target: &mut DeviceBuffer<T>,
+    target: &DeviceBuffer<T>,
     start: usize,
     len: usize,
     source: DeviceSlice<'_, T>,
@@ -286,8 +314,8 @@ fn copy_on_device<T: Scalar>(
         target.location(start, len).address,
     );
     // SAFETY: both windows are within live buffers of this device (checked when the
-    // views were made), and do not overlap: `target` is borrowed exclusively, so
-    // `source` is another buffer.
+    // views were made), and do not overlap: the target window is borrowed exclusively,
+    // so `source` is another buffer or a disjoint part of this one.
     unsafe { crate::backend::of(target.device)?.copy(from, to, len * T::TY.size_bytes()) }
 }
 
@@ -408,7 +436,8 @@ fn copy_on_device_async<T: Scalar>(
         },
     ];
     // SAFETY: both windows are within live buffers of this device and do not overlap
-    // (`target` is borrowed exclusively by the caller, so `source` is another buffer).
+    // (the target window is borrowed exclusively by the caller, so `source` is another
+    // buffer or a disjoint part of this one).
     stream.run(&uses, |queue| unsafe {
         queue.copy_device(from_address, to_address, bytes as usize)
     })
@@ -422,11 +451,28 @@ pub struct DeviceSlice<'a, T> {
     len: usize,
 }
 
-/// Elements of a [`DeviceBuffer`], writable ([`DeviceBuffer::slice_mut`]).
+/// Elements of a [`DeviceBuffer`], writable ([`DeviceBuffer::slice_mut`],
+/// [`DeviceBuffer::split_at_mut`]). The view borrows its buffer exclusively for its
+/// window: two views of one buffer, from `split_at_mut`, never overlap, so each may be
+/// written while the other is (a halo row received while another is sent).
 pub struct DeviceSliceMut<'a, T> {
-    buffer: &'a mut DeviceBuffer<T>,
+    buffer: &'a DeviceBuffer<T>,
     start: usize,
     len: usize,
+    _exclusive: PhantomData<&'a mut DeviceBuffer<T>>,
+}
+
+impl<'a, T: Scalar> DeviceSlice<'a, T> {
+    /// Elements `range` of the view. A range outside the view is
+    /// [`Error::InvalidBuffer`].
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'a, T>, Error> {
+        let (start, len) = window(self.len, range)?;
+        Ok(DeviceSlice {
+            buffer: self.buffer,
+            start: self.start + start,
+            len,
+        })
+    }
 }
 
 impl<T: Scalar> DeviceSlice<'_, T> {
@@ -446,6 +492,19 @@ impl<T: Scalar> DeviceSlice<'_, T> {
         self.buffer.read_window(self.start, self.len)
     }
 
+    /// Copies the elements into `out` (as long as the view), as [`to_vec`](Self::to_vec)
+    /// reads them: into memory the caller keeps, such as a [`PinnedVec`]'s.
+    pub fn copy_to_slice(&self, out: &mut [T]) -> Result<(), Error> {
+        if out.len() != self.len {
+            return Err(Error::InvalidBuffer(format!(
+                "cannot copy {} elements into {} of host memory",
+                self.len,
+                out.len()
+            )));
+        }
+        self.buffer.read_into(self.start, out)
+    }
+
     /// Enqueues on `stream` a copy of the elements into `out`, as
     /// [`DeviceBuffer::copy_to_async`].
     pub fn copy_to_async<'p>(
@@ -457,6 +516,73 @@ impl<T: Scalar> DeviceSlice<'_, T> {
         T: 'p,
     {
         copy_out_async(self.buffer, self.start, self.len, stream, out.into().side())
+    }
+}
+
+impl<'a, T: Scalar> DeviceSliceMut<'a, T> {
+    /// Elements `start..start + len` of `buffer`, which the caller has checked and
+    /// borrows exclusively for `'a`.
+    fn new(buffer: &'a mut DeviceBuffer<T>, start: usize, len: usize) -> Self {
+        DeviceSliceMut {
+            buffer,
+            start,
+            len,
+            _exclusive: PhantomData,
+        }
+    }
+
+    /// The view as two writable views, of its elements `..mid` and `mid..`, for as long
+    /// as the view was borrowed. A `mid` past the end is [`Error::InvalidBuffer`].
+    pub fn into_split_at(self, mid: usize) -> Result<(Self, Self), Error> {
+        if mid > self.len {
+            return Err(Error::InvalidBuffer(format!(
+                "cannot split a view of {} elements at {mid}",
+                self.len
+            )));
+        }
+        let part = |start, len| DeviceSliceMut {
+            buffer: self.buffer,
+            start,
+            len,
+            _exclusive: PhantomData,
+        };
+        Ok((
+            part(self.start, mid),
+            part(self.start + mid, self.len - mid),
+        ))
+    }
+
+    /// As [`into_split_at`](Self::into_split_at), for as long as `self` is borrowed.
+    pub fn split_at_mut(
+        &mut self,
+        mid: usize,
+    ) -> Result<(DeviceSliceMut<'_, T>, DeviceSliceMut<'_, T>), Error> {
+        DeviceSliceMut::from(self).into_split_at(mid)
+    }
+
+    /// Elements `range` of the view, read-only. A range outside the view is
+    /// [`Error::InvalidBuffer`].
+    pub fn slice(&self, range: impl RangeBounds<usize>) -> Result<DeviceSlice<'_, T>, Error> {
+        let (start, len) = window(self.len, range)?;
+        Ok(DeviceSlice {
+            buffer: self.buffer,
+            start: self.start + start,
+            len,
+        })
+    }
+
+    /// Elements `range` of the view, writable.
+    pub fn slice_mut(
+        &mut self,
+        range: impl RangeBounds<usize>,
+    ) -> Result<DeviceSliceMut<'_, T>, Error> {
+        let (start, len) = window(self.len, range)?;
+        Ok(DeviceSliceMut {
+            buffer: self.buffer,
+            start: self.start + start,
+            len,
+            _exclusive: PhantomData,
+        })
     }
 }
 
@@ -474,6 +600,11 @@ impl<T: Scalar> DeviceSliceMut<'_, T> {
     /// The elements, as [`DeviceSlice::to_vec`].
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
         self.buffer.read_window(self.start, self.len)
+    }
+
+    /// Copies the elements into `out`, as [`DeviceSlice::copy_to_slice`].
+    pub fn copy_to_slice(&self, out: &mut [T]) -> Result<(), Error> {
+        DeviceSlice::from(self).copy_to_slice(out)
     }
 
     /// Replaces the elements with `data`, which must be as long.
@@ -595,10 +726,17 @@ impl<'a, T: Scalar> From<&'a DeviceSliceMut<'_, T>> for DeviceSlice<'a, T> {
 impl<'a, T: Scalar> From<&'a mut DeviceBuffer<T>> for DeviceSliceMut<'a, T> {
     fn from(buffer: &'a mut DeviceBuffer<T>) -> Self {
         let len = buffer.len;
+        DeviceSliceMut::new(buffer, 0, len)
+    }
+}
+
+impl<'a, 'b: 'a, T: Scalar> From<&'a mut DeviceSliceMut<'b, T>> for DeviceSliceMut<'a, T> {
+    fn from(view: &'a mut DeviceSliceMut<'b, T>) -> Self {
         DeviceSliceMut {
-            buffer,
-            start: 0,
-            len,
+            buffer: view.buffer,
+            start: view.start,
+            len: view.len,
+            _exclusive: PhantomData,
         }
     }
 }
@@ -640,7 +778,7 @@ impl<T: Scalar> SplitBuffer<T> {
         for (p, device) in devices.iter().enumerate() {
             let at = |q: usize| (granules * q / count * granule).min(data.len());
             let (first, last) = (at(p), at(p + 1));
-            let mut part = DeviceBuffer::zeros(device, data.len())?;
+            let part = DeviceBuffer::zeros(device, data.len())?;
             part.write_at(first, &data[first..last])?;
             parts.push(part);
             windows.push((first, last));

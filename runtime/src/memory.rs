@@ -42,8 +42,9 @@ pub(crate) trait Memory: Send + Sync {
     /// that may write them has finished; reports the calling thread's unreported panics
     /// on the device as a synchronisation does.
     fn read(&self, offset: usize, into: &mut [u8]) -> Result<(), Error>;
-    /// Copies `data` in from byte `offset` on.
-    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error>;
+    /// Copies `data` in from byte `offset` on. Shared, because the disjoint writable views
+    /// of one buffer (`DeviceSliceMut::split_at_mut`) each write their own bytes.
+    fn write(&self, offset: usize, data: &[u8]) -> Result<(), Error>;
 }
 
 /// `(start, len)` of `range` within `len` elements.

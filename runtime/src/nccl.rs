@@ -87,6 +87,16 @@ pub struct Communicator {
 // use takes `&mut self`.
 unsafe impl Send for Communicator {}
 
+impl std::fmt::Debug for Communicator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Communicator")
+            .field("rank", &self.rank)
+            .field("ranks", &self.ranks)
+            .field("device", self.device)
+            .finish()
+    }
+}
+
 impl Communicator {
     /// Rank `rank` of `ranks` on `device`, joining the other ranks that pass `id`; waits
     /// for all of them.
@@ -100,8 +110,15 @@ impl Communicator {
         cuda::current(ordinal)?;
         let mut comm = std::ptr::null_mut();
         // SAFETY: `comm` is written by NCCL; the device's context is current.
-        unsafe { result::comm_init_rank(&mut comm, ranks as i32, id.0, rank as i32) }
-            .map_err(failed("making a communicator"))?;
+        unsafe { result::comm_init_rank(&mut comm, ranks as i32, id.0, rank as i32) }.map_err(
+            |e| match e.0 {
+                sys::ncclResult_t::ncclInvalidUsage => Error::Nccl(format!(
+                    "making a communicator failed: {:?} (NCCL refuses, among other misuses, two ranks on one GPU: give each rank its own device)",
+                    e.0
+                )),
+                _ => failed("making a communicator")(e),
+            },
+        )?;
         let lengths = if ranks > 1 {
             Some(DeviceBuffer::zeros(device, 2)?)
         } else {
@@ -451,6 +468,14 @@ fn gpu(device: &Device) -> Result<(&'static Device, usize), Error> {
             "NCCL collectives run on NVIDIA GPUs; {other} is not one"
         ))),
     }
+}
+
+/// Whether this process can make a communicator on `device`: NCCL is there and the
+/// device is an NVIDIA GPU (as [`Communicator::new`] needs).
+#[cfg(feature = "mpi")]
+pub(crate) fn usable(device: &Device) -> Result<(), Error> {
+    loaded()?;
+    gpu(device).map(drop)
 }
 
 /// Whether NCCL can be loaded.

@@ -93,6 +93,8 @@ macro_rules! for_each_case {
         $m!(generic_kernels_over_half_floats);
         $m!(integer_constants_from_outside_the_kernel);
         $m!(device_buffer_views_and_copies_on_the_device);
+        $m!(split_views_of_one_device_buffer);
+        $m!(copies_from_page_locked_memory_take_the_data_as_it_was);
         $m!(tuple_and_range_locals);
         $m!(sub_slices_of_read_only_slices);
         $m!(device_functions_returning_tuples);
@@ -2171,6 +2173,93 @@ pub fn device_buffer_views_and_copies_on_the_device(o: LaunchOptions) -> CaseRes
     )?;
     // Nothing refused changed the data.
     compare("after refusals", &copy.to_vec().map_err(err)?, &want_copy)
+}
+
+/// One buffer split into writable views: a launch writes one while it reads the other,
+/// a copy on the device goes from one part to another, and a part split again is
+/// written from the host; splits and views past the end are errors that change nothing.
+pub fn split_views_of_one_device_buffer(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let err = |e: offload::Error| e.to_string();
+    let start: Vec<f32> = (0..100).map(|k| k as f32).collect();
+    let mut buf = DeviceBuffer::from_slice(&device, &start).map_err(err)?;
+    let mut want = start.clone();
+    {
+        let (mut left, mut right) = buf.split_at_mut(40).map_err(err)?;
+        view_axpy(o, &mut left, right.slice(20..60).map_err(err)?, 3.0).map_err(err)?;
+        for k in 0..40 {
+            want[k] += 3.0 * start[k + 60] + 40.0;
+        }
+        right
+            .slice_mut(..10)
+            .map_err(err)?
+            .copy_from_device(left.slice(5..15).map_err(err)?)
+            .map_err(err)?;
+        let moved = want[5..15].to_vec();
+        want[40..50].copy_from_slice(&moved);
+        let (_, mut tail) = right.split_at_mut(55).map_err(err)?;
+        tail.copy_from_slice(&[-7.0; 5]).map_err(err)?;
+        want[95..].fill(-7.0);
+        let refused = [
+            left.split_at_mut(41).map(|_| ()),
+            left.slice_mut(30..41).map(|_| ()),
+            right.slice(..61).map(|_| ()),
+        ];
+        let messages: Vec<String> = refused
+            .into_iter()
+            .map(|r| r.map_or_else(|e| e.to_string(), |()| "accepted".into()))
+            .collect();
+        compare(
+            "refusals",
+            &messages,
+            &[
+                "invalid buffer operation: cannot split a view of 40 elements at 41".to_string(),
+                "invalid buffer operation: elements 30..41 are not a range within a buffer of 40"
+                    .to_string(),
+                "invalid buffer operation: elements 0..61 are not a range within a buffer of 60"
+                    .to_string(),
+            ],
+        )?;
+    }
+    compare("split views", &buf.to_vec().map_err(err)?, &want)?;
+    let mut out = offload::PinnedVec::<f32>::zeros(&device, 30).map_err(err)?;
+    buf.slice(60..90)
+        .map_err(err)?
+        .copy_to_slice(out.as_mut_slice().map_err(err)?)
+        .map_err(err)?;
+    compare(
+        "read into page-locked memory",
+        out.as_slice().map_err(err)?,
+        &want[60..90],
+    )?;
+    expect_error(
+        buf.split_at_mut(101).map(|_| ()),
+        "invalid buffer operation: cannot split a view of 100 elements at 101",
+    )?;
+    compare("after refusals", &buf.to_vec().map_err(err)?, &want)
+}
+
+/// `copy_from_slice` from page-locked memory (which the GPU reads by itself, after an
+/// asynchronous copy has returned) copies what the memory held at the call: changing the
+/// memory right after changes nothing on the device.
+pub fn copies_from_page_locked_memory_take_the_data_as_it_was(o: LaunchOptions) -> CaseResult {
+    let device = device_of(o);
+    let err = |e: offload::Error| e.to_string();
+    let n = 1 << 23;
+    let data: Vec<f32> = (0..n).map(|k| (k % 1000) as f32).collect();
+    let mut pinned = offload::PinnedVec::from_slice(&device, &data).map_err(err)?;
+    let mut buf = DeviceBuffer::<f32>::zeros(&device, n).map_err(err)?;
+    buf.copy_from_slice(pinned.as_slice().map_err(err)?)
+        .map_err(err)?;
+    pinned.as_mut_slice().map_err(err)?.fill(-1.0);
+    buf.slice_mut(..n / 2)
+        .map_err(err)?
+        .copy_from_slice(&pinned.as_slice().map_err(err)?[..n / 2])
+        .map_err(err)?;
+    pinned.as_mut_slice().map_err(err)?.fill(-2.0);
+    let mut want = data;
+    want[..n / 2].fill(-1.0);
+    compare("copied", &buf.to_vec().map_err(err)?, &want)
 }
 
 pub fn device_buffers_stay_on_the_device(o: LaunchOptions) -> CaseResult {

@@ -114,6 +114,60 @@ fn rank_program() {
         assert_eq!(keep.to_vec().unwrap(), mine);
     }
 
+    // A halo exchange with immediate requests on split views of one buffer: two halo
+    // elements on each side of four interior ones; the first two interior ones go to the
+    // previous rank's lower halo, the last two to the next rank's upper halo.
+    let mut plate = DeviceBuffer::from_slice(&device, &mine).unwrap();
+    {
+        let (mut above, rest) = plate.split_at_mut(2).unwrap();
+        let (inner, mut below) = rest.into_split_at(4).unwrap();
+        let requests = vec![
+            world
+                .immediate_receive_device(previous, 4, &mut above)
+                .unwrap(),
+            world.immediate_receive_device(next, 5, &mut below).unwrap(),
+            world
+                .immediate_send_device(previous, 5, inner.slice(..2).unwrap())
+                .unwrap(),
+            world
+                .immediate_send_device(next, 4, inner.slice(2..).unwrap())
+                .unwrap(),
+        ];
+        offload::mpi::wait_all(requests).unwrap();
+    }
+    let want: Vec<f64> = [of(previous, 4), of(previous, 5)]
+        .into_iter()
+        .chain((2..6).map(|i| of(rank, i)))
+        .chain([of(next, 2), of(next, 3)])
+        .collect();
+    assert_eq!(
+        plate.to_vec().unwrap(),
+        want,
+        "halo exchange on rank {rank}"
+    );
+
+    // An immediate receive of a shorter message is an error from `wait`; a dropped one
+    // completes and writes nothing.
+    if rank == 0 {
+        world.send_device(1, 6, from.slice(..3).unwrap()).unwrap();
+        world.send_device(1, 8, from.slice(..2).unwrap()).unwrap();
+    } else if rank == 1 {
+        let mut keep = DeviceBuffer::from_slice(&device, &mine).unwrap();
+        let request = world
+            .immediate_receive_device(0, 6, keep.slice_mut(..5).unwrap())
+            .unwrap();
+        assert_eq!(
+            request.wait().unwrap_err().to_string(),
+            "MPI: rank 0 sent 3 elements with tag 6, into 5 device elements: nothing was written"
+        );
+        drop(world.immediate_receive_device(0, 8, keep.slice_mut(6..).unwrap()));
+        assert_eq!(keep.to_vec().unwrap(), mine);
+    }
+
+    // NCCL needs an NVIDIA GPU: on the CPU every rank gets the error, none waits.
+    let err = offload::mpi::nccl_communicator(&world, &device).unwrap_err();
+    assert!(matches!(err, Error::Nccl(_)), "{err}");
+
     // A rank outside the communicator.
     let err = world.send_device(size, 3, &from).unwrap_err();
     assert!(matches!(err, Error::Mpi(_)));

@@ -29,9 +29,7 @@ fn a_missing_library_is_named() {
                 UniqueId::from_bytes(id.to_bytes()).to_bytes(),
                 id.to_bytes()
             );
-            let err = Communicator::new(&Device::Cpu, &id, 0, 1)
-                .err()
-                .expect("not a GPU");
+            let err = Communicator::new(&Device::Cpu, &id, 0, 1).expect_err("not a GPU");
             assert!(err.to_string().contains("is not one"), "{err}");
         }
         Err(e) => {
@@ -47,8 +45,6 @@ fn a_missing_library_is_named() {
 #[test]
 fn a_rank_outside_the_communicator_is_refused() {
     let id = UniqueId::from_bytes([0; 128]);
-    let err = Communicator::new(&Device::Cpu, &id, 2, 2)
-        .err()
-        .expect("rank 2 of 2");
+    let err = Communicator::new(&Device::Cpu, &id, 2, 2).expect_err("rank 2 of 2");
     assert_eq!(err.to_string(), "NCCL: rank 2 is not one of 2 ranks");
 }

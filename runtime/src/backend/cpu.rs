@@ -58,7 +58,7 @@ impl Backend for Cpu {
             return Err(out_of_memory());
         }
         let words = zeroed_words(bytes).ok_or_else(out_of_memory)?;
-        Ok(Box::new(HostMemory(words)))
+        Ok(Box::new(HostMemory::new(words)))
     }
 
     fn upload(&'static self, data: &[u8]) -> Result<Box<dyn Memory>, Error> {
@@ -71,7 +71,7 @@ impl Backend for Cpu {
                 data.len(),
             )
         };
-        Ok(Box::new(HostMemory(words)))
+        Ok(Box::new(HostMemory::new(words)))
     }
 
     unsafe fn copy(&self, from: u64, to: u64, bytes: usize) -> Result<(), Error> {
@@ -355,19 +355,49 @@ impl std::ops::DerefMut for HostBytes {
 }
 
 /// The CPU backend's device memory: host memory, 8-byte aligned for any element type,
-/// that kernels run on in place.
-struct HostMemory(Vec<u64>);
+/// that kernels run on in place. It is held by its raw address, not as a `Vec`, because
+/// kernels and the disjoint writable views of one buffer write it through that address
+/// while the buffer is only shared.
+struct HostMemory {
+    words: std::ptr::NonNull<u64>,
+    len: usize,
+    capacity: usize,
+}
+
+// SAFETY: the memory is a plain allocation owned by this value; who writes which bytes
+// when is what launches and views order (as for device memory).
+unsafe impl Send for HostMemory {}
+// SAFETY: as above.
+unsafe impl Sync for HostMemory {}
+
+impl HostMemory {
+    fn new(words: Vec<u64>) -> Self {
+        let mut words = std::mem::ManuallyDrop::new(words);
+        HostMemory {
+            words: std::ptr::NonNull::new(words.as_mut_ptr()).expect("a vector's address"),
+            len: words.len(),
+            capacity: words.capacity(),
+        }
+    }
+}
+
+impl Drop for HostMemory {
+    fn drop(&mut self) {
+        // SAFETY: the parts of the vector `new` took apart, put back together once.
+        drop(unsafe { Vec::from_raw_parts(self.words.as_ptr(), self.len, self.capacity) });
+    }
+}
 
 impl Memory for HostMemory {
     fn address(&self) -> u64 {
-        self.0.as_ptr() as u64
+        self.words.as_ptr() as u64
     }
 
     fn read(&self, offset: usize, into: &mut [u8]) -> Result<(), Error> {
         // SAFETY: the caller reads within the bytes it allocated.
         unsafe {
             std::ptr::copy_nonoverlapping(
-                self.0.as_ptr().cast::<u8>().add(offset),
+                self.words.as_ptr().cast::<u8>().add(offset),
                 into.as_mut_ptr(),
                 into.len(),
             )
@@ -375,10 +405,11 @@ impl Memory for HostMemory {
         Ok(())
     }
 
-    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
-        // SAFETY: the caller writes within the bytes it allocated.
+    fn write(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
+        // SAFETY: the caller writes within the bytes it allocated, and no other view
+        // writes or reads them meanwhile.
         unsafe {
-            let at = self.0.as_mut_ptr().cast::<u8>().add(offset);
+            let at = self.words.as_ptr().cast::<u8>().add(offset);
             std::ptr::copy_nonoverlapping(data.as_ptr(), at, data.len())
         };
         Ok(())

@@ -130,11 +130,33 @@ impl Driver for Cuda {
         ptr
     }
 
-    fn copy_in(&self, data: &[u8], buffer: &mut CudaSlice<u8>, offset: usize) -> Result<(), Error> {
-        let mut window = buffer.slice_mut(offset..offset + data.len());
-        stream(self.ordinal)?
-            .memcpy_htod(data, &mut window)
-            .map_err(driver_error("copying to the device"))
+    fn copy_in(&self, data: &[u8], buffer: &CudaSlice<u8>, offset: usize) -> Result<(), Error> {
+        use cudarc::driver::sys;
+        assert!(
+            offset + data.len() <= buffer.len(),
+            "a copy within the buffer"
+        );
+        let stream = stream(self.ordinal)?;
+        let to = self.address(buffer) + offset as u64;
+        stream
+            .context()
+            .bind_to_thread()
+            .map_err(driver_error("copying to the device"))?;
+        // SAFETY: the destination holds `data.len()` bytes from `to` (asserted above),
+        // and the copy runs in the device's stream order. From pageable memory it returns
+        // once the driver has taken `data`; from page-locked memory it does not, so then
+        // the stream is waited for before `data` may change.
+        unsafe {
+            sys::cuMemcpyHtoDAsync_v2(to, data.as_ptr().cast(), data.len(), stream.cu_stream())
+        }
+        .result()
+        .map_err(driver_error("copying to the device"))?;
+        if page_locked(data.as_ptr()) {
+            stream
+                .synchronize()
+                .map_err(driver_error("copying to the device"))?;
+        }
+        Ok(())
     }
 
     unsafe fn copy_out(
@@ -642,4 +664,22 @@ pub(crate) fn current(ordinal: usize) -> Result<cudarc::driver::sys::CUstream, E
         .bind_to_thread()
         .map_err(driver_error("making a context current"))?;
     Ok(made.stream.cu_stream())
+}
+
+/// Whether `host` is in page-locked memory (a `PinnedVec`'s, or another library's),
+/// which the driver copies from after an asynchronous copy has returned.
+fn page_locked(host: *const u8) -> bool {
+    use cudarc::driver::sys;
+    let mut kind = 0u32;
+    // SAFETY: `kind` has room for the attribute; for pageable memory the driver answers
+    // with an error, which means "not page-locked".
+    let answer = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut kind as *mut u32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            host as sys::CUdeviceptr,
+        )
+    };
+    answer == sys::cudaError_enum::CUDA_SUCCESS
+        && kind == sys::CUmemorytype::CU_MEMORYTYPE_HOST as u32
 }

@@ -408,7 +408,7 @@ impl Driver for HipDevice {
         buffer.ptr as u64
     }
 
-    fn copy_in(&self, data: &[u8], buffer: &mut DeviceMemory, offset: usize) -> Result<(), Error> {
+    fn copy_in(&self, data: &[u8], buffer: &DeviceMemory, offset: usize) -> Result<(), Error> {
         let hip = self.selected()?;
         // SAFETY: the buffer holds `offset + data.len()` bytes (the protocol's contract).
         let e = unsafe {

@@ -77,7 +77,7 @@ pub(crate) trait Driver: Send + Sync + 'static {
     fn address(&self, buffer: &Self::Buffer) -> u64;
     /// Copies `data` into the buffer from byte `offset` on; `data` may be reused as soon
     /// as this returns.
-    fn copy_in(&self, data: &[u8], buffer: &mut Self::Buffer, offset: usize) -> Result<(), Error>;
+    fn copy_in(&self, data: &[u8], buffer: &Self::Buffer, offset: usize) -> Result<(), Error>;
     /// Enqueues a copy of the buffer's bytes from `offset` on into `into`.
     ///
     /// # Safety
@@ -325,7 +325,7 @@ impl<D: Driver> Gpu<D> {
                 self.driver.zero(&mut buffer, full)?;
             }
             if bytes > 0 {
-                self.driver.copy_in(host, &mut buffer, offset)?;
+                self.driver.copy_in(host, &buffer, offset)?;
             }
             if kind.copied_back() && bytes > 0 {
                 written.push((buffers.len(), data, bytes, offset));
@@ -697,7 +697,7 @@ impl<D: Driver> Backend for Gpu<D> {
         if data.is_empty() {
             self.driver.zero(&mut buffer, 1)?;
         } else {
-            self.driver.copy_in(data, &mut buffer, 0)?;
+            self.driver.copy_in(data, &buffer, 0)?;
         }
         Ok(Box::new(DeviceMemory { buffer, gpu: self }))
     }
@@ -743,11 +743,11 @@ impl<D: Driver> Memory for DeviceMemory<D> {
         self.gpu.settle(Some((&self.buffer, offset, into)))
     }
 
-    fn write(&mut self, offset: usize, data: &[u8]) -> Result<(), Error> {
+    fn write(&self, offset: usize, data: &[u8]) -> Result<(), Error> {
         if data.is_empty() {
             return Ok(());
         }
-        self.gpu.driver.copy_in(data, &mut self.buffer, offset)
+        self.gpu.driver.copy_in(data, &self.buffer, offset)
     }
 }
 

@@ -6,6 +6,7 @@ use crate::args::{ArgKind, DynamicArg, KernelArg};
 use crate::memory::BufferLocation;
 use offload_mir::interp::Layout;
 use offload_mir::{ScalarTy, Strategy};
+use std::sync::atomic::Ordering::Relaxed;
 
 /// Doubles every element of its region and, with a scalar of 10 or more, panics at
 /// its `assert` (site 0) after writing; its subgroup shuffle needs whole warps.
@@ -33,7 +34,7 @@ bb1: {
 );
 
 /// The host memory a fake buffer is; its address is what kernels write through.
-struct Bytes(Box<[u8]>);
+struct Bytes(Box<[std::sync::atomic::AtomicU8]>);
 
 struct Fake {
     device: Device,
@@ -71,24 +72,28 @@ impl Driver for Fake {
     fn allocate(&self, bytes: usize) -> Result<Bytes, Error> {
         self.note("allocate");
         // Not zeroed: what the protocol reads unwritten shows.
-        Ok(Bytes(vec![0xa5; bytes.max(1)].into()))
+        Ok(Bytes((0..bytes.max(1)).map(|_| 0xa5.into()).collect()))
     }
     fn zero(&self, buffer: &mut Bytes, bytes: usize) -> Result<(), Error> {
         self.note("zero");
-        buffer.0[..bytes].fill(0);
+        buffer.0[..bytes].iter().for_each(|b| b.store(0, Relaxed));
         Ok(())
     }
     fn address(&self, buffer: &Bytes) -> u64 {
         buffer.0.as_ptr() as u64
     }
-    fn copy_in(&self, data: &[u8], buffer: &mut Bytes, offset: usize) -> Result<(), Error> {
+    fn copy_in(&self, data: &[u8], buffer: &Bytes, offset: usize) -> Result<(), Error> {
         self.note("copy in");
-        buffer.0[offset..offset + data.len()].copy_from_slice(data);
+        for (b, &d) in buffer.0[offset..].iter().zip(data) {
+            b.store(d, Relaxed);
+        }
         Ok(())
     }
     unsafe fn copy_out(&self, buffer: &Bytes, offset: usize, into: &mut [u8]) -> Result<(), Error> {
         self.note("copy out");
-        into.copy_from_slice(&buffer.0[offset..offset + into.len()]);
+        for (i, b) in into.iter_mut().zip(&buffer.0[offset..]) {
+            *i = b.load(Relaxed);
+        }
         Ok(())
     }
     fn host(&self, bytes: usize) -> Result<Vec<u8>, Error> {
@@ -431,7 +436,7 @@ fn clean_slabs_go_back_to_the_pool() {
 fn copies_on_the_device_are_enqueued_and_read_back_after_a_wait() {
     let gpu = fake();
     let from = gpu.upload(&words(&[1, 2, 3, 4])).unwrap();
-    let mut to = gpu.allocate_zeroed(16).unwrap();
+    let to = gpu.allocate_zeroed(16).unwrap();
     to.write(0, &words(&[9])).unwrap();
     log(gpu);
     // SAFETY: both are live buffers of the fake GPU with these bytes.
